@@ -1,0 +1,161 @@
+// Package algorithms holds gocoll's collective algorithms, one file each,
+// and the registry that names them.
+//
+// An algorithm is a pure function from the shape of a call (collective,
+// number of ranks, this rank, counts, op commutativity) to the schedule this
+// rank performs. It does no I/O and knows nothing of bytes, memory spaces or
+// transports: package executor gives schedules their meaning.
+package algorithms
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/gocoll/gocoll/schedule"
+)
+
+// Collective names one of the collectives gocoll implements.
+type Collective uint8
+
+const (
+	Allreduce Collective = iota
+	ReduceScatter
+	ReduceScatterBlock
+	Allgather
+	numCollectives
+)
+
+// Collectives lists every collective, in a stable order.
+var Collectives = []Collective{Allreduce, ReduceScatter, ReduceScatterBlock, Allgather}
+
+// String returns the MPI name of the collective.
+func (c Collective) String() string {
+	switch c {
+	case Allreduce:
+		return "MPI_Allreduce"
+	case ReduceScatter:
+		return "MPI_Reduce_scatter"
+	case ReduceScatterBlock:
+		return "MPI_Reduce_scatter_block"
+	case Allgather:
+		return "MPI_Allgather"
+	}
+	return fmt.Sprintf("collective(%d)", uint8(c))
+}
+
+// EnvName returns the collective's part of environment variable names, as in
+// GOCOLL_ALLREDUCE_ALGORITHM.
+func (c Collective) EnvName() string {
+	return strings.ToUpper(strings.TrimPrefix(c.String(), "MPI_"))
+}
+
+// Reduces reports whether the collective combines data with an op.
+func (c Collective) Reduces() bool { return c != Allgather }
+
+// Params is the shape of one call, as seen by one rank.
+type Params struct {
+	P    int // ranks in the communicator
+	Rank int // this rank, 0 <= Rank < P
+
+	// Count is the number of elements of an Allreduce.
+	Count int
+	// Counts holds one block size per rank: the recvcounts of
+	// MPI_Reduce_scatter (all equal for MPI_Reduce_scatter_block), the
+	// counts each rank contributes to MPI_Allgather(v). Nil for Allreduce.
+	Counts []int
+
+	// Commutative is false for user-defined ops that are not; algorithms
+	// that do not preserve rank order are then never used.
+	Commutative bool
+	// InPlace is the MPI_IN_PLACE form. Schedules are correct either way;
+	// an algorithm may use the flag to save a copy.
+	InPlace bool
+}
+
+// Blocks returns the per-rank blocks of a ReduceScatter or Allgather call.
+func (p Params) Blocks() schedule.Blocks { return schedule.BlocksOf(p.Counts) }
+
+// Total returns the number of elements of the full vector: Count for
+// Allreduce, the sum of Counts otherwise.
+func (p Params) Total() int {
+	if p.Counts == nil {
+		return p.Count
+	}
+	n := 0
+	for _, c := range p.Counts {
+		n += c
+	}
+	return n
+}
+
+// Algorithm is one entry of the registry: a name, the restrictions under
+// which it is correct, and the function that builds its schedules.
+type Algorithm struct {
+	Name       string
+	Collective Collective
+	// Commutative: the algorithm combines contributions out of rank order,
+	// so it needs a commutative op.
+	Commutative bool
+	// Summary is one line for the README table and `gocollrun --info`.
+	Summary string
+	// Cost is the alpha-beta-gamma cost for p ranks and n elements (of
+	// size 1), p a power of two.
+	Cost string
+	// Build returns the schedule of rank p.Rank. It must not be called
+	// when Check(p) fails.
+	Build func(p Params) *schedule.Schedule
+}
+
+// Check returns an error that names the restriction p violates, or nil.
+func (a *Algorithm) Check(p Params) error {
+	if a.Commutative && !p.Commutative {
+		return fmt.Errorf("%s algorithm %q needs a commutative op", a.Collective, a.Name)
+	}
+	return nil
+}
+
+var registry = map[Collective]map[string]*Algorithm{}
+
+// register adds algorithms at init time.
+func register(algs ...*Algorithm) {
+	for _, a := range algs {
+		m := registry[a.Collective]
+		if m == nil {
+			m = map[string]*Algorithm{}
+			registry[a.Collective] = m
+		}
+		if m[a.Name] != nil {
+			panic("algorithms: duplicate " + a.Name)
+		}
+		m[a.Name] = a
+	}
+}
+
+// Lookup returns the named algorithm of collective c. An unknown name is an
+// error that lists the valid ones.
+func Lookup(c Collective, name string) (*Algorithm, error) {
+	if a := registry[c][name]; a != nil {
+		return a, nil
+	}
+	return nil, fmt.Errorf("%s has no algorithm %q (valid: %s)", c, name, strings.Join(Names(c), ", "))
+}
+
+// Names returns the names of collective c's algorithms, sorted.
+func Names(c Collective) []string {
+	var names []string
+	for n := range registry[c] {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// All returns every algorithm of collective c, sorted by name.
+func All(c Collective) []*Algorithm {
+	var out []*Algorithm
+	for _, n := range Names(c) {
+		out = append(out, registry[c][n])
+	}
+	return out
+}

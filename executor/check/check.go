@@ -1,0 +1,375 @@
+// Package check is the symbolic executor: it runs the schedules of all p
+// ranks of one collective call without any data and proves that, at the end,
+// every output element of every rank holds exactly the right contributions,
+// each exactly once, combined in rank order where the op is not commutative.
+//
+// Instead of numbers, every element carries the ordered list of ranks whose
+// inputs were combined into it and the index of the vector element it
+// stands for. Ranges of elements with the same history are kept as one
+// segment, so a check costs time proportional to the number of steps, not to
+// the message size: all algorithms can be checked for p up to 1024 in a unit
+// test.
+//
+// Besides the final contents, the executor rejects schedules that could not
+// run correctly on a real transport: unmatched or mis-sized messages, sends
+// to oneself, out-of-bounds ranges, writes to the input buffer, reads of
+// uninitialised memory, a receive that lands where a send of the same round
+// reads or where another receive lands, and steps whose destination
+// partially overlaps an operand.
+package check
+
+import (
+	"fmt"
+
+	"github.com/gocoll/gocoll/algorithms"
+	"github.com/gocoll/gocoll/schedule"
+)
+
+// Algorithm checks the named algorithm on every rank of the call described
+// by base (base.Rank is ignored).
+func Algorithm(c algorithms.Collective, a *algorithms.Algorithm, base algorithms.Params) error {
+	if err := a.Check(base); err != nil {
+		return err
+	}
+	return Run(c, base, a.Build)
+}
+
+// Run builds the schedule of every rank with build and verifies the call.
+func Run(c algorithms.Collective, base algorithms.Params, build func(algorithms.Params) *schedule.Schedule) error {
+	p := base.P
+	ranks := make([]*rankState, p)
+	for r := range ranks {
+		pr := base
+		pr.Rank = r
+		ranks[r] = newRankState(c, pr, build(pr))
+	}
+	rounds := 0
+	for _, rs := range ranks {
+		rounds = max(rounds, len(rs.sched.Rounds))
+	}
+	for i := range rounds {
+		if err := runRound(ranks, i); err != nil {
+			return err
+		}
+	}
+	for r, rs := range ranks {
+		if err := rs.verify(c, base, r); err != nil {
+			return fmt.Errorf("rank %d: %v", r, err)
+		}
+	}
+	return nil
+}
+
+type rankState struct {
+	rank  int
+	sched *schedule.Schedule
+	in    *symBuf // nil when in place
+	out   *symBuf
+	tmp   *symBuf
+	inLen int
+	// alias is where Input starts inside Output when in place, else -1.
+	alias int
+	// checkLen is how much of Output holds the result.
+	checkLen int
+}
+
+func newRankState(c algorithms.Collective, p algorithms.Params, s *schedule.Schedule) *rankState {
+	rs := &rankState{rank: p.Rank, sched: s, alias: -1, tmp: newSymBuf(s.ScratchLen)}
+	me := terms{{int32(p.Rank), int32(p.Rank)}}
+	var outLen, base int
+	switch c {
+	case algorithms.Allreduce:
+		rs.inLen, outLen, rs.checkLen = p.Count, p.Count, p.Count
+		if p.InPlace {
+			rs.alias = 0
+		}
+	case algorithms.ReduceScatter, algorithms.ReduceScatterBlock:
+		total := p.Total()
+		rs.inLen, outLen, rs.checkLen = total, p.Counts[p.Rank], p.Counts[p.Rank]
+		if p.InPlace {
+			rs.alias, outLen = 0, total
+		}
+	case algorithms.Allgather:
+		bl := p.Blocks()
+		rs.inLen, outLen, rs.checkLen = p.Counts[p.Rank], bl.Total, bl.Total
+		base = bl.Displs[p.Rank]
+		if p.InPlace {
+			rs.alias = base
+		}
+	}
+	rs.out = newSymBuf(outLen)
+	input := []seg{{len: rs.inLen, def: true, base: base, terms: me}}
+	if rs.alias >= 0 {
+		rs.out.write(rs.alias, input)
+	} else {
+		rs.in = newSymBuf(rs.inLen)
+		rs.in.write(0, input)
+	}
+	return rs
+}
+
+// loc is a range resolved to the buffer that really holds it.
+type loc struct {
+	buf *symBuf
+	off int
+	n   int
+}
+
+func (l loc) overlaps(m loc) bool {
+	return l.buf == m.buf && l.n > 0 && m.n > 0 && l.off < m.off+m.n && m.off < l.off+l.n
+}
+
+func (rs *rankState) resolve(r schedule.Range, write bool) (loc, error) {
+	if r.Off < 0 || r.Len < 0 {
+		return loc{}, fmt.Errorf("negative range %v", r)
+	}
+	switch r.Buf {
+	case schedule.Input:
+		if write {
+			return loc{}, fmt.Errorf("writes to the input buffer (%v)", r)
+		}
+		if r.End() > rs.inLen {
+			return loc{}, fmt.Errorf("range %v beyond input of %d elements", r, rs.inLen)
+		}
+		if rs.alias >= 0 {
+			return loc{rs.out, rs.alias + r.Off, r.Len}, nil
+		}
+		return loc{rs.in, r.Off, r.Len}, nil
+	case schedule.Output:
+		if r.End() > rs.out.n {
+			return loc{}, fmt.Errorf("range %v beyond output of %d elements", r, rs.out.n)
+		}
+		return loc{rs.out, r.Off, r.Len}, nil
+	case schedule.Scratch:
+		if r.End() > rs.tmp.n {
+			return loc{}, fmt.Errorf("range %v beyond scratch of %d elements", r, rs.tmp.n)
+		}
+		return loc{rs.tmp, r.Off, r.Len}, nil
+	}
+	return loc{}, fmt.Errorf("unknown buffer in %v", r)
+}
+
+// readDefined reads l and fails if any element of it was never written.
+func readDefined(l loc, what schedule.Range) ([]seg, error) {
+	data := l.buf.read(l.off, l.n)
+	for _, s := range data {
+		if !s.def {
+			return nil, fmt.Errorf("reads uninitialised elements in %v", what)
+		}
+	}
+	return data, nil
+}
+
+type message struct {
+	from int
+	data []seg
+	rng  schedule.Range
+}
+
+func runRound(ranks []*rankState, i int) error {
+	p := len(ranks)
+	// mailbox[to][from] lists the messages from -> to in order.
+	mailbox := make(map[[2]int][]message)
+	for r, rs := range ranks {
+		if i >= len(rs.sched.Rounds) {
+			continue
+		}
+		for _, t := range rs.sched.Rounds[i].Sends {
+			if t.Peer < 0 || t.Peer >= p || t.Peer == r {
+				return fmt.Errorf("rank %d round %d: send to invalid peer %d", r, i, t.Peer)
+			}
+			l, err := rs.resolve(t.Range, false)
+			if err != nil {
+				return fmt.Errorf("rank %d round %d: send %v: %v", r, i, t.Range, err)
+			}
+			data, err := readDefined(l, t.Range)
+			if err != nil {
+				return fmt.Errorf("rank %d round %d: send to %d %v", r, i, t.Peer, err)
+			}
+			k := [2]int{t.Peer, r}
+			mailbox[k] = append(mailbox[k], message{r, data, t.Range})
+		}
+	}
+	for r, rs := range ranks {
+		if i >= len(rs.sched.Rounds) {
+			continue
+		}
+		round := &rs.sched.Rounds[i]
+		var sendLocs, recvLocs []loc
+		for _, t := range round.Sends {
+			l, _ := rs.resolve(t.Range, false)
+			sendLocs = append(sendLocs, l)
+		}
+		for _, t := range round.Recvs {
+			if t.Peer < 0 || t.Peer >= p || t.Peer == r {
+				return fmt.Errorf("rank %d round %d: receive from invalid peer %d", r, i, t.Peer)
+			}
+			l, err := rs.resolve(t.Range, true)
+			if err != nil {
+				return fmt.Errorf("rank %d round %d: receive %v: %v", r, i, t.Range, err)
+			}
+			for _, s := range sendLocs {
+				if l.overlaps(s) {
+					return fmt.Errorf("rank %d round %d: receive into %v overlaps a send of the same round", r, i, t.Range)
+				}
+			}
+			for _, o := range recvLocs {
+				if l.overlaps(o) {
+					return fmt.Errorf("rank %d round %d: receive into %v overlaps another receive", r, i, t.Range)
+				}
+			}
+			recvLocs = append(recvLocs, l)
+			k := [2]int{r, t.Peer}
+			q := mailbox[k]
+			if len(q) == 0 {
+				return fmt.Errorf("rank %d round %d: receives %v from %d, which sends nothing more", r, i, t.Range, t.Peer)
+			}
+			m := q[0]
+			mailbox[k] = q[1:]
+			if m.rng.Len != t.Range.Len {
+				return fmt.Errorf("rank %d round %d: receives %d elements from %d, which sends %d (%v)", r, i, t.Range.Len, t.Peer, m.rng.Len, m.rng)
+			}
+			l.buf.write(l.off, m.data)
+		}
+	}
+	for k, q := range mailbox {
+		if len(q) > 0 {
+			return fmt.Errorf("rank %d round %d: sends %v to %d, which does not receive it", k[1], i, q[0].rng, k[0])
+		}
+	}
+	for r, rs := range ranks {
+		if i >= len(rs.sched.Rounds) {
+			continue
+		}
+		for _, st := range rs.sched.Rounds[i].Steps {
+			if err := rs.step(st); err != nil {
+				return fmt.Errorf("rank %d round %d: step %v: %v", r, i, st, err)
+			}
+		}
+	}
+	return nil
+}
+
+func (rs *rankState) step(st schedule.Step) error {
+	dst, err := rs.resolve(st.Dst, true)
+	if err != nil {
+		return err
+	}
+	a, err := rs.resolve(st.A, false)
+	if err != nil {
+		return err
+	}
+	if a.n != dst.n {
+		return fmt.Errorf("length mismatch")
+	}
+	if dst.overlaps(a) && dst != a {
+		return fmt.Errorf("destination partially overlaps operand %v", st.A)
+	}
+	ad, err := readDefined(a, st.A)
+	if err != nil {
+		return err
+	}
+	if st.Kind == schedule.Copy {
+		dst.buf.write(dst.off, ad)
+		return nil
+	}
+	b, err := rs.resolve(st.B, false)
+	if err != nil {
+		return err
+	}
+	if b.n != dst.n {
+		return fmt.Errorf("length mismatch")
+	}
+	if dst.overlaps(b) && dst != b {
+		return fmt.Errorf("destination partially overlaps operand %v", st.B)
+	}
+	bd, err := readDefined(b, st.B)
+	if err != nil {
+		return err
+	}
+	out, err := combine(ad, bd)
+	if err != nil {
+		return err
+	}
+	dst.buf.write(dst.off, out)
+	return nil
+}
+
+// combine reduces two equally long segment lists element by element.
+func combine(a, b []seg) ([]seg, error) {
+	var out []seg
+	i, j := 0, 0
+	ao, bo := 0, 0 // elements of a[i], b[j] already consumed
+	for i < len(a) && j < len(b) {
+		n := min(a[i].len-ao, b[j].len-bo)
+		if a[i].base+ao != b[j].base+bo {
+			return nil, fmt.Errorf("combines vector element %d with element %d", a[i].base+ao, b[j].base+bo)
+		}
+		out = append(out, seg{len: n, def: true, base: a[i].base + ao, terms: concat(a[i].terms, b[j].terms)})
+		ao += n
+		bo += n
+		if ao == a[i].len {
+			i, ao = i+1, 0
+		}
+		if bo == b[j].len {
+			j, bo = j+1, 0
+		}
+	}
+	return out, nil
+}
+
+// verify checks the final output of rank r.
+func (rs *rankState) verify(c algorithms.Collective, p algorithms.Params, r int) error {
+	base := 0
+	var bl schedule.Blocks
+	switch c {
+	case algorithms.ReduceScatter, algorithms.ReduceScatterBlock:
+		base = p.Blocks().Displs[r]
+	case algorithms.Allgather:
+		bl = p.Blocks()
+	}
+	for _, s := range rs.out.read(0, rs.checkLen) {
+		if !s.def {
+			return fmt.Errorf("output [%d:%d] never written", s.off, s.end())
+		}
+		if s.base != base+s.off {
+			return fmt.Errorf("output [%d:%d] holds vector elements %d.. instead of %d..", s.off, s.end(), s.base, base+s.off)
+		}
+		if c != algorithms.Allgather {
+			if !s.terms.isAll(p.P, !p.Commutative) {
+				want := "every rank exactly once"
+				if !p.Commutative {
+					want += ", in rank order"
+				}
+				return fmt.Errorf("output [%d:%d] combines %v, want %s", s.off, s.end(), s.terms, want)
+			}
+			continue
+		}
+		// An allgather output element must hold exactly its owner's input.
+		for off := s.off; off < s.end(); {
+			o := ownerOf(bl, off)
+			end := min(s.end(), bl.Displs[o]+bl.Counts[o])
+			if len(s.terms) != 1 || s.terms[0].lo != int32(o) || s.terms[0].hi != int32(o) {
+				return fmt.Errorf("output [%d:%d] holds %v, want the input of rank %d", off, end, s.terms, o)
+			}
+			off = end
+		}
+	}
+	return nil
+}
+
+// ownerOf returns the block holding element off (skipping empty blocks).
+func ownerOf(bl schedule.Blocks, off int) int {
+	lo, hi := 0, bl.P()-1
+	for lo < hi {
+		m := (lo + hi + 1) / 2
+		if bl.Displs[m] <= off {
+			lo = m
+		} else {
+			hi = m - 1
+		}
+	}
+	// lo is the last block starting at or before off; empty blocks that
+	// share its displacement come before the non-empty one.
+	return lo
+}
