@@ -35,7 +35,12 @@ func recvcounts(c algorithms.Collective, p, n int, rng *rand.Rand) [][]int {
 	for i := range uniform {
 		uniform[i] = n
 	}
+	// MPI_Reduce_scatter shares its builders with MPI_Reduce_scatter_block,
+	// which covers equal counts.
 	sets := [][]int{uniform}
+	if c == algorithms.ReduceScatter {
+		sets = nil
+	}
 	if c == algorithms.ReduceScatter || c == algorithms.Allgather {
 		irregular := make([]int, p)
 		for i := range irregular {

@@ -35,7 +35,9 @@ func (b *Builder) Scratch(n int) {
 	b.s.ScratchLen = max(b.s.ScratchLen, n)
 }
 
-// Schedule returns the built schedule, without trailing empty rounds.
+// Schedule returns the built schedule, without trailing empty rounds. The
+// transfers and steps of all rounds are packed into two arrays, so that an
+// executor walking the rounds reads consecutive memory.
 func (b *Builder) Schedule() *Schedule {
 	s := b.s
 	for len(s.Rounds) > 0 {
@@ -45,6 +47,29 @@ func (b *Builder) Schedule() *Schedule {
 		}
 		s.Rounds = s.Rounds[:len(s.Rounds)-1]
 	}
+	nt, ns := 0, 0
+	for _, r := range s.Rounds {
+		nt += len(r.Sends) + len(r.Recvs)
+		ns += len(r.Steps)
+	}
+	transfers, steps := make([]Transfer, 0, nt), make([]Step, 0, ns)
+	pack := func(all *[]Transfer, part []Transfer) []Transfer {
+		if len(part) == 0 {
+			return nil
+		}
+		*all = append(*all, part...)
+		return (*all)[len(*all)-len(part) : len(*all) : len(*all)]
+	}
+	rounds := make([]Round, len(s.Rounds))
+	for i, r := range s.Rounds {
+		rounds[i].Sends = pack(&transfers, r.Sends)
+		rounds[i].Recvs = pack(&transfers, r.Recvs)
+		if len(r.Steps) > 0 {
+			steps = append(steps, r.Steps...)
+			rounds[i].Steps = steps[len(steps)-len(r.Steps) : len(steps) : len(steps)]
+		}
+	}
+	s.Rounds = rounds
 	return &s
 }
 

@@ -20,6 +20,7 @@ package check
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/schedule"
@@ -38,10 +39,12 @@ func Algorithm(c algorithms.Collective, a *algorithms.Algorithm, base algorithms
 func Run(c algorithms.Collective, base algorithms.Params, build func(algorithms.Params) *schedule.Schedule) error {
 	p := base.P
 	ranks := make([]*rankState, p)
+	sl := &slab{}
+	sl.add(terms{{-1, -1}}) // gathered
 	for r := range ranks {
 		pr := base
 		pr.Rank = r
-		ranks[r] = newRankState(c, pr, build(pr))
+		ranks[r] = newRankState(c, pr, build(pr), sl)
 	}
 	rounds := 0
 	for _, rs := range ranks {
@@ -70,12 +73,28 @@ type rankState struct {
 	// alias is where Input starts inside Output when in place, else -1.
 	alias int
 	// checkLen is how much of Output holds the result.
-	checkLen int
+	checkLen    int
+	commutative bool
+	slab        *slab
+	// a, b, arena and joined are reused from step to step.
+	a, b, arena []seg
+	joined      terms
+
+	// inbox holds the messages sent to this rank in the current round.
+	inbox []message
+	// sendLocs and recvLocs are reused from round to round.
+	sendLocs, recvLocs []loc
 }
 
-func newRankState(c algorithms.Collective, p algorithms.Params, s *schedule.Schedule) *rankState {
-	rs := &rankState{rank: p.Rank, sched: s, alias: -1, tmp: newSymBuf(s.ScratchLen)}
-	me := terms{{int32(p.Rank), int32(p.Rank)}}
+func newRankState(c algorithms.Collective, p algorithms.Params, s *schedule.Schedule, sl *slab) *rankState {
+	rs := &rankState{rank: p.Rank, sched: s, alias: -1, tmp: newSymBuf(s.ScratchLen, sl), commutative: p.Commutative, slab: sl}
+	me := sl.add(terms{{int32(p.Rank), int32(p.Rank)}})
+	if c == algorithms.Allgather {
+		// Nothing is reduced, and element i of the gathered vector comes
+		// from one rank only: the index alone says whose it is. Sharing one
+		// term list lets the output merge into one segment.
+		me = gathered
+	}
 	var outLen, base int
 	switch c {
 	case algorithms.Allreduce:
@@ -97,12 +116,12 @@ func newRankState(c algorithms.Collective, p algorithms.Params, s *schedule.Sche
 			rs.alias = base
 		}
 	}
-	rs.out = newSymBuf(outLen)
-	input := []seg{{len: rs.inLen, def: true, base: base, terms: me}}
+	rs.out = newSymBuf(outLen, sl)
+	input := []seg{{len: rs.inLen, base: base, id: me}}
 	if rs.alias >= 0 {
 		rs.out.write(rs.alias, input)
 	} else {
-		rs.in = newSymBuf(rs.inLen)
+		rs.in = newSymBuf(rs.inLen, sl)
 		rs.in.write(0, input)
 	}
 	return rs
@@ -149,11 +168,12 @@ func (rs *rankState) resolve(r schedule.Range, write bool) (loc, error) {
 	return loc{}, fmt.Errorf("unknown buffer in %v", r)
 }
 
-// readDefined reads l and fails if any element of it was never written.
-func readDefined(l loc, what schedule.Range) ([]seg, error) {
-	data := l.buf.read(l.off, l.n)
-	for _, s := range data {
-		if !s.def {
+// readDefined appends the segments of l to dst and fails if any element of
+// it was never written.
+func readDefined(dst []seg, l loc, what schedule.Range) ([]seg, error) {
+	data := l.buf.read(dst, l.off, l.n)
+	for _, s := range data[len(dst):] {
+		if !s.def() {
 			return nil, fmt.Errorf("reads uninitialised elements in %v", what)
 		}
 	}
@@ -168,13 +188,20 @@ type message struct {
 
 func runRound(ranks []*rankState, i int) error {
 	p := len(ranks)
-	// mailbox[to][from] lists the messages from -> to in order.
-	mailbox := make(map[[2]int][]message)
-	for r, rs := range ranks {
+	active := func(rs *rankState) *schedule.Round {
 		if i >= len(rs.sched.Rounds) {
+			return nil
+		}
+		return &rs.sched.Rounds[i]
+	}
+	// Every send reads its source as it is when the round begins.
+	for r, rs := range ranks {
+		rs.arena = rs.arena[:0]
+		round := active(rs)
+		if round == nil {
 			continue
 		}
-		for _, t := range rs.sched.Rounds[i].Sends {
+		for _, t := range round.Sends {
 			if t.Peer < 0 || t.Peer >= p || t.Peer == r {
 				return fmt.Errorf("rank %d round %d: send to invalid peer %d", r, i, t.Peer)
 			}
@@ -182,23 +209,31 @@ func runRound(ranks []*rankState, i int) error {
 			if err != nil {
 				return fmt.Errorf("rank %d round %d: send %v: %v", r, i, t.Range, err)
 			}
-			data, err := readDefined(l, t.Range)
+			n := len(rs.arena)
+			rs.arena, err = readDefined(rs.arena, l, t.Range)
 			if err != nil {
 				return fmt.Errorf("rank %d round %d: send to %d %v", r, i, t.Peer, err)
 			}
-			k := [2]int{t.Peer, r}
-			mailbox[k] = append(mailbox[k], message{r, data, t.Range})
+			data := rs.arena[n:len(rs.arena):len(rs.arena)]
+			to := ranks[t.Peer]
+			to.inbox = append(to.inbox, message{r, data, t.Range})
 		}
 	}
+	// Then each rank receives and runs its steps: they change only its own
+	// buffers, which no other rank reads until the next round.
 	for r, rs := range ranks {
-		if i >= len(rs.sched.Rounds) {
+		round := active(rs)
+		if round == nil {
+			if len(rs.inbox) > 0 {
+				m := rs.inbox[0]
+				return fmt.Errorf("rank %d round %d: sends %v to %d, which does not receive it", m.from, i, m.rng, r)
+			}
 			continue
 		}
-		round := &rs.sched.Rounds[i]
-		var sendLocs, recvLocs []loc
+		rs.sendLocs, rs.recvLocs = rs.sendLocs[:0], rs.recvLocs[:0]
 		for _, t := range round.Sends {
 			l, _ := rs.resolve(t.Range, false)
-			sendLocs = append(sendLocs, l)
+			rs.sendLocs = append(rs.sendLocs, l)
 		}
 		for _, t := range round.Recvs {
 			if t.Peer < 0 || t.Peer >= p || t.Peer == r {
@@ -208,40 +243,34 @@ func runRound(ranks []*rankState, i int) error {
 			if err != nil {
 				return fmt.Errorf("rank %d round %d: receive %v: %v", r, i, t.Range, err)
 			}
-			for _, s := range sendLocs {
+			for _, s := range rs.sendLocs {
 				if l.overlaps(s) {
 					return fmt.Errorf("rank %d round %d: receive into %v overlaps a send of the same round", r, i, t.Range)
 				}
 			}
-			for _, o := range recvLocs {
+			for _, o := range rs.recvLocs {
 				if l.overlaps(o) {
 					return fmt.Errorf("rank %d round %d: receive into %v overlaps another receive", r, i, t.Range)
 				}
 			}
-			recvLocs = append(recvLocs, l)
-			k := [2]int{r, t.Peer}
-			q := mailbox[k]
-			if len(q) == 0 {
+			rs.recvLocs = append(rs.recvLocs, l)
+			// Take the first message still waiting from that peer.
+			k := slices.IndexFunc(rs.inbox, func(m message) bool { return m.from == t.Peer })
+			if k < 0 {
 				return fmt.Errorf("rank %d round %d: receives %v from %d, which sends nothing more", r, i, t.Range, t.Peer)
 			}
-			m := q[0]
-			mailbox[k] = q[1:]
+			m := rs.inbox[k]
+			rs.inbox = slices.Delete(rs.inbox, k, k+1)
 			if m.rng.Len != t.Range.Len {
 				return fmt.Errorf("rank %d round %d: receives %d elements from %d, which sends %d (%v)", r, i, t.Range.Len, t.Peer, m.rng.Len, m.rng)
 			}
 			l.buf.write(l.off, m.data)
 		}
-	}
-	for k, q := range mailbox {
-		if len(q) > 0 {
-			return fmt.Errorf("rank %d round %d: sends %v to %d, which does not receive it", k[1], i, q[0].rng, k[0])
+		if len(rs.inbox) > 0 {
+			m := rs.inbox[0]
+			return fmt.Errorf("rank %d round %d: sends %v to %d, which does not receive it", m.from, i, m.rng, r)
 		}
-	}
-	for r, rs := range ranks {
-		if i >= len(rs.sched.Rounds) {
-			continue
-		}
-		for _, st := range rs.sched.Rounds[i].Steps {
+		for _, st := range round.Steps {
 			if err := rs.step(st); err != nil {
 				return fmt.Errorf("rank %d round %d: step %v: %v", r, i, st, err)
 			}
@@ -265,7 +294,8 @@ func (rs *rankState) step(st schedule.Step) error {
 	if dst.overlaps(a) && dst != a {
 		return fmt.Errorf("destination partially overlaps operand %v", st.A)
 	}
-	ad, err := readDefined(a, st.A)
+	ad, err := readDefined(rs.a[:0], a, st.A)
+	rs.a = ad
 	if err != nil {
 		return err
 	}
@@ -283,11 +313,12 @@ func (rs *rankState) step(st schedule.Step) error {
 	if dst.overlaps(b) && dst != b {
 		return fmt.Errorf("destination partially overlaps operand %v", st.B)
 	}
-	bd, err := readDefined(b, st.B)
+	bd, err := readDefined(rs.b[:0], b, st.B)
+	rs.b = bd
 	if err != nil {
 		return err
 	}
-	out, err := combine(ad, bd)
+	out, err := rs.combine(rs.arena[len(rs.arena):], ad, bd)
 	if err != nil {
 		return err
 	}
@@ -295,9 +326,13 @@ func (rs *rankState) step(st schedule.Step) error {
 	return nil
 }
 
-// combine reduces two equally long segment lists element by element.
-func combine(a, b []seg) ([]seg, error) {
-	var out []seg
+// combine reduces two equally long segment lists element by element,
+// appending the result to out.
+func (rs *rankState) combine(out, a, b []seg) ([]seg, error) {
+	join := concat
+	if rs.commutative {
+		join = union
+	}
 	i, j := 0, 0
 	ao, bo := 0, 0 // elements of a[i], b[j] already consumed
 	for i < len(a) && j < len(b) {
@@ -305,7 +340,10 @@ func combine(a, b []seg) ([]seg, error) {
 		if a[i].base+ao != b[j].base+bo {
 			return nil, fmt.Errorf("combines vector element %d with element %d", a[i].base+ao, b[j].base+bo)
 		}
-		out = append(out, seg{len: n, def: true, base: a[i].base + ao, terms: concat(a[i].terms, b[j].terms)})
+		var x, y [1]span
+		rs.joined = join(rs.joined[:0], rs.slab.get(a[i].id, &x), rs.slab.get(b[j].id, &y))
+		id := rs.slab.add(rs.joined)
+		out = append(out, seg{len: n, base: a[i].base + ao, id: id})
 		ao += n
 		bo += n
 		if ao == a[i].len {
@@ -321,55 +359,36 @@ func combine(a, b []seg) ([]seg, error) {
 // verify checks the final output of rank r.
 func (rs *rankState) verify(c algorithms.Collective, p algorithms.Params, r int) error {
 	base := 0
-	var bl schedule.Blocks
-	switch c {
-	case algorithms.ReduceScatter, algorithms.ReduceScatterBlock:
+	if c == algorithms.ReduceScatter || c == algorithms.ReduceScatterBlock {
 		base = p.Blocks().Displs[r]
-	case algorithms.Allgather:
-		bl = p.Blocks()
 	}
-	for _, s := range rs.out.read(0, rs.checkLen) {
-		if !s.def {
+	for _, s := range rs.out.read(nil, 0, rs.checkLen) {
+		if !s.def() {
 			return fmt.Errorf("output [%d:%d] never written", s.off, s.end())
 		}
+		var buf [1]span
+		t := rs.slab.get(s.id, &buf)
 		if s.base != base+s.off {
 			return fmt.Errorf("output [%d:%d] holds vector elements %d.. instead of %d..", s.off, s.end(), s.base, base+s.off)
 		}
 		if c != algorithms.Allgather {
-			if !s.terms.isAll(p.P, !p.Commutative) {
+			if !t.isAll(p.P) {
 				want := "every rank exactly once"
 				if !p.Commutative {
 					want += ", in rank order"
 				}
-				return fmt.Errorf("output [%d:%d] combines %v, want %s", s.off, s.end(), s.terms, want)
+				return fmt.Errorf("output [%d:%d] combines %v, want %s", s.off, s.end(), t, want)
 			}
 			continue
 		}
-		// An allgather output element must hold exactly its owner's input.
-		for off := s.off; off < s.end(); {
-			o := ownerOf(bl, off)
-			end := min(s.end(), bl.Displs[o]+bl.Counts[o])
-			if len(s.terms) != 1 || s.terms[0].lo != int32(o) || s.terms[0].hi != int32(o) {
-				return fmt.Errorf("output [%d:%d] holds %v, want the input of rank %d", off, end, s.terms, o)
-			}
-			off = end
+		// An allgather output element must hold its owner's input, as is:
+		// the index checked above says it is the owner's.
+		if s.id != gathered {
+			return fmt.Errorf("output [%d:%d] combines inputs %v; an allgather must copy them", s.off, s.end(), t)
 		}
 	}
 	return nil
 }
 
-// ownerOf returns the block holding element off (skipping empty blocks).
-func ownerOf(bl schedule.Blocks, off int) int {
-	lo, hi := 0, bl.P()-1
-	for lo < hi {
-		m := (lo + hi + 1) / 2
-		if bl.Displs[m] <= off {
-			lo = m
-		} else {
-			hi = m - 1
-		}
-	}
-	// lo is the last block starting at or before off; empty blocks that
-	// share its displacement come before the non-empty one.
-	return lo
-}
+// gathered is the term list of every allgather input element.
+const gathered termID = 0

@@ -13,9 +13,9 @@ type span struct{ lo, hi int32 }
 // built, so segments share them freely.
 type terms []span
 
-// concat returns a's terms followed by b's, merging a run that continues.
-func concat(a, b terms) terms {
-	out := make(terms, 0, len(a)+len(b))
+// concat appends a's terms followed by b's to out, merging a run that
+// continues.
+func concat(out, a, b terms) terms {
 	out = append(out, a...)
 	for _, s := range b {
 		if n := len(out); n > 0 && out[n-1].hi+1 == s.lo {
@@ -37,22 +37,36 @@ func (t terms) equal(u terms) bool {
 	return slices.Equal(t, u)
 }
 
-// isAll reports whether t holds every rank 0..p-1 exactly once, in rank
-// order when ordered is set.
-func (t terms) isAll(p int, ordered bool) bool {
-	if ordered {
-		return len(t) == 1 && t[0].lo == 0 && int(t[0].hi) == p-1
-	}
-	s := slices.Clone(t)
-	slices.SortFunc(s, func(a, b span) int { return int(a.lo) - int(b.lo) })
-	next := int32(0)
-	for _, x := range s {
-		if x.lo != next {
-			return false
+// union appends the terms of a and b to out as one list sorted by rank,
+// merging runs that touch. It is the combination for commutative ops, where
+// order does not matter: keeping a canonical form lets equal results merge
+// into one segment. Overlapping runs (a rank counted twice) are kept apart
+// so that the final check sees them.
+func union(out, a, b terms) terms {
+	add := func(s span) {
+		if n := len(out); n > 0 && out[n-1].hi+1 == s.lo {
+			out[n-1].hi = s.hi
+			return
 		}
-		next = x.hi + 1
+		out = append(out, s)
 	}
-	return int(next) == p
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		if j == len(b) || (i < len(a) && a[i].lo <= b[j].lo) {
+			add(a[i])
+			i++
+		} else {
+			add(b[j])
+			j++
+		}
+	}
+	return out
+}
+
+// isAll reports whether t holds every rank 0..p-1 exactly once, in rank
+// order. (Commutative results are built with union, which sorts them.)
+func (t terms) isAll(p int) bool {
+	return len(t) == 1 && t[0].lo == 0 && int(t[0].hi) == p-1
 }
 
 func (t terms) String() string {
@@ -70,72 +84,119 @@ func (t terms) String() string {
 	return s + "}"
 }
 
-// seg is a run of len elements of a buffer starting at off. If def is set,
-// element off+k holds the combination terms of the contributions to global
-// element index base+k.
-type seg struct {
-	off, len int
-	def      bool
-	base     int
-	terms    terms
+// termID names a term list: a single run of ranks lo..hi is encoded in the
+// id itself (-2 - (lo<<32 | hi)), longer lists are indexes into a slab,
+// and noTerms marks uninitialised memory.
+type termID int64
+
+const noTerms termID = -1
+
+func runID(s span) termID { return -2 - termID(int64(s.lo)<<32|int64(uint32(s.hi))) }
+
+// slab stores the term lists of one check run, so that segments hold a
+// small id instead of a slice: segment lists then contain no pointers and
+// move as plain memory. Single runs of ranks, by far the most common lists,
+// live in the id itself and are not stored.
+type slab struct {
+	t []terms
 }
 
-func (s seg) end() int { return s.off + s.len }
+// add returns the id of t, which the caller may reuse afterwards.
+func (s *slab) add(t terms) termID {
+	if len(t) == 1 && t[0].lo >= 0 {
+		return runID(t[0])
+	}
+	s.t = append(s.t, slices.Clone(t))
+	return termID(len(s.t) - 1)
+}
+
+// get returns the terms of id; a single run is written to buf.
+func (s *slab) get(id termID, buf *[1]span) terms {
+	if id >= 0 {
+		return s.t[id]
+	}
+	v := int64(-2 - id)
+	buf[0] = span{int32(v >> 32), int32(uint32(v))}
+	return buf[:]
+}
+
+func (s *slab) equal(a, b termID) bool {
+	if a == b {
+		return true
+	}
+	if a < 0 || b < 0 {
+		return false // runs are equal only if their ids are; and noTerms
+	}
+	return s.t[a].equal(s.t[b])
+}
+
+// seg is a run of len elements of a buffer starting at off. If def() is
+// set, element off+k holds the combination id of the contributions to
+// global element index base+k.
+type seg struct {
+	off, len int
+	base     int
+	id       termID
+}
+
+func (s seg) end() int  { return s.off + s.len }
+func (s seg) def() bool { return s.id != noTerms }
 
 // trim returns the part of s from offset lo to hi (buffer offsets).
 func (s seg) trim(lo, hi int) seg {
 	d := lo - s.off
 	s.off, s.len = lo, hi-lo
-	if s.def {
+	if s.def() {
 		s.base += d
 	}
 	return s
-}
-
-// mergeable reports whether b continues a with the same contents.
-func mergeable(a, b seg) bool {
-	if a.end() != b.off || a.def != b.def {
-		return false
-	}
-	return !a.def || (a.base+a.len == b.base && a.terms.equal(b.terms))
 }
 
 // symBuf is a buffer as a sorted list of segments covering [0, n).
 type symBuf struct {
 	n    int
 	segs []seg
+	slab *slab
+	tmp  []seg // reused by write
 }
 
-func newSymBuf(n int) *symBuf {
-	b := &symBuf{n: n}
+func newSymBuf(n int, sl *slab) *symBuf {
+	b := &symBuf{n: n, slab: sl}
 	if n > 0 {
-		b.segs = []seg{{off: 0, len: n}}
+		b.segs = []seg{{off: 0, len: n, id: noTerms}}
 	}
 	return b
 }
 
-// find returns the index of the segment holding offset off.
-func (b *symBuf) find(off int) int {
-	i, _ := slices.BinarySearchFunc(b.segs, off, func(s seg, off int) int {
-		switch {
-		case s.end() <= off:
-			return -1
-		case s.off > off:
-			return 1
-		}
-		return 0
-	})
-	return i
+// mergeable reports whether b continues a with the same contents.
+func (b *symBuf) mergeable(x, y seg) bool {
+	if x.end() != y.off || x.def() != y.def() {
+		return false
+	}
+	return !x.def() || (x.base+x.len == y.base && b.slab.equal(x.id, y.id))
 }
 
-// read returns the segments of [off, off+n), trimmed to it.
-func (b *symBuf) read(off, n int) []seg {
-	var out []seg
+// find returns the index of the segment holding offset off.
+func (b *symBuf) find(off int) int {
+	lo, hi := 0, len(b.segs)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if b.segs[m].end() <= off {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// read appends the segments of [off, off+n), trimmed to it, to dst.
+func (b *symBuf) read(dst []seg, off, n int) []seg {
 	for i := b.find(off); i < len(b.segs) && b.segs[i].off < off+n; i++ {
 		s := b.segs[i]
-		out = append(out, s.trim(max(s.off, off), min(s.end(), off+n)))
+		dst = append(dst, s.trim(max(s.off, off), min(s.end(), off+n)))
 	}
-	return out
+	return dst
 }
 
 // split makes sure a segment boundary falls at off and returns the index of
@@ -166,25 +227,26 @@ func (b *symBuf) write(off int, data []seg) {
 	}
 	i := b.split(off)
 	j := b.split(off + n)
-	placed := make([]seg, 0, len(data))
+	placed := b.tmp[:0]
 	at := off
 	for _, s := range data {
 		s.off = at
 		at += s.len
-		if k := len(placed); k > 0 && mergeable(placed[k-1], s) {
+		if k := len(placed); k > 0 && b.mergeable(placed[k-1], s) {
 			placed[k-1].len += s.len
 			continue
 		}
 		placed = append(placed, s)
 	}
+	b.tmp = placed
 	b.segs = slices.Replace(b.segs, i, j, placed...)
 	// Merge with the neighbours so that buffers written block by block do
 	// not keep one segment per block forever.
-	if k := i + len(placed); k < len(b.segs) && mergeable(b.segs[k-1], b.segs[k]) {
+	if k := i + len(placed); k < len(b.segs) && b.mergeable(b.segs[k-1], b.segs[k]) {
 		b.segs[k-1].len += b.segs[k].len
 		b.segs = slices.Delete(b.segs, k, k+1)
 	}
-	if i > 0 && mergeable(b.segs[i-1], b.segs[i]) {
+	if i > 0 && b.mergeable(b.segs[i-1], b.segs[i]) {
 		b.segs[i-1].len += b.segs[i].len
 		b.segs = slices.Delete(b.segs, i, i+1)
 	}
