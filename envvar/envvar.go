@@ -1,0 +1,54 @@
+// Package envvar lists every GOCOLL_ environment variable with its default
+// and meaning: the one place the README, `gocoll-demo -info` (and later
+// `gocollrun --info`) take them from, so none goes undocumented.
+package envvar
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/gocoll/gocoll/algorithms"
+	"github.com/gocoll/gocoll/tuner"
+)
+
+// Var is one environment variable.
+type Var struct {
+	Name    string
+	Default string
+	Help    string
+}
+
+// All lists every variable gocoll reads.
+var All = append(forceVars(), []Var{
+	{"GOCOLL_FALLBACK", "warn", "when a forced algorithm cannot run a call (e.g. ring with a non-commutative op): warn (use the tuned choice, say so once on stderr), silent, or error"},
+	{"GOCOLL_TUNING_FILE", "", "JSON rules that override the built-in tuning (first match by collective, size and rank range wins)"},
+	{"GOCOLL_DEBUG", "warn", "info prints one line per collective call on stderr: call, communicator, bytes, ranks, algorithm, tuned or forced"},
+}...)
+
+// forceVars describes GOCOLL_<COLLECTIVE>_ALGORITHM for each collective.
+func forceVars() []Var {
+	var vs []Var
+	for _, c := range algorithms.Collectives {
+		vs = append(vs, Var{tuner.ForceVar(c), "auto",
+			fmt.Sprintf("force %s's algorithm: auto, %s", c, strings.Join(algorithms.Names(c), ", "))})
+	}
+	return vs
+}
+
+// Print writes the table of variables, with the current value of each
+// that is set.
+func Print(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "variable\tdefault\tnow\tmeaning")
+	for _, v := range All {
+		def := v.Default
+		if def == "" {
+			def = "(unset)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", v.Name, def, os.Getenv(v.Name), v.Help)
+	}
+	tw.Flush()
+}
