@@ -17,7 +17,7 @@ import "github.com/gocoll/gocoll/schedule"
 //	cost:         lg p alpha + (p-1)/p n beta + (p-1)/p n gamma, plus a
 //	              local copy of n; two more rounds and n more beta when p
 //	              is not a power of two
-//	memory:       2n elements of scratch
+//	memory:       1.5n elements of scratch (2n when p is not a power of two)
 //	wins:         non-commutative ops on short and medium messages.
 //	reference:    the bit-reversed layout follows MPICH's non-commutative
 //	              reduce_scatter_block (Thakur, Rabenseifner, Gropp 2005).

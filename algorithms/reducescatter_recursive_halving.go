@@ -14,7 +14,7 @@ import "github.com/gocoll/gocoll/schedule"
 //	restrictions: commutative op (partners p'/2 apart interleave ranks)
 //	cost:         lg p alpha + (p-1)/p n beta + (p-1)/p n gamma for p a
 //	              power of two; two more rounds and n more beta otherwise
-//	memory:       n + n/2 elements of scratch
+//	memory:       1.5n elements of scratch (2n when p is not a power of two)
 //	wins:         short and medium messages: lg p rounds instead of p-1.
 //	reference:    Thakur, Rabenseifner, Gropp (2005), section 4.4.
 var reduceScatterRecursiveHalving = &Algorithm{

@@ -25,6 +25,7 @@ type Var struct {
 var All = append(forceVars(), []Var{
 	{"GOCOLL_FALLBACK", "warn", "when a forced algorithm cannot run a call (e.g. ring with a non-commutative op): warn (use the tuned choice, say so once on stderr), silent, or error"},
 	{"GOCOLL_TUNING_FILE", "", "JSON rules that override the built-in tuning (first match by collective, size and rank range wins)"},
+	{"GOCOLL_OPS_ISA", "best", "cap the instruction set of the reduction kernels: avx512, avx2 or go (plain Go); for comparisons and for machines where the wider one misbehaves"},
 	{"GOCOLL_DEBUG", "warn", "info prints one line per collective call on stderr: call, communicator, bytes, ranks, algorithm, tuned or forced"},
 }...)
 

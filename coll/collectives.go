@@ -1,0 +1,221 @@
+package coll
+
+import (
+	"fmt"
+
+	"github.com/gocoll/gocoll/algorithms"
+	"github.com/gocoll/gocoll/executor/host"
+	"github.com/gocoll/gocoll/mpierr"
+	"github.com/gocoll/gocoll/ops"
+	"github.com/gocoll/gocoll/transport"
+	"github.com/gocoll/gocoll/tuner"
+)
+
+// Allreduce combines Count elements from every rank with Op and leaves the
+// result on every rank. In place, Recv holds the input.
+func (c *Comm) Allreduce(a Args) error {
+	const call = "MPI_Allreduce"
+	size, kernel, err := c.checkReduce(call, a)
+	if err != nil {
+		return err
+	}
+	if err := checkCount(call, "count", a.Count); err != nil {
+		return err
+	}
+	n := a.Count * size
+	in, out, err := c.buffers(call, a, n, n)
+	if err != nil {
+		return err
+	}
+	p := algorithms.Params{P: c.Size(), Rank: c.rank, Count: a.Count, Commutative: a.Op.commutative(), InPlace: a.InPlace}
+	return c.run(call, algorithms.Allreduce, a.Algorithm, int64(n), p, in, out, size, kernel)
+}
+
+// ReduceScatter combines the vectors of all ranks and leaves block r, of
+// Counts[r] elements, on rank r. In place, Recv holds the whole input and
+// receives the result at its start.
+func (c *Comm) ReduceScatter(a Args) error {
+	const call = "MPI_Reduce_scatter"
+	size, kernel, err := c.checkReduce(call, a)
+	if err != nil {
+		return err
+	}
+	if len(a.Counts) != c.Size() {
+		return argError(call, mpierr.Arg, "recvcounts has %d entries, the communicator %d ranks", len(a.Counts), c.Size())
+	}
+	total := 0
+	for i, n := range a.Counts {
+		if n < 0 {
+			return argError(call, mpierr.Count, "recvcounts[%d] is negative (%d)", i, n)
+		}
+		total += n
+	}
+	p := algorithms.Params{P: c.Size(), Rank: c.rank, Counts: a.Counts, Commutative: a.Op.commutative(), InPlace: a.InPlace}
+	return c.reduceScatter(call, algorithms.ReduceScatter, a, p, total*size, a.Counts[c.rank]*size, size, kernel)
+}
+
+// ReduceScatterBlock is ReduceScatter with Count elements for every rank.
+func (c *Comm) ReduceScatterBlock(a Args) error {
+	const call = "MPI_Reduce_scatter_block"
+	size, kernel, err := c.checkReduce(call, a)
+	if err != nil {
+		return err
+	}
+	if err := checkCount(call, "recvcount", a.Count); err != nil {
+		return err
+	}
+	p := algorithms.Params{P: c.Size(), Rank: c.rank, Counts: c.uniform(a.Count), Commutative: a.Op.commutative(), InPlace: a.InPlace}
+	return c.reduceScatter(call, algorithms.ReduceScatterBlock, a, p, c.Size()*a.Count*size, a.Count*size, size, kernel)
+}
+
+func (c *Comm) reduceScatter(call string, coll algorithms.Collective, a Args, p algorithms.Params, total, mine, size int, kernel ops.Kernel) error {
+	outLen := mine
+	if a.InPlace {
+		outLen = total
+	}
+	in, out, err := c.buffers(call, a, total, outLen)
+	if err != nil {
+		return err
+	}
+	return c.run(call, coll, a.Algorithm, int64(total), p, in, out, size, kernel)
+}
+
+// Allgather gathers Count elements from every rank, in rank order, into
+// Recv on every rank. In place, each rank's contribution is already at its
+// place in Recv.
+func (c *Comm) Allgather(a Args) error {
+	const call = "MPI_Allgather"
+	if err := checkType(call, a.Type); err != nil {
+		return err
+	}
+	if err := checkCount(call, "count", a.Count); err != nil {
+		return err
+	}
+	size := a.Type.Size()
+	n := a.Count * size
+	total := n * c.Size()
+	if err := checkBuf(call, "recvbuf", a.Recv, total); err != nil {
+		return err
+	}
+	out := a.Recv[:total]
+	in := out[c.rank*n : (c.rank+1)*n]
+	if !a.InPlace {
+		if err := checkBuf(call, "sendbuf", a.Send, n); err != nil {
+			return err
+		}
+		in = a.Send[:n]
+		if err := checkDisjoint(call, in, out); err != nil {
+			return err
+		}
+	}
+	p := algorithms.Params{P: c.Size(), Rank: c.rank, Counts: c.uniform(a.Count), Commutative: true, InPlace: a.InPlace}
+	return c.run(call, algorithms.Allgather, a.Algorithm, int64(total), p, in, out, size, nil)
+}
+
+// Allgatherv is Allgather with Counts[r] elements from rank r, laid out
+// one after the other in Recv. In place, each rank's contribution is
+// already at its place in Recv.
+func (c *Comm) Allgatherv(a Args) error {
+	const call = "MPI_Allgatherv"
+	if err := checkType(call, a.Type); err != nil {
+		return err
+	}
+	if len(a.Counts) != c.Size() {
+		return argError(call, mpierr.Arg, "recvcounts has %d entries, the communicator %d ranks", len(a.Counts), c.Size())
+	}
+	size := a.Type.Size()
+	total, before := 0, 0
+	for i, n := range a.Counts {
+		if n < 0 {
+			return argError(call, mpierr.Count, "recvcounts[%d] is negative (%d)", i, n)
+		}
+		if i < c.rank {
+			before += n
+		}
+		total += n
+	}
+	if err := checkBuf(call, "recvbuf", a.Recv, total*size); err != nil {
+		return err
+	}
+	out := a.Recv[:total*size]
+	n := a.Counts[c.rank] * size
+	in := out[before*size : before*size+n]
+	if !a.InPlace {
+		if err := checkBuf(call, "sendbuf", a.Send, n); err != nil {
+			return err
+		}
+		in = a.Send[:n]
+		if err := checkDisjoint(call, in, out); err != nil {
+			return err
+		}
+	}
+	p := algorithms.Params{P: c.Size(), Rank: c.rank, Counts: a.Counts, Commutative: true, InPlace: a.InPlace}
+	return c.run(call, algorithms.Allgather, a.Algorithm, int64(total*size), p, in, out, size, nil)
+}
+
+// checkReduce validates the datatype and op of a reducing call and returns
+// the element size and kernel.
+func (c *Comm) checkReduce(call string, a Args) (int, ops.Kernel, error) {
+	if err := checkType(call, a.Type); err != nil {
+		return 0, nil, err
+	}
+	k, err := a.Op.kernel(call, a.Type)
+	if err != nil {
+		return 0, nil, err
+	}
+	return a.Type.Size(), k, nil
+}
+
+// buffers validates the send and receive buffers of a reducing call and
+// returns the input and output as the executor sees them: in place, the
+// input is the start of the output.
+func (c *Comm) buffers(call string, a Args, inLen, outLen int) (in, out []byte, err error) {
+	if err := checkBuf(call, "recvbuf", a.Recv, outLen); err != nil {
+		return nil, nil, err
+	}
+	out = a.Recv[:outLen]
+	if a.InPlace {
+		return out[:inLen], out, nil
+	}
+	if err := checkBuf(call, "sendbuf", a.Send, inLen); err != nil {
+		return nil, nil, err
+	}
+	in = a.Send[:inLen]
+	return in, out, checkDisjoint(call, in, out)
+}
+
+// uniform returns p copies of n, reusing the slice of the last call.
+func (c *Comm) uniform(n int) []int {
+	return c.cache.uniformCounts(c.Size(), n)
+}
+
+// run picks the algorithm, gets its schedule and executes it.
+func (c *Comm) run(call string, coll algorithms.Collective, force string, bytes int64, p algorithms.Params, in, out []byte, size int, kernel ops.Kernel) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return argError(call, mpierr.Comm, "communicator %s was freed (or MPI finalized)", c.name)
+	}
+	choice, err := c.cfg.Tuner.Choose(tuner.Query{Collective: coll, Bytes: bytes, Params: p, Force: force})
+	if err != nil {
+		return argError(call, mpierr.Arg, "%v", err)
+	}
+	if c.cfg.Debug != nil {
+		fmt.Fprintf(c.cfg.Debug, "gocoll: rank %d: %s comm=%s bytes=%d p=%d algorithm=%s (%s)\n",
+			c.rank, call, c.name, bytes, p.P, choice.Alg.Name, choice.How)
+	}
+	s := c.cache.get(coll, choice.Alg, p)
+	need := s.ScratchLen * size
+	if cap(c.scratch) < need {
+		c.scratch = make([]byte, need)
+	}
+	c.seq++
+	c.call = host.Call{
+		Sched: s, In: in, Out: out, Scratch: c.scratch[:need], ElemSize: size, Reduce: host.Kernel(kernel),
+		T: c.t, Ranks: c.ranks, Tag: transport.Tag{Context: c.ctx, Seq: c.seq},
+	}
+	if err := c.exec.Run(&c.call); err != nil {
+		return c.runError(call, choice.Alg.Name, err)
+	}
+	return nil
+}

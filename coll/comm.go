@@ -1,0 +1,137 @@
+// Package coll is gocoll's dispatch layer: it validates the arguments of a
+// collective call, asks the tuner for an algorithm, fetches its schedule
+// from a cache (or builds it), and runs it with the host executor over the
+// communicator's transport. The C ABI (capi) and the Go API (mpi) are thin
+// layers over it.
+package coll
+
+import (
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/gocoll/gocoll/executor/host"
+	"github.com/gocoll/gocoll/mpierr"
+	"github.com/gocoll/gocoll/ops"
+	"github.com/gocoll/gocoll/transport"
+	"github.com/gocoll/gocoll/tuner"
+)
+
+// Config is what every communicator of a job shares.
+type Config struct {
+	Tuner *tuner.Tuner
+	// Debug, when set, receives one line per call (GOCOLL_DEBUG=info).
+	Debug io.Writer
+}
+
+// Comm is a communicator: an ordered group of the transport's ranks with a
+// context of its own, so that its messages never match another
+// communicator's.
+type Comm struct {
+	t     transport.Transport
+	ranks []int // transport rank of each communicator rank
+	rank  int
+	ctx   uint32
+	name  string
+	cfg   *Config
+
+	mu      sync.Mutex // one collective at a time
+	closed  bool
+	seq     uint32
+	exec    host.Executor
+	call    host.Call
+	cache   scheduleCache
+	scratch []byte
+}
+
+// NewComm returns the communicator of the given transport ranks (in
+// communicator rank order) with context ctx; the transport's own rank must
+// be among them. Every member must create it with the same ranks and ctx.
+func NewComm(t transport.Transport, ranks []int, ctx uint32, name string, cfg *Config) (*Comm, error) {
+	c := &Comm{t: t, ranks: ranks, rank: -1, ctx: ctx, name: name, cfg: cfg}
+	for i, r := range ranks {
+		if r == t.Rank() {
+			c.rank = i
+		}
+	}
+	if c.rank < 0 {
+		return nil, fmt.Errorf("coll: transport rank %d is not a member of %s", t.Rank(), name)
+	}
+	return c, nil
+}
+
+// Rank returns this process's rank in the communicator.
+func (c *Comm) Rank() int { return c.rank }
+
+// Size returns the number of ranks in the communicator.
+func (c *Comm) Size() int { return len(c.ranks) }
+
+// Name returns the communicator's name, used in messages.
+func (c *Comm) Name() string { return c.name }
+
+// Context returns the communicator's context id.
+func (c *Comm) Context() uint32 { return c.ctx }
+
+// Transport returns the transport the communicator runs on.
+func (c *Comm) Transport() transport.Transport { return c.t }
+
+// TransportRank returns the transport rank of communicator rank r.
+func (c *Comm) TransportRank(r int) int { return c.ranks[r] }
+
+// Config returns the configuration the communicator was created with.
+func (c *Comm) Config() *Config { return c.cfg }
+
+// Close marks the communicator freed: later calls fail with MPI_ERR_COMM.
+// It does not close the transport, which other communicators may share.
+func (c *Comm) Close() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+}
+
+// Op is a reduction operation: a predefined one, or a user function.
+type Op struct {
+	Builtin ops.Op // OpNull for a user-defined op
+	// User returns the kernel of a user-defined op for datatype t; it is
+	// called once per collective call.
+	User        func(t ops.Type) ops.Kernel
+	Commutative bool
+}
+
+// kernel returns the reduction kernel of op on t.
+func (op Op) kernel(call string, t ops.Type) (ops.Kernel, error) {
+	if op.Builtin == ops.OpNull {
+		if op.User == nil {
+			return nil, argError(call, mpierr.Op, "invalid op (MPI_OP_NULL)")
+		}
+		return op.User(t), nil
+	}
+	k, err := ops.Lookup(op.Builtin, t)
+	if err != nil {
+		return nil, opError(call, err)
+	}
+	return k, nil
+}
+
+// commutative reports whether the op is commutative.
+func (op Op) commutative() bool { return op.Builtin != ops.OpNull || op.Commutative }
+
+// Args are the arguments of one collective call, in bytes and elements.
+type Args struct {
+	Send, Recv []byte // Send is ignored in place
+	InPlace    bool   // MPI_IN_PLACE as the send buffer
+
+	// Count is, for Allreduce, the number of elements; for
+	// ReduceScatterBlock the elements each rank receives; for Allgather
+	// the elements each rank contributes.
+	Count int
+	// Counts are the recvcounts of ReduceScatter.
+	Counts []int
+
+	Type ops.Type
+	Op   Op
+
+	// Algorithm forces an algorithm for this call ("" or "auto": the
+	// environment's choice, else the tuner's).
+	Algorithm string
+}

@@ -1,0 +1,76 @@
+package coll
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"github.com/gocoll/gocoll/mpierr"
+	"github.com/gocoll/gocoll/ops"
+	"github.com/gocoll/gocoll/transport"
+)
+
+func argError(call string, class mpierr.Class, format string, a ...any) error {
+	return &mpierr.Error{Call: call, Class: class, Msg: fmt.Sprintf(format, a...)}
+}
+
+func opError(call string, err error) error {
+	var oe *ops.Error
+	if errors.As(err, &oe) {
+		return &mpierr.Error{Call: call, Class: mpierr.Op, Msg: oe.Msg}
+	}
+	return &mpierr.Error{Call: call, Class: mpierr.Op, Msg: err.Error()}
+}
+
+// runError wraps a failure of the transport during a call.
+func (c *Comm) runError(call, alg string, err error) error {
+	class := mpierr.Other
+	var te *transport.Error
+	if errors.As(err, &te) {
+		switch {
+		case errors.Is(err, transport.ErrTruncate):
+			class = mpierr.Truncate
+		case te.Peer >= 0, errors.Is(err, transport.ErrPeerFailed), errors.Is(err, transport.ErrTimeout):
+			class = mpierr.ProcAborted
+		}
+	}
+	return &mpierr.Error{Call: call, Class: class,
+		Msg: fmt.Sprintf("%s failed on %s (rank %d of %d, algorithm %s)", call, c.name, c.rank, c.Size(), alg), Err: err}
+}
+
+// checkType fails for an invalid datatype.
+func checkType(call string, t ops.Type) error {
+	if !t.Valid() {
+		return argError(call, mpierr.Type, "invalid datatype")
+	}
+	return nil
+}
+
+// checkCount fails for a negative count.
+func checkCount(call, arg string, n int) error {
+	if n < 0 {
+		return argError(call, mpierr.Count, "%s is negative (%d)", arg, n)
+	}
+	return nil
+}
+
+// checkBuf fails when buf is shorter than need bytes.
+func checkBuf(call, arg string, buf []byte, need int) error {
+	if len(buf) < need {
+		return argError(call, mpierr.Buffer, "%s holds %d bytes, the call needs %d", arg, len(buf), need)
+	}
+	return nil
+}
+
+// checkDisjoint fails when the send and receive buffers share memory
+// outside MPI_IN_PLACE.
+func checkDisjoint(call string, send, recv []byte) error {
+	if len(send) == 0 || len(recv) == 0 {
+		return nil
+	}
+	s, r := uintptr(unsafe.Pointer(unsafe.SliceData(send))), uintptr(unsafe.Pointer(unsafe.SliceData(recv)))
+	if s < r+uintptr(len(recv)) && r < s+uintptr(len(send)) {
+		return argError(call, mpierr.Buffer, "send and receive buffers overlap (use MPI_IN_PLACE for an in-place call)")
+	}
+	return nil
+}

@@ -1,0 +1,144 @@
+package mpi
+
+import (
+	"github.com/gocoll/gocoll/coll"
+	"github.com/gocoll/gocoll/mpierr"
+)
+
+// Option changes one call.
+type Option func(*coll.Args)
+
+// WithAlgorithm forces the named algorithm for this call, as the
+// GOCOLL_<COLLECTIVE>_ALGORITHM variables do for all calls. If it cannot run
+// the call (a non-commutative op for ring, say), the tuner's choice runs
+// instead, as GOCOLL_FALLBACK says.
+func WithAlgorithm(name string) Option { return func(a *coll.Args) { a.Algorithm = name } }
+
+func args[T Elem](call string, send, recv []T, op *Op, opts []Option) (coll.Args, error) {
+	a := coll.Args{Send: asBytes(send), Recv: asBytes(recv), Type: typeOf[T]()}
+	if op != nil {
+		if op.op.Builtin == 0 && op.elem != a.Type {
+			return a, mpierr.New(call, mpierr.Op, "user op made for %v used on %v", op.elem, a.Type)
+		}
+		a.Op = op.op
+	}
+	for _, o := range opts {
+		o(&a)
+	}
+	return a, nil
+}
+
+// Allreduce combines send from every rank with op and stores the result,
+// len(send) elements, in recv on every rank. recv must not overlap send.
+func Allreduce[T Elem](c *Comm, send, recv []T, op Op, opts ...Option) error {
+	a, err := args("MPI_Allreduce", send, recv, &op, opts)
+	if err != nil {
+		return err
+	}
+	if len(recv) < len(send) {
+		return mpierr.New("MPI_Allreduce", mpierr.Buffer, "recv holds %d elements, send %d", len(recv), len(send))
+	}
+	a.Count = len(send)
+	return c.c.Allreduce(a)
+}
+
+// AllreduceInPlace is Allreduce with buf as both input and output
+// (MPI_IN_PLACE).
+func AllreduceInPlace[T Elem](c *Comm, buf []T, op Op, opts ...Option) error {
+	a, err := args("MPI_Allreduce", nil, buf, &op, opts)
+	if err != nil {
+		return err
+	}
+	a.InPlace, a.Count = true, len(buf)
+	return c.c.Allreduce(a)
+}
+
+// ReduceScatterBlock combines send (Size() blocks of len(recv) elements)
+// from every rank with op and stores block r of the result in recv on
+// rank r.
+func ReduceScatterBlock[T Elem](c *Comm, send, recv []T, op Op, opts ...Option) error {
+	a, err := args("MPI_Reduce_scatter_block", send, recv, &op, opts)
+	if err != nil {
+		return err
+	}
+	if len(send) != len(recv)*c.Size() {
+		return mpierr.New("MPI_Reduce_scatter_block", mpierr.Count, "send holds %d elements, want len(recv)*Size() = %d", len(send), len(recv)*c.Size())
+	}
+	a.Count = len(recv)
+	return c.c.ReduceScatterBlock(a)
+}
+
+// ReduceScatterBlockInPlace is ReduceScatterBlock with buf as the input; the
+// result lands in buf[:len(buf)/Size()].
+func ReduceScatterBlockInPlace[T Elem](c *Comm, buf []T, op Op, opts ...Option) error {
+	a, err := args("MPI_Reduce_scatter_block", nil, buf, &op, opts)
+	if err != nil {
+		return err
+	}
+	if len(buf)%c.Size() != 0 {
+		return mpierr.New("MPI_Reduce_scatter_block", mpierr.Count, "buf holds %d elements, not a multiple of Size() = %d", len(buf), c.Size())
+	}
+	a.InPlace, a.Count = true, len(buf)/c.Size()
+	return c.c.ReduceScatterBlock(a)
+}
+
+// ReduceScatter combines send (sum(recvcounts) elements) from every rank
+// with op and stores block r, of recvcounts[r] elements, in recv on rank r.
+func ReduceScatter[T Elem](c *Comm, send, recv []T, recvcounts []int, op Op, opts ...Option) error {
+	a, err := args("MPI_Reduce_scatter", send, recv, &op, opts)
+	if err != nil {
+		return err
+	}
+	a.Counts = recvcounts
+	return c.c.ReduceScatter(a)
+}
+
+// ReduceScatterInPlace is ReduceScatter with buf as the input; the result
+// lands in buf[:recvcounts[Rank()]].
+func ReduceScatterInPlace[T Elem](c *Comm, buf []T, recvcounts []int, op Op, opts ...Option) error {
+	a, err := args("MPI_Reduce_scatter", nil, buf, &op, opts)
+	if err != nil {
+		return err
+	}
+	a.InPlace, a.Counts = true, recvcounts
+	return c.c.ReduceScatter(a)
+}
+
+// Allgather gathers send from every rank into recv, rank by rank: recv
+// must hold len(send)*Size() elements.
+func Allgather[T Elem](c *Comm, send, recv []T, opts ...Option) error {
+	a, err := args[T]("MPI_Allgather", send, recv, nil, opts)
+	if err != nil {
+		return err
+	}
+	if len(recv) != len(send)*c.Size() {
+		return mpierr.New("MPI_Allgather", mpierr.Count, "recv holds %d elements, want len(send)*Size() = %d", len(recv), len(send)*c.Size())
+	}
+	a.Count = len(send)
+	return c.c.Allgather(a)
+}
+
+// AllgatherInPlace is Allgather where each rank's contribution already sits
+// at buf[Rank()*n:(Rank()+1)*n], n = len(buf)/Size().
+func AllgatherInPlace[T Elem](c *Comm, buf []T, opts ...Option) error {
+	a, err := args[T]("MPI_Allgather", nil, buf, nil, opts)
+	if err != nil {
+		return err
+	}
+	if len(buf)%c.Size() != 0 {
+		return mpierr.New("MPI_Allgather", mpierr.Count, "buf holds %d elements, not a multiple of Size() = %d", len(buf), c.Size())
+	}
+	a.InPlace, a.Count = true, len(buf)/c.Size()
+	return c.c.Allgather(a)
+}
+
+// Allgatherv gathers send from every rank into recv, rank after rank: rank
+// r contributes counts[r] elements, and recv must hold their sum.
+func Allgatherv[T Elem](c *Comm, send, recv []T, counts []int, opts ...Option) error {
+	a, err := args[T]("MPI_Allgatherv", send, recv, nil, opts)
+	if err != nil {
+		return err
+	}
+	a.Counts = counts
+	return c.c.Allgatherv(a)
+}

@@ -1,0 +1,144 @@
+package mpi
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/gocoll/gocoll/coll"
+	"github.com/gocoll/gocoll/mpierr"
+	"github.com/gocoll/gocoll/transport"
+	"github.com/gocoll/gocoll/transport/inproc"
+	"github.com/gocoll/gocoll/tuner"
+)
+
+// Comm is a communicator: the ranks that take part in a collective.
+type Comm struct {
+	c *coll.Comm
+}
+
+// Rank returns this rank's number in the communicator, 0 <= Rank < Size.
+func (c *Comm) Rank() int { return c.c.Rank() }
+
+// Size returns the number of ranks in the communicator.
+func (c *Comm) Size() int { return c.c.Size() }
+
+// Error is the error of a failed call: errors.As gives the MPI call, the
+// error class and a message that names the argument.
+type Error = mpierr.Error
+
+// ErrorClass is an MPI error class.
+type ErrorClass = mpierr.Class
+
+// Config reads the GOCOLL_* environment variables that every communicator
+// of a job shares: the tuner's (GOCOLL_<COLLECTIVE>_ALGORITHM,
+// GOCOLL_TUNING_FILE, GOCOLL_FALLBACK) and GOCOLL_DEBUG.
+func config() (*coll.Config, error) {
+	t, err := tuner.New(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &coll.Config{Tuner: t}
+	switch v := strings.ToLower(os.Getenv("GOCOLL_DEBUG")); v {
+	case "", "off", "warn":
+	case "info":
+		cfg.Debug = os.Stderr
+	default:
+		return nil, fmt.Errorf("GOCOLL_DEBUG=%s: want off, warn or info", v)
+	}
+	return cfg, nil
+}
+
+// world is the state Init creates and Finalize tears down.
+var world struct {
+	sync.Mutex
+	comm      *Comm
+	t         transport.Transport
+	finalized bool
+}
+
+// Init starts gocoll and returns the world communicator. A program started
+// without a launcher runs as a single rank.
+func Init() (*Comm, error) {
+	world.Lock()
+	defer world.Unlock()
+	if world.comm != nil || world.finalized {
+		return nil, errors.New("mpi.Init: already called")
+	}
+	cfg, err := config()
+	if err != nil {
+		return nil, fmt.Errorf("mpi.Init: %v", err)
+	}
+	t := inproc.New(1)[0]
+	c, err := coll.NewComm(t, []int{0}, worldContext, "MPI_COMM_WORLD", cfg)
+	if err != nil {
+		return nil, err
+	}
+	world.comm, world.t = &Comm{c}, t
+	return world.comm, nil
+}
+
+// worldContext is the context id of every job's world communicator.
+const worldContext = 1
+
+// Finalize shuts gocoll down. The world communicator is unusable after.
+func Finalize() error {
+	world.Lock()
+	defer world.Unlock()
+	if world.comm == nil {
+		return errors.New("mpi.Finalize: Init was not called")
+	}
+	world.finalized = true
+	world.comm.c.Close()
+	err := world.t.Close()
+	world.comm, world.t = nil, nil
+	return err
+}
+
+// RunLocal runs f on n ranks, each a goroutine of this process, connected
+// by an in-process transport, and returns when all have returned. The
+// error joins those of the ranks that failed, each prefixed with its rank.
+// The ranks read the same GOCOLL_* variables as Init.
+func RunLocal(n int, f func(c *Comm) error) error {
+	if n < 1 {
+		return fmt.Errorf("mpi.RunLocal: %d ranks", n)
+	}
+	cfg, err := config()
+	if err != nil {
+		return fmt.Errorf("mpi.RunLocal: %v", err)
+	}
+	eps := inproc.New(n)
+	ranks := make([]int, n)
+	for i := range ranks {
+		ranks[i] = i
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for r := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if v := recover(); v != nil {
+					errs[r] = fmt.Errorf("rank %d: panic: %v", r, v)
+					eps[r].Close() // so that the others fail instead of waiting
+				}
+			}()
+			c, err := coll.NewComm(eps[r], ranks, worldContext, "MPI_COMM_WORLD", cfg)
+			if err == nil {
+				err = f(&Comm{c})
+			}
+			if err != nil {
+				errs[r] = fmt.Errorf("rank %d: %w", r, err)
+				eps[r].Close()
+			}
+		}()
+	}
+	wg.Wait()
+	for _, ep := range eps {
+		ep.Close()
+	}
+	return errors.Join(errs...)
+}

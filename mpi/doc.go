@@ -1,0 +1,26 @@
+// Package mpi is gocoll's Go API: MPI's collectives for Go programs.
+//
+// A job's ranks reach each other through a Comm. Init returns the world
+// communicator of a program started by gocollrun (or any PMI-1 launcher),
+// or of a single rank; RunLocal runs n ranks as goroutines of one process,
+// which is the quickest way to try things:
+//
+//	err := mpi.RunLocal(4, func(c *mpi.Comm) error {
+//		x := []float64{float64(c.Rank())}
+//		sum := make([]float64, 1)
+//		return mpi.Allreduce(c, x, sum, mpi.Sum) // sum[0] == 6 on every rank
+//	})
+//
+// The collectives are generic over the element types of Elem: Allreduce,
+// ReduceScatter, ReduceScatterBlock and Allgather, each with an InPlace
+// form (MPI_IN_PLACE). Reductions take a predefined Op (Sum, Max, Band,
+// Maxloc, ...) or one made with NewOp; non-commutative user ops are
+// combined in rank order.
+//
+// Every call picks its algorithm with gocoll's tuner. WithAlgorithm forces
+// one for a call; the GOCOLL_<COLLECTIVE>_ALGORITHM environment variables
+// force one for all calls of a collective (see the README for the list).
+//
+// Errors are *Error values naming the MPI call and the argument at fault,
+// with the MPI error class.
+package mpi

@@ -1,0 +1,108 @@
+package mpi_test
+
+import (
+	"fmt"
+
+	"github.com/gocoll/gocoll/mpi"
+)
+
+// Four ranks add up their vectors; every rank gets the sum.
+func ExampleAllreduce() {
+	err := mpi.RunLocal(4, func(c *mpi.Comm) error {
+		x := []int{c.Rank(), 10 * c.Rank()}
+		sum := make([]int, 2)
+		if err := mpi.Allreduce(c, x, sum, mpi.Sum); err != nil {
+			return err
+		}
+		if c.Rank() == 0 {
+			fmt.Println(sum)
+		}
+		return nil
+	})
+	if err != nil {
+		fmt.Println(err)
+	}
+	// Output: [6 60]
+}
+
+// Each rank receives its own block of the sum.
+func ExampleReduceScatterBlock() {
+	err := mpi.RunLocal(3, func(c *mpi.Comm) error {
+		x := []float64{1, 2, 3, 4, 5, 6} // two elements for each of 3 ranks
+		mine := make([]float64, 2)
+		if err := mpi.ReduceScatterBlock(c, x, mine, mpi.Sum); err != nil {
+			return err
+		}
+		if c.Rank() == 1 {
+			fmt.Println(mine)
+		}
+		return nil
+	})
+	if err != nil {
+		fmt.Println(err)
+	}
+	// Output: [9 12]
+}
+
+// Every rank contributes its rank number; everyone receives them all.
+func ExampleAllgather() {
+	err := mpi.RunLocal(4, func(c *mpi.Comm) error {
+		all := make([]int32, 4)
+		if err := mpi.Allgather(c, []int32{int32(c.Rank())}, all); err != nil {
+			return err
+		}
+		if c.Rank() == 3 {
+			fmt.Println(all)
+		}
+		return nil
+	})
+	if err != nil {
+		fmt.Println(err)
+	}
+	// Output: [0 1 2 3]
+}
+
+// A user-defined, non-commutative op: 2x2 integer matrix products come out
+// in rank order, M0 M1 M2.
+func ExampleNewOp() {
+	matmul := mpi.NewOp(func(in, inout []int32) {
+		for i := 0; i+4 <= len(in); i += 4 {
+			a, b := in[i:i+4], inout[i:i+4]
+			b[0], b[1], b[2], b[3] = a[0]*b[0]+a[1]*b[2], a[0]*b[1]+a[1]*b[3], a[2]*b[0]+a[3]*b[2], a[2]*b[1]+a[3]*b[3]
+		}
+	}, false)
+	err := mpi.RunLocal(3, func(c *mpi.Comm) error {
+		m := [][]int32{{1, 1, 0, 1}, {2, 0, 0, 1}, {1, 0, 3, 1}}[c.Rank()]
+		prod := make([]int32, 4)
+		if err := mpi.Allreduce(c, m, prod, matmul, mpi.WithAlgorithm("recursive_doubling")); err != nil {
+			return err
+		}
+		if c.Rank() == 0 {
+			fmt.Println(prod)
+		}
+		return nil
+	})
+	if err != nil {
+		fmt.Println(err)
+	}
+	// Output: [5 1 3 1]
+}
+
+// Maxloc finds the largest value and the rank that holds it.
+func ExampleMaxloc() {
+	err := mpi.RunLocal(4, func(c *mpi.Comm) error {
+		v := []mpi.DoubleInt{{Val: []float64{3, 9, 2, 9}[c.Rank()], Loc: int32(c.Rank())}}
+		best := make([]mpi.DoubleInt, 1)
+		if err := mpi.Allreduce(c, v, best, mpi.Maxloc); err != nil {
+			return err
+		}
+		if c.Rank() == 0 {
+			fmt.Printf("max %v at rank %d\n", best[0].Val, best[0].Loc)
+		}
+		return nil
+	})
+	if err != nil {
+		fmt.Println(err)
+	}
+	// Output: max 9 at rank 1
+}
