@@ -23,11 +23,19 @@ const (
 	ReduceScatter
 	ReduceScatterBlock
 	Allgather
-	numCollectives
+	// The rooted collectives the C ABI also needs. They have one
+	// algorithm each and no tuning.
+	Bcast
+	Reduce
+	Gather
 )
 
-// Collectives lists every collective, in a stable order.
+// Collectives lists the four collectives gocoll is about, each with
+// several algorithms, a tuner rule set and a GOCOLL_*_ALGORITHM variable.
 var Collectives = []Collective{Allreduce, ReduceScatter, ReduceScatterBlock, Allgather}
+
+// Rooted lists the rooted collectives.
+var Rooted = []Collective{Bcast, Reduce, Gather}
 
 // String returns the MPI name of the collective.
 func (c Collective) String() string {
@@ -40,6 +48,12 @@ func (c Collective) String() string {
 		return "MPI_Reduce_scatter_block"
 	case Allgather:
 		return "MPI_Allgather"
+	case Bcast:
+		return "MPI_Bcast"
+	case Reduce:
+		return "MPI_Reduce"
+	case Gather:
+		return "MPI_Gather"
 	}
 	return fmt.Sprintf("collective(%d)", uint8(c))
 }
@@ -51,18 +65,20 @@ func (c Collective) EnvName() string {
 }
 
 // Reduces reports whether the collective combines data with an op.
-func (c Collective) Reduces() bool { return c != Allgather }
+func (c Collective) Reduces() bool { return c != Allgather && c != Bcast && c != Gather }
 
 // Params is the shape of one call, as seen by one rank.
 type Params struct {
 	P    int // ranks in the communicator
 	Rank int // this rank, 0 <= Rank < P
+	Root int // the root of a rooted collective
 
-	// Count is the number of elements of an Allreduce.
+	// Count is the number of elements of an Allreduce, Bcast or Reduce.
 	Count int
 	// Counts holds one block size per rank: the recvcounts of
 	// MPI_Reduce_scatter (all equal for MPI_Reduce_scatter_block), the
-	// counts each rank contributes to MPI_Allgather(v). Nil for Allreduce.
+	// counts each rank contributes to MPI_Allgather(v) or MPI_Gather. Nil
+	// for the others.
 	Counts []int
 
 	// Commutative is false for user-defined ops that are not; algorithms

@@ -19,6 +19,7 @@ type cacheKey struct {
 	coll        algorithms.Collective
 	alg         *algorithms.Algorithm
 	count       int // Count, or the common count of uniform Counts
+	root        int
 	uniform     bool
 	hash        uint64 // of irregular Counts
 	commutative bool
@@ -34,7 +35,7 @@ type cacheEntry struct {
 const maxCached = 512
 
 func (sc *scheduleCache) get(coll algorithms.Collective, a *algorithms.Algorithm, p algorithms.Params) *schedule.Schedule {
-	k := cacheKey{coll: coll, alg: a, count: p.Count, commutative: p.Commutative, inPlace: p.InPlace}
+	k := cacheKey{coll: coll, alg: a, count: p.Count, root: p.Root, commutative: p.Commutative, inPlace: p.InPlace}
 	if p.Counts != nil {
 		k.uniform = isUniform(p.Counts)
 		if k.uniform {

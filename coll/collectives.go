@@ -2,6 +2,7 @@ package coll
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/executor/host"
@@ -83,8 +84,9 @@ func (c *Comm) reduceScatter(call string, coll algorithms.Collective, a Args, p 
 // Allgather gathers Count elements from every rank, in rank order, into
 // Recv on every rank. In place, each rank's contribution is already at its
 // place in Recv.
-func (c *Comm) Allgather(a Args) error {
-	const call = "MPI_Allgather"
+func (c *Comm) Allgather(a Args) error { return c.allgather("MPI_Allgather", a) }
+
+func (c *Comm) allgather(call string, a Args) error {
 	if err := checkType(call, a.Type); err != nil {
 		return err
 	}
@@ -196,9 +198,15 @@ func (c *Comm) run(call string, coll algorithms.Collective, force string, bytes 
 	if c.closed {
 		return argError(call, mpierr.Comm, "communicator %s was freed (or MPI finalized)", c.name)
 	}
-	choice, err := c.cfg.Tuner.Choose(tuner.Query{Collective: coll, Bytes: bytes, Params: p, Force: force})
-	if err != nil {
-		return argError(call, mpierr.Arg, "%v", err)
+	var choice tuner.Choice
+	if slices.Contains(algorithms.Rooted, coll) {
+		choice = tuner.Choice{Alg: algorithms.All(coll)[0], How: "only algorithm"}
+	} else {
+		var err error
+		choice, err = c.cfg.Tuner.Choose(tuner.Query{Collective: coll, Bytes: bytes, Params: p, Force: force})
+		if err != nil {
+			return argError(call, mpierr.Arg, "%v", err)
+		}
 	}
 	if c.cfg.Debug != nil {
 		fmt.Fprintf(c.cfg.Debug, "gocoll: rank %d: %s comm=%s bytes=%d p=%d algorithm=%s (%s)\n",

@@ -22,6 +22,9 @@ type Config struct {
 	Tuner *tuner.Tuner
 	// Debug, when set, receives one line per call (GOCOLL_DEBUG=info).
 	Debug io.Writer
+
+	poolOnce sync.Once
+	pool     *contextPool
 }
 
 // Comm is a communicator: an ordered group of the transport's ranks with a
@@ -42,6 +45,7 @@ type Comm struct {
 	call    host.Call
 	cache   scheduleCache
 	scratch []byte
+	barrier []byte // Barrier's one byte per rank
 }
 
 // NewComm returns the communicator of the given transport ranks (in
@@ -130,6 +134,7 @@ type Args struct {
 
 	Type ops.Type
 	Op   Op
+	Root int // rooted collectives
 
 	// Algorithm forces an algorithm for this call ("" or "auto": the
 	// environment's choice, else the tuner's).

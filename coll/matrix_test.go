@@ -339,3 +339,95 @@ func TestBitIdenticalAcrossRanks(t *testing.T) {
 		}
 	}
 }
+
+// The rooted collectives with real data, every root, in place at the root
+// and not, a non-commutative op for Reduce.
+func TestRootedRealData(t *testing.T) {
+	for _, p := range []int{1, 2, 3, 5, 8} {
+		job(t, p, func(cm *coll.Comm) error {
+			r := cm.Rank()
+			for root := range p {
+				for _, inPlace := range []bool{false, true} {
+					// Bcast
+					buf := make([]byte, 4*7)
+					if r == root {
+						for i := range buf {
+							buf[i] = byte(i + root)
+						}
+					}
+					if err := cm.Bcast(coll.Args{Recv: buf, Count: 7, Type: ops.Int32, Root: root}); err != nil {
+						return err
+					}
+					for i := range buf {
+						if buf[i] != byte(i+root) {
+							return fmt.Errorf("bcast root %d: byte %d = %d", root, i, buf[i])
+						}
+					}
+					// Reduce with the affine op: rank order matters.
+					in := make([]byte, 8*3)
+					for i := 0; i < 3; i++ {
+						binary.LittleEndian.PutUint32(in[8*i:], uint32(r+2+i))
+						binary.LittleEndian.PutUint32(in[8*i+4:], uint32(r*3+i))
+					}
+					args := coll.Args{Send: in, Count: 3, Type: ops.TwoInt, Op: coll.Op{User: func(ops.Type) ops.Kernel { return ops.UserKernel(affine, 8) }}, Root: root}
+					if r == root {
+						args.Recv = make([]byte, len(in))
+						if inPlace {
+							copy(args.Recv, in)
+							args.Send, args.InPlace = nil, true
+						}
+					}
+					if err := cm.Reduce(args); err != nil {
+						return err
+					}
+					if r == root {
+						want := make([]byte, len(in))
+						k := ops.UserKernel(affine, 8)
+						for q := 0; q < p; q++ {
+							x := make([]byte, len(in))
+							for i := 0; i < 3; i++ {
+								binary.LittleEndian.PutUint32(x[8*i:], uint32(q+2+i))
+								binary.LittleEndian.PutUint32(x[8*i+4:], uint32(q*3+i))
+							}
+							if q == 0 {
+								copy(want, x)
+							} else {
+								k(want, want, x)
+							}
+						}
+						if !bytes.Equal(args.Recv, want) {
+							return fmt.Errorf("reduce root %d inplace=%v: wrong result", root, inPlace)
+						}
+					}
+					// Gather
+					mine := []byte{byte(r), byte(r * 2)}
+					ga := coll.Args{Send: mine, Count: 2, Type: ops.Byte, Root: root}
+					if r == root {
+						ga.Recv = make([]byte, 2*p)
+						if inPlace {
+							copy(ga.Recv[2*r:], mine)
+							ga.Send, ga.InPlace = nil, true
+						}
+					}
+					if err := cm.Gather(ga); err != nil {
+						return err
+					}
+					if r == root {
+						for q := 0; q < p; q++ {
+							if ga.Recv[2*q] != byte(q) || ga.Recv[2*q+1] != byte(2*q) {
+								return fmt.Errorf("gather root %d: block %d wrong", root, q)
+							}
+						}
+					}
+					if err := cm.Barrier(); err != nil {
+						return err
+					}
+				}
+			}
+			if err := cm.Bcast(coll.Args{Recv: make([]byte, 4), Count: 1, Type: ops.Int32, Root: p}); err == nil {
+				return fmt.Errorf("bcast to root %d of %d accepted", p, p)
+			}
+			return nil
+		})
+	}
+}

@@ -89,7 +89,7 @@ type rankState struct {
 func newRankState(c algorithms.Collective, p algorithms.Params, s *schedule.Schedule, sl *slab) *rankState {
 	rs := &rankState{rank: p.Rank, sched: s, alias: -1, tmp: newSymBuf(s.ScratchLen, sl), commutative: p.Commutative, slab: sl}
 	me := sl.add(terms{{int32(p.Rank), int32(p.Rank)}})
-	if c == algorithms.Allgather {
+	if c == algorithms.Allgather || c == algorithms.Gather {
 		// Nothing is reduced, and element i of the gathered vector comes
 		// from one rank only: the index alone says whose it is. Sharing one
 		// term list lets the output merge into one segment.
@@ -108,12 +108,27 @@ func newRankState(c algorithms.Collective, p algorithms.Params, s *schedule.Sche
 		if p.InPlace {
 			rs.alias, outLen = 0, total
 		}
-	case algorithms.Allgather:
+	case algorithms.Allgather, algorithms.Gather:
 		bl := p.Blocks()
 		rs.inLen, outLen, rs.checkLen = p.Counts[p.Rank], bl.Total, bl.Total
 		base = bl.Displs[p.Rank]
-		if p.InPlace {
+		if c == algorithms.Gather && p.Rank != p.Root {
+			outLen, rs.checkLen = 0, 0 // recvbuf is not significant
+		} else if p.InPlace {
 			rs.alias = base
+		}
+	case algorithms.Bcast:
+		// One buffer: the input at the root, the output everywhere.
+		rs.inLen, outLen, rs.checkLen = 0, p.Count, p.Count
+		if p.Rank == p.Root {
+			rs.inLen, rs.alias = p.Count, 0
+		}
+	case algorithms.Reduce:
+		rs.inLen, outLen, rs.checkLen = p.Count, p.Count, p.Count
+		if p.Rank != p.Root {
+			outLen, rs.checkLen = 0, 0
+		} else if p.InPlace {
+			rs.alias = 0
 		}
 	}
 	rs.out = newSymBuf(outLen, sl)
@@ -371,7 +386,13 @@ func (rs *rankState) verify(c algorithms.Collective, p algorithms.Params, r int)
 		if s.base != base+s.off {
 			return fmt.Errorf("output [%d:%d] holds vector elements %d.. instead of %d..", s.off, s.end(), s.base, base+s.off)
 		}
-		if c != algorithms.Allgather {
+		if c == algorithms.Bcast {
+			if len(t) != 1 || t[0] != (span{int32(p.Root), int32(p.Root)}) {
+				return fmt.Errorf("output [%d:%d] holds %v, want the root's data", s.off, s.end(), t)
+			}
+			continue
+		}
+		if c.Reduces() {
 			if !t.isAll(p.P) {
 				want := "every rank exactly once"
 				if !p.Commutative {

@@ -1,0 +1,62 @@
+package algorithms
+
+import "github.com/gocoll/gocoll/schedule"
+
+// Binomial-tree reduce.
+//
+// In round k every rank whose number is a multiple of 2^(k+1) receives the
+// partial result of rank r + 2^k and reduces it on the right of its own:
+// each partial result covers consecutive ranks, so rank order is kept and
+// non-commutative ops work. Rank 0 ends with the result and, if it is not
+// the root, sends it there in one more round.
+//
+//	restrictions: none (any p, any count, any op)
+//	cost:         ceil(lg p) (alpha + n beta + n gamma), plus alpha + n beta
+//	              when the root is not rank 0
+//	memory:       n elements of scratch on ranks that receive
+var reduceBinomial = &Algorithm{
+	Name:       "binomial",
+	Collective: Reduce,
+	Summary:    "binomial tree to rank 0 in rank order, then to the root",
+	Cost:       "⌈lg p⌉(α + nβ + nγ)",
+	Build: func(pr Params) *schedule.Schedule {
+		p, r, n := pr.P, pr.Rank, pr.Count
+		var b schedule.Builder
+		// acc is where this rank's partial result lives: its input until
+		// it has reduced something, then its output (root) or scratch.
+		acc := in.At(0, n)
+		home := tmp.At(0, n)
+		if r == pr.Root {
+			home = out.At(0, n)
+		}
+		got := tmp.At(n, n)
+		sent := false
+		for mask := 1; mask < p; mask <<= 1 {
+			rb := b.Next()
+			switch {
+			case sent:
+			case r%(2*mask) == mask:
+				rb.Send(r-mask, acc)
+				sent = true
+			case r%(2*mask) == 0 && r+mask < p:
+				b.Scratch(2 * n)
+				rb.Recv(r+mask, got).Reduce(home, acc, got)
+				acc = home
+			}
+		}
+		if pr.Root != 0 && p > 1 {
+			rb := b.Next()
+			switch r {
+			case 0:
+				rb.Send(pr.Root, acc)
+			case pr.Root:
+				rb.Recv(0, out.At(0, n))
+			}
+		} else if r == pr.Root {
+			b.Next().Copy(out.At(0, n), acc)
+		}
+		return b.Schedule()
+	},
+}
+
+func init() { register(reduceBinomial) }

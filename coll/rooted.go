@@ -1,0 +1,121 @@
+package coll
+
+import (
+	"github.com/gocoll/gocoll/algorithms"
+	"github.com/gocoll/gocoll/mpierr"
+	"github.com/gocoll/gocoll/ops"
+)
+
+func (c *Comm) checkRoot(call string, root int) error {
+	if root < 0 || root >= c.Size() {
+		return argError(call, mpierr.Root, "root %d is not a rank of %s (size %d)", root, c.name, c.Size())
+	}
+	return nil
+}
+
+// Bcast copies Count elements of Recv on the root to Recv on every rank.
+func (c *Comm) Bcast(a Args) error {
+	const call = "MPI_Bcast"
+	if err := checkType(call, a.Type); err != nil {
+		return err
+	}
+	if err := checkCount(call, "count", a.Count); err != nil {
+		return err
+	}
+	if err := c.checkRoot(call, a.Root); err != nil {
+		return err
+	}
+	n := a.Count * a.Type.Size()
+	if err := checkBuf(call, "buffer", a.Recv, n); err != nil {
+		return err
+	}
+	buf := a.Recv[:n]
+	p := algorithms.Params{P: c.Size(), Rank: c.rank, Root: a.Root, Count: a.Count, Commutative: true, InPlace: true}
+	return c.run(call, algorithms.Bcast, "", int64(n), p, buf, buf, a.Type.Size(), nil)
+}
+
+// Reduce combines Count elements from every rank with Op into Recv on the
+// root (in place at the root: Recv holds its input). Recv is ignored on
+// the other ranks.
+func (c *Comm) Reduce(a Args) error {
+	const call = "MPI_Reduce"
+	size, kernel, err := c.checkReduce(call, a)
+	if err != nil {
+		return err
+	}
+	if err := checkCount(call, "count", a.Count); err != nil {
+		return err
+	}
+	if err := c.checkRoot(call, a.Root); err != nil {
+		return err
+	}
+	n := a.Count * size
+	var in, out []byte
+	if c.rank == a.Root {
+		if in, out, err = c.buffers(call, a, n, n); err != nil {
+			return err
+		}
+	} else {
+		if a.InPlace {
+			return argError(call, mpierr.Buffer, "MPI_IN_PLACE is only allowed at the root")
+		}
+		if err := checkBuf(call, "sendbuf", a.Send, n); err != nil {
+			return err
+		}
+		in = a.Send[:n]
+	}
+	p := algorithms.Params{P: c.Size(), Rank: c.rank, Root: a.Root, Count: a.Count, Commutative: a.Op.commutative(), InPlace: a.InPlace}
+	return c.run(call, algorithms.Reduce, "", int64(n), p, in, out, size, kernel)
+}
+
+// Gather collects Count elements from every rank, in rank order, into Recv
+// on the root (in place at the root: its block is already in Recv).
+func (c *Comm) Gather(a Args) error {
+	const call = "MPI_Gather"
+	if err := checkType(call, a.Type); err != nil {
+		return err
+	}
+	if err := checkCount(call, "count", a.Count); err != nil {
+		return err
+	}
+	if err := c.checkRoot(call, a.Root); err != nil {
+		return err
+	}
+	size := a.Type.Size()
+	n := a.Count * size
+	var in, out []byte
+	if c.rank == a.Root {
+		total := n * c.Size()
+		if err := checkBuf(call, "recvbuf", a.Recv, total); err != nil {
+			return err
+		}
+		out = a.Recv[:total]
+		in = out[c.rank*n : (c.rank+1)*n]
+	} else if a.InPlace {
+		return argError(call, mpierr.Buffer, "MPI_IN_PLACE is only allowed at the root")
+	}
+	if c.rank != a.Root || !a.InPlace {
+		if err := checkBuf(call, "sendbuf", a.Send, n); err != nil {
+			return err
+		}
+		in = a.Send[:n]
+		if err := checkDisjoint(call, in, out); err != nil {
+			return err
+		}
+	}
+	p := algorithms.Params{P: c.Size(), Rank: c.rank, Root: a.Root, Counts: c.uniform(a.Count), Commutative: true, InPlace: a.InPlace}
+	return c.run(call, algorithms.Gather, "", int64(n*c.Size()), p, in, out, size, nil)
+}
+
+// Barrier returns once every rank has entered it. It is an allgather of
+// one byte per rank with Bruck's algorithm: ceil(lg p) rounds, and a rank
+// leaves only after hearing, directly or not, from every other.
+func (c *Comm) Barrier() error {
+	c.mu.Lock()
+	if len(c.barrier) != c.Size() {
+		c.barrier = make([]byte, c.Size())
+	}
+	buf := c.barrier
+	c.mu.Unlock()
+	return c.allgather("MPI_Barrier", Args{InPlace: true, Recv: buf, Count: 1, Type: ops.Byte, Algorithm: "bruck"})
+}
