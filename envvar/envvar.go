@@ -27,6 +27,9 @@ var All = append(forceVars(), []Var{
 	{"GOCOLL_TUNING_FILE", "", "JSON rules that override the built-in tuning (first match by collective, size and rank range wins)"},
 	{"GOCOLL_OPS_ISA", "best", "cap the instruction set of the reduction kernels: avx512, avx2 or go (plain Go); for comparisons and for machines where the wider one misbehaves"},
 	{"GOCOLL_DEBUG", "warn", "info prints one line per collective call on stderr: call, communicator, bytes, ranks, algorithm, tuned or forced"},
+	{"GOCOLL_JOB_ID", "set by gocollrun", "names the job (random hex); the shared-memory transport names its segments /dev/shm/gocoll-<GOCOLL_JOB_ID>-*, which gocollrun deletes after the job"},
+	{"GOCOLL_JOB_SECRET", "set by gocollrun", "random 32 bytes (hex) shared by the ranks of one job, never printed; passed to ranks on other hosts on standard input, not on a command line"},
+	{"GOCOLL_HOST", "set by gocollrun", "the rank's --host entry (\"localhost\" without --host); ranks with the same value share memory. Unset: the hostname plus the network namespace"},
 }...)
 
 // forceVars describes GOCOLL_<COLLECTIVE>_ALGORITHM for each collective.

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/gocoll/gocoll/envvar"
+)
+
+// printInfo writes the GOCOLL_ variables and a line about this build.
+func printInfo(w io.Writer) {
+	// The table shows each variable's current value; the job secret must
+	// not appear in it (gocollrun --info may run inside a job).
+	if os.Getenv("GOCOLL_JOB_SECRET") != "" {
+		os.Setenv("GOCOLL_JOB_SECRET", "(set, not shown)")
+	}
+	envvar.Print(w)
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, buildLine())
+}
+
+// buildLine names the module version, VCS revision and Go toolchain.
+func buildLine() string {
+	version, rev, dirty := "(devel)", "", ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Version != "" {
+			version = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			switch {
+			case s.Key == "vcs.revision":
+				rev = s.Value
+			case s.Key == "vcs.modified" && s.Value == "true":
+				dirty = "+dirty"
+			}
+		}
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if rev != "" {
+		rev = " revision " + rev + dirty
+	}
+	return fmt.Sprintf("gocollrun %s%s, built with %s for %s/%s, PMI-1 server",
+		version, rev, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}

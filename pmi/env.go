@@ -1,0 +1,146 @@
+package pmi
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+)
+
+// FromEnv connects to the PMI-1 server that started this process, as the
+// environment describes it:
+//
+//   - PMI_FD: an inherited, connected socket (hydra's default; gocollrun's
+//     for ranks on its own host), with PMI_RANK and PMI_SIZE;
+//   - PMI_PORT=host:port: a TCP server (hydra with -pmi-port; gocollrun for
+//     ranks on other hosts). With PMI_ID set the client first sends
+//     "cmd=initack pmiid=<PMI_ID>" and learns its rank and size from the
+//     reply; without it, PMI_RANK and PMI_SIZE are required.
+//
+// It returns ok == false, and no error, when neither PMI_FD nor PMI_PORT is
+// set: the process was not started by a PMI launcher and runs as a single
+// rank. The inherited descriptor is closed on exec, so the program's own
+// child processes do not inherit the connection.
+func FromEnv() (c *Client, ok bool, err error) {
+	fdStr, port := os.Getenv("PMI_FD"), os.Getenv("PMI_PORT")
+	switch {
+	case fdStr != "":
+		c, err = fromFD(fdStr)
+	case port != "":
+		c, err = fromPort(port, os.Getenv("PMI_ID"))
+	default:
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, true, err
+	}
+	return c, true, nil
+}
+
+// fromFD wraps the inherited descriptor fdStr in a connection.
+func fromFD(fdStr string) (*Client, error) {
+	fd, err := strconv.Atoi(fdStr)
+	if err != nil || fd < 0 {
+		return nil, fmt.Errorf("pmi: PMI_FD=%q is not a file descriptor", fdStr)
+	}
+	rank, size, err := rankSizeEnv()
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), "PMI_FD")
+	// FileConn duplicates the descriptor (close-on-exec); drop the
+	// original so that exec'd children do not hold the connection open.
+	conn, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("pmi: PMI_FD=%d: %w", fd, err)
+	}
+	c, err := newClient(conn, bufio.NewReaderSize(conn, maxLine), rank, size)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// fromPort dials the server at addr and, with a PMI_ID, identifies itself.
+func fromPort(addr, id string) (*Client, error) {
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("pmi: PMI_PORT: %w", err)
+	}
+	r := bufio.NewReaderSize(conn, maxLine)
+	var rank, size int
+	if id != "" {
+		rank, size, err = initack(conn, r, id)
+	} else {
+		rank, size, err = rankSizeEnv()
+	}
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	c, err := newClient(conn, r, rank, size)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// initack sends "cmd=initack pmiid=<id>". The server answers cmd=initack
+// and then "cmd=set" lines for size, rank and debug (hydra sends exactly
+// these three, in this order); the client reads up to the debug line.
+func initack(conn net.Conn, r *bufio.Reader, id string) (rank, size int, err error) {
+	if _, err := conn.Write(formatLine("initack", "pmiid", id)); err != nil {
+		return 0, 0, fmt.Errorf("pmi: sending initack: %w", err)
+	}
+	m, err := readMessage(r)
+	if err != nil {
+		return 0, 0, fmt.Errorf("pmi: waiting for initack: %w", err)
+	}
+	if m.cmd != "initack" {
+		return 0, 0, fmt.Errorf("pmi: server answered initack with cmd=%s", m.cmd)
+	}
+	set := map[string]string{}
+	for {
+		if _, ok := set["debug"]; ok {
+			break
+		}
+		m, err := readMessage(r)
+		if err != nil {
+			return 0, 0, fmt.Errorf("pmi: reading initack's settings: %w", err)
+		}
+		if m.cmd != "set" || len(m.args) != 1 {
+			return 0, 0, fmt.Errorf("pmi: expected cmd=set after initack, got cmd=%s %v", m.cmd, m.args)
+		}
+		for k, v := range m.args {
+			set[k] = v
+		}
+	}
+	size, err1 := strconv.Atoi(set["size"])
+	rank, err2 := strconv.Atoi(set["rank"])
+	if errors.Join(err1, err2) != nil {
+		return 0, 0, fmt.Errorf("pmi: bad initack settings %v", set)
+	}
+	return rank, size, checkRank(rank, size)
+}
+
+// rankSizeEnv reads PMI_RANK and PMI_SIZE.
+func rankSizeEnv() (rank, size int, err error) {
+	rank, err1 := strconv.Atoi(os.Getenv("PMI_RANK"))
+	size, err2 := strconv.Atoi(os.Getenv("PMI_SIZE"))
+	if errors.Join(err1, err2) != nil {
+		return 0, 0, fmt.Errorf("pmi: PMI_RANK=%q PMI_SIZE=%q are not numbers", os.Getenv("PMI_RANK"), os.Getenv("PMI_SIZE"))
+	}
+	return rank, size, checkRank(rank, size)
+}
+
+func checkRank(rank, size int) error {
+	if size < 1 || rank < 0 || rank >= size {
+		return fmt.Errorf("pmi: rank %d of size %d is out of range", rank, size)
+	}
+	return nil
+}
