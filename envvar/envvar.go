@@ -42,8 +42,11 @@ func forceVars() []Var {
 	return vs
 }
 
+// secret lists the variables whose value Print never shows.
+var secret = map[string]bool{"GOCOLL_JOB_SECRET": true}
+
 // Print writes the table of variables, with the current value of each
-// that is set.
+// that is set (secrets only as "(set, not shown)").
 func Print(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "variable\tdefault\tnow\tmeaning")
@@ -52,7 +55,11 @@ func Print(w io.Writer) {
 		if def == "" {
 			def = "(unset)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", v.Name, def, os.Getenv(v.Name), v.Help)
+		now := os.Getenv(v.Name)
+		if secret[v.Name] && now != "" {
+			now = "(set, not shown)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", v.Name, def, now, v.Help)
 	}
 	tw.Flush()
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"runtime/debug"
 
@@ -12,12 +11,8 @@ import (
 
 // printInfo writes the GOCOLL_ variables and a line about this build.
 func printInfo(w io.Writer) {
-	// The table shows each variable's current value; the job secret must
-	// not appear in it (gocollrun --info may run inside a job).
-	if os.Getenv("GOCOLL_JOB_SECRET") != "" {
-		os.Setenv("GOCOLL_JOB_SECRET", "(set, not shown)")
-	}
-	envvar.Print(w)
+	envvar.Print(w) // hides GOCOLL_JOB_SECRET's value
+
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, buildLine())
 }
