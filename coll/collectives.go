@@ -93,7 +93,7 @@ func (c *Comm) allgather(call string, a Args) error {
 	if err := checkCount(call, "count", a.Count); err != nil {
 		return err
 	}
-	size := a.Type.Size()
+	size := a.elemSize()
 	n := a.Count * size
 	total := n * c.Size()
 	if err := checkBuf(call, "recvbuf", a.Recv, total); err != nil {
@@ -125,7 +125,7 @@ func (c *Comm) Allgatherv(a Args) error {
 	if len(a.Counts) != c.Size() {
 		return argError(call, mpierr.Arg, "recvcounts has %d entries, the communicator %d ranks", len(a.Counts), c.Size())
 	}
-	size := a.Type.Size()
+	size := a.elemSize()
 	total, before := 0, 0
 	for i, n := range a.Counts {
 		if n < 0 {
@@ -165,7 +165,7 @@ func (c *Comm) checkReduce(call string, a Args) (int, ops.Kernel, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	return a.Type.Size(), k, nil
+	return a.elemSize(), k, nil
 }
 
 // buffers validates the send and receive buffers of a reducing call and

@@ -93,6 +93,9 @@ func (c *Comm) Close() {
 	c.mu.Unlock()
 }
 
+// elemSize is the size in bytes of one element of the call.
+func (a Args) elemSize() int { return a.Type.Size() * max(a.Mult, 1) }
+
 // Op is a reduction operation: a predefined one, or a user function.
 type Op struct {
 	Builtin ops.Op // OpNull for a user-defined op
@@ -133,6 +136,10 @@ type Args struct {
 	Counts []int
 
 	Type ops.Type
+	// Mult is the number of Type elements in one element of the call (a
+	// contiguous derived datatype of the C ABI); 0 means 1. Predefined ops
+	// work on the Type elements; user ops get whole elements.
+	Mult int
 	Op   Op
 	Root int // rooted collectives
 

@@ -25,13 +25,13 @@ func (c *Comm) Bcast(a Args) error {
 	if err := c.checkRoot(call, a.Root); err != nil {
 		return err
 	}
-	n := a.Count * a.Type.Size()
+	n := a.Count * a.elemSize()
 	if err := checkBuf(call, "buffer", a.Recv, n); err != nil {
 		return err
 	}
 	buf := a.Recv[:n]
 	p := algorithms.Params{P: c.Size(), Rank: c.rank, Root: a.Root, Count: a.Count, Commutative: true, InPlace: true}
-	return c.run(call, algorithms.Bcast, "", int64(n), p, buf, buf, a.Type.Size(), nil)
+	return c.run(call, algorithms.Bcast, "", int64(n), p, buf, buf, a.elemSize(), nil)
 }
 
 // Reduce combines Count elements from every rank with Op into Recv on the
@@ -81,7 +81,7 @@ func (c *Comm) Gather(a Args) error {
 	if err := c.checkRoot(call, a.Root); err != nil {
 		return err
 	}
-	size := a.Type.Size()
+	size := a.elemSize()
 	n := a.Count * size
 	var in, out []byte
 	if c.rank == a.Root {

@@ -3,15 +3,12 @@ package mpi
 import (
 	"errors"
 	"fmt"
-	"os"
-	"strings"
 	"sync"
 
 	"github.com/gocoll/gocoll/coll"
 	"github.com/gocoll/gocoll/mpierr"
 	"github.com/gocoll/gocoll/transport"
 	"github.com/gocoll/gocoll/transport/inproc"
-	"github.com/gocoll/gocoll/tuner"
 )
 
 // Comm is a communicator: the ranks that take part in a collective.
@@ -32,25 +29,6 @@ type Error = mpierr.Error
 // ErrorClass is an MPI error class.
 type ErrorClass = mpierr.Class
 
-// Config reads the GOCOLL_* environment variables that every communicator
-// of a job shares: the tuner's (GOCOLL_<COLLECTIVE>_ALGORITHM,
-// GOCOLL_TUNING_FILE, GOCOLL_FALLBACK) and GOCOLL_DEBUG.
-func config() (*coll.Config, error) {
-	t, err := tuner.New(os.Getenv)
-	if err != nil {
-		return nil, err
-	}
-	cfg := &coll.Config{Tuner: t}
-	switch v := strings.ToLower(os.Getenv("GOCOLL_DEBUG")); v {
-	case "", "off", "warn":
-	case "info":
-		cfg.Debug = os.Stderr
-	default:
-		return nil, fmt.Errorf("GOCOLL_DEBUG=%s: want off, warn or info", v)
-	}
-	return cfg, nil
-}
-
 // world is the state Init creates and Finalize tears down.
 var world struct {
 	sync.Mutex
@@ -67,7 +45,7 @@ func Init() (*Comm, error) {
 	if world.comm != nil || world.finalized {
 		return nil, errors.New("mpi.Init: already called")
 	}
-	cfg, err := config()
+	cfg, err := coll.ConfigFromEnv()
 	if err != nil {
 		return nil, fmt.Errorf("mpi.Init: %v", err)
 	}
@@ -105,7 +83,7 @@ func RunLocal(n int, f func(c *Comm) error) error {
 	if n < 1 {
 		return fmt.Errorf("mpi.RunLocal: %d ranks", n)
 	}
-	cfg, err := config()
+	cfg, err := coll.ConfigFromEnv()
 	if err != nil {
 		return fmt.Errorf("mpi.RunLocal: %v", err)
 	}

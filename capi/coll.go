@@ -1,0 +1,405 @@
+package main
+
+/*
+#include "mpi.h"
+*/
+import "C"
+
+import (
+	"unsafe"
+
+	"github.com/gocoll/gocoll/coll"
+	"github.com/gocoll/gocoll/mpierr"
+)
+
+// prologue checks that MPI is running and decodes the communicator.
+func prologue(call string, comm C.MPI_Comm) (*commEntry, error) {
+	if err := ready(call); err != nil {
+		return nil, err
+	}
+	return lookupComm(call, comm)
+}
+
+func isInPlace(p unsafe.Pointer) bool { return uintptr(p) == inPlaceInt }
+
+// cbuf views n bytes of C memory at p; NULL is an error unless n is 0.
+func cbuf(call, arg string, p unsafe.Pointer, n int64) ([]byte, error) {
+	switch {
+	case n < 0:
+		return nil, mpierr.New(call, mpierr.Count, "negative count for %s", arg)
+	case n == 0:
+		return nil, nil
+	case p == nil:
+		return nil, mpierr.New(call, mpierr.Buffer, "%s is NULL with a count of %d bytes", arg, n)
+	case isInPlace(p):
+		return nil, mpierr.New(call, mpierr.Buffer, "MPI_IN_PLACE is not allowed as %s", arg)
+	}
+	return unsafe.Slice((*byte)(p), n), nil
+}
+
+func checkCount(call, arg string, n int64) error {
+	if n < 0 {
+		return mpierr.New(call, mpierr.Count, "%s is negative (%d)", arg, n)
+	}
+	if n > 1<<50 {
+		return mpierr.New(call, mpierr.Count, "%s is too large (%d)", arg, n)
+	}
+	return nil
+}
+
+// reduceArgs decodes the arguments shared by the reducing collectives.
+func reduceArgs(call string, sendbuf unsafe.Pointer, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) (*commEntry, *datatype, coll.Args, error) {
+	e, err := prologue(call, comm)
+	if err != nil {
+		return nil, nil, coll.Args{}, err
+	}
+	d, err := lookupType(call, dt)
+	if err != nil {
+		return e, nil, coll.Args{}, err
+	}
+	o, err := lookupOp(call, op, d)
+	if err != nil {
+		return e, nil, coll.Args{}, err
+	}
+	return e, d, coll.Args{Type: d.base, Mult: d.count, Op: o, InPlace: isInPlace(sendbuf)}, nil
+}
+
+//export go_Allreduce
+func go_Allreduce(sendbuf, recvbuf unsafe.Pointer, count C.int, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) C.int {
+	return allreduce(sendbuf, recvbuf, int64(count), dt, op, comm)
+}
+
+//export go_Allreduce_c
+func go_Allreduce_c(sendbuf, recvbuf unsafe.Pointer, count C.MPI_Count, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) C.int {
+	return allreduce(sendbuf, recvbuf, int64(count), dt, op, comm)
+}
+
+func allreduce(sendbuf, recvbuf unsafe.Pointer, count int64, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) (rc C.int) {
+	const call = "MPI_Allreduce"
+	defer guard(call, &rc)
+	e, d, a, err := reduceArgs(call, sendbuf, dt, op, comm)
+	if err == nil {
+		err = checkCount(call, "count", count)
+	}
+	if err != nil {
+		return fail(e, err)
+	}
+	n := count * int64(d.size())
+	a.Count = int(count)
+	if a.Recv, err = cbuf(call, "recvbuf", recvbuf, n); err == nil && !a.InPlace {
+		a.Send, err = cbuf(call, "sendbuf", sendbuf, n)
+	}
+	if err != nil {
+		return fail(e, err)
+	}
+	return fail(e, e.c.Allreduce(a))
+}
+
+//export go_Reduce_scatter_block
+func go_Reduce_scatter_block(sendbuf, recvbuf unsafe.Pointer, count C.int, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) C.int {
+	return reduceScatterBlock(sendbuf, recvbuf, int64(count), dt, op, comm)
+}
+
+//export go_Reduce_scatter_block_c
+func go_Reduce_scatter_block_c(sendbuf, recvbuf unsafe.Pointer, count C.MPI_Count, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) C.int {
+	return reduceScatterBlock(sendbuf, recvbuf, int64(count), dt, op, comm)
+}
+
+func reduceScatterBlock(sendbuf, recvbuf unsafe.Pointer, count int64, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) (rc C.int) {
+	const call = "MPI_Reduce_scatter_block"
+	defer guard(call, &rc)
+	e, d, a, err := reduceArgs(call, sendbuf, dt, op, comm)
+	if err == nil {
+		err = checkCount(call, "recvcount", count)
+	}
+	if err != nil {
+		return fail(e, err)
+	}
+	mine := count * int64(d.size())
+	total := mine * int64(e.c.Size())
+	a.Count = int(count)
+	if a.InPlace {
+		a.Recv, err = cbuf(call, "recvbuf", recvbuf, total)
+	} else if a.Recv, err = cbuf(call, "recvbuf", recvbuf, mine); err == nil {
+		a.Send, err = cbuf(call, "sendbuf", sendbuf, total)
+	}
+	if err != nil {
+		return fail(e, err)
+	}
+	return fail(e, e.c.ReduceScatterBlock(a))
+}
+
+//export go_Reduce_scatter
+func go_Reduce_scatter(sendbuf, recvbuf unsafe.Pointer, recvcounts *C.int, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) C.int {
+	return reduceScatter(sendbuf, recvbuf, func(n int) []int64 {
+		out := make([]int64, n)
+		for i, v := range unsafe.Slice(recvcounts, n) {
+			out[i] = int64(v)
+		}
+		return out
+	}, recvcounts == nil, dt, op, comm)
+}
+
+//export go_Reduce_scatter_c
+func go_Reduce_scatter_c(sendbuf, recvbuf unsafe.Pointer, recvcounts *C.MPI_Count, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) C.int {
+	return reduceScatter(sendbuf, recvbuf, func(n int) []int64 {
+		out := make([]int64, n)
+		for i, v := range unsafe.Slice(recvcounts, n) {
+			out[i] = int64(v)
+		}
+		return out
+	}, recvcounts == nil, dt, op, comm)
+}
+
+func reduceScatter(sendbuf, recvbuf unsafe.Pointer, counts func(int) []int64, nullCounts bool, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) (rc C.int) {
+	const call = "MPI_Reduce_scatter"
+	defer guard(call, &rc)
+	e, d, a, err := reduceArgs(call, sendbuf, dt, op, comm)
+	if err == nil && nullCounts {
+		err = mpierr.New(call, mpierr.Arg, "recvcounts is NULL")
+	}
+	if err != nil {
+		return fail(e, err)
+	}
+	var total int64
+	a.Counts = make([]int, e.c.Size())
+	for i, n := range counts(e.c.Size()) {
+		if err := checkCount(call, "recvcounts[i]", n); err != nil {
+			return fail(e, mpierr.New(call, mpierr.Count, "recvcounts[%d] is %d", i, n))
+		}
+		a.Counts[i] = int(n)
+		total += n
+	}
+	size := int64(d.size())
+	if a.InPlace {
+		a.Recv, err = cbuf(call, "recvbuf", recvbuf, total*size)
+	} else if a.Recv, err = cbuf(call, "recvbuf", recvbuf, int64(a.Counts[e.c.Rank()])*size); err == nil {
+		a.Send, err = cbuf(call, "sendbuf", sendbuf, total*size)
+	}
+	if err != nil {
+		return fail(e, err)
+	}
+	return fail(e, e.c.ReduceScatter(a))
+}
+
+// gatherTypes decodes the send and receive datatypes of an allgather-like
+// call, which must carry the same number of bytes per rank.
+func gatherTypes(call string, e *commEntry, inPlace bool, scount int64, stype C.MPI_Datatype, rcount int64, rtype C.MPI_Datatype) (*datatype, error) {
+	rd, err := lookupType(call, rtype)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkCount(call, "recvcount", rcount); err != nil {
+		return nil, err
+	}
+	if inPlace {
+		return rd, nil
+	}
+	sd, err := lookupType(call, stype)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkCount(call, "sendcount", scount); err != nil {
+		return nil, err
+	}
+	if s, r := scount*int64(sd.size()), rcount*int64(rd.size()); s != r {
+		return nil, mpierr.New(call, mpierr.Truncate, "each rank sends %d bytes (sendcount x sendtype) but %d are expected (recvcount x recvtype)", s, r)
+	}
+	return rd, nil
+}
+
+//export go_Allgather
+func go_Allgather(sendbuf unsafe.Pointer, scount C.int, stype C.MPI_Datatype, recvbuf unsafe.Pointer, rcount C.int, rtype C.MPI_Datatype, comm C.MPI_Comm) C.int {
+	return allgather(sendbuf, int64(scount), stype, recvbuf, int64(rcount), rtype, comm)
+}
+
+//export go_Allgather_c
+func go_Allgather_c(sendbuf unsafe.Pointer, scount C.MPI_Count, stype C.MPI_Datatype, recvbuf unsafe.Pointer, rcount C.MPI_Count, rtype C.MPI_Datatype, comm C.MPI_Comm) C.int {
+	return allgather(sendbuf, int64(scount), stype, recvbuf, int64(rcount), rtype, comm)
+}
+
+func allgather(sendbuf unsafe.Pointer, scount int64, stype C.MPI_Datatype, recvbuf unsafe.Pointer, rcount int64, rtype C.MPI_Datatype, comm C.MPI_Comm) (rc C.int) {
+	const call = "MPI_Allgather"
+	defer guard(call, &rc)
+	e, err := prologue(call, comm)
+	if err != nil {
+		return fail(e, err)
+	}
+	inPlace := isInPlace(sendbuf)
+	d, err := gatherTypes(call, e, inPlace, scount, stype, rcount, rtype)
+	if err != nil {
+		return fail(e, err)
+	}
+	n := rcount * int64(d.size())
+	a := coll.Args{Type: d.base, Mult: d.count, Count: int(rcount), InPlace: inPlace}
+	if a.Recv, err = cbuf(call, "recvbuf", recvbuf, n*int64(e.c.Size())); err == nil && !inPlace {
+		a.Send, err = cbuf(call, "sendbuf", sendbuf, n)
+	}
+	if err != nil {
+		return fail(e, err)
+	}
+	return fail(e, e.c.Allgather(a))
+}
+
+//export go_Allgatherv
+func go_Allgatherv(sendbuf unsafe.Pointer, scount C.int, stype C.MPI_Datatype, recvbuf unsafe.Pointer, rcounts, displs *C.int, rtype C.MPI_Datatype, comm C.MPI_Comm) (rc C.int) {
+	const call = "MPI_Allgatherv"
+	defer guard(call, &rc)
+	e, err := prologue(call, comm)
+	if err != nil {
+		return fail(e, err)
+	}
+	if rcounts == nil || displs == nil {
+		return fail(e, mpierr.New(call, mpierr.Arg, "recvcounts or displs is NULL"))
+	}
+	p, me := e.c.Size(), e.c.Rank()
+	counts := unsafe.Slice(rcounts, p)
+	disp := unsafe.Slice(displs, p)
+	inPlace := isInPlace(sendbuf)
+	d, err := gatherTypes(call, e, inPlace, int64(scount), stype, int64(counts[me]), rtype)
+	if err != nil {
+		return fail(e, err)
+	}
+	size := int64(d.size())
+	a := coll.Args{Type: d.base, Mult: d.count, InPlace: inPlace, Counts: make([]int, p)}
+	var end, total int64 // extent of recvbuf, and the packed size
+	packed := true       // displacements are the prefix sums of the counts
+	for i := range p {
+		if counts[i] < 0 || disp[i] < 0 {
+			return fail(e, mpierr.New(call, mpierr.Count, "recvcounts[%d] = %d, displs[%d] = %d", i, counts[i], i, disp[i]))
+		}
+		a.Counts[i] = int(counts[i])
+		packed = packed && int64(disp[i]) == total
+		total += int64(counts[i])
+		end = max(end, int64(disp[i])+int64(counts[i]))
+	}
+	recv, err := cbuf(call, "recvbuf", recvbuf, end*size)
+	if err != nil {
+		return fail(e, err)
+	}
+	if !inPlace {
+		if a.Send, err = cbuf(call, "sendbuf", sendbuf, int64(counts[me])*size); err != nil {
+			return fail(e, err)
+		}
+	}
+	if packed {
+		a.Recv = recv
+		return fail(e, e.c.Allgatherv(a))
+	}
+	// Displaced blocks: gather packed into a temporary, then place them.
+	tmp := make([]byte, total*size)
+	off := make([]int64, p)
+	for i := 1; i < p; i++ {
+		off[i] = off[i-1] + int64(counts[i-1])
+	}
+	if inPlace {
+		copy(tmp[off[me]*size:], recv[int64(disp[me])*size:(int64(disp[me])+int64(counts[me]))*size])
+	}
+	a.Recv = tmp
+	if err := e.c.Allgatherv(a); err != nil {
+		return fail(e, err)
+	}
+	for i := range p {
+		copy(recv[int64(disp[i])*size:], tmp[off[i]*size:(off[i]+int64(counts[i]))*size])
+	}
+	return C.MPI_SUCCESS
+}
+
+//export go_Barrier
+func go_Barrier(comm C.MPI_Comm) (rc C.int) {
+	const call = "MPI_Barrier"
+	defer guard(call, &rc)
+	e, err := prologue(call, comm)
+	if err != nil {
+		return fail(e, err)
+	}
+	return fail(e, e.c.Barrier())
+}
+
+//export go_Bcast
+func go_Bcast(buf unsafe.Pointer, count C.int, dt C.MPI_Datatype, root C.int, comm C.MPI_Comm) (rc C.int) {
+	const call = "MPI_Bcast"
+	defer guard(call, &rc)
+	e, err := prologue(call, comm)
+	if err != nil {
+		return fail(e, err)
+	}
+	d, err := lookupType(call, dt)
+	if err == nil {
+		err = checkCount(call, "count", int64(count))
+	}
+	if err != nil {
+		return fail(e, err)
+	}
+	a := coll.Args{Type: d.base, Mult: d.count, Count: int(count), Root: int(root)}
+	if a.Recv, err = cbuf(call, "buffer", buf, int64(count)*int64(d.size())); err != nil {
+		return fail(e, err)
+	}
+	return fail(e, e.c.Bcast(a))
+}
+
+//export go_Reduce
+func go_Reduce(sendbuf, recvbuf unsafe.Pointer, count C.int, dt C.MPI_Datatype, op C.MPI_Op, root C.int, comm C.MPI_Comm) (rc C.int) {
+	const call = "MPI_Reduce"
+	defer guard(call, &rc)
+	e, d, a, err := reduceArgs(call, sendbuf, dt, op, comm)
+	if err == nil {
+		err = checkCount(call, "count", int64(count))
+	}
+	if err != nil {
+		return fail(e, err)
+	}
+	n := int64(count) * int64(d.size())
+	a.Count, a.Root = int(count), int(root)
+	if int(root) == e.c.Rank() {
+		a.Recv, err = cbuf(call, "recvbuf", recvbuf, n)
+	}
+	if err == nil && !a.InPlace {
+		a.Send, err = cbuf(call, "sendbuf", sendbuf, n)
+	}
+	if err != nil {
+		return fail(e, err)
+	}
+	return fail(e, e.c.Reduce(a))
+}
+
+//export go_Gather
+func go_Gather(sendbuf unsafe.Pointer, scount C.int, stype C.MPI_Datatype, recvbuf unsafe.Pointer, rcount C.int, rtype C.MPI_Datatype, root C.int, comm C.MPI_Comm) (rc C.int) {
+	const call = "MPI_Gather"
+	defer guard(call, &rc)
+	e, err := prologue(call, comm)
+	if err != nil {
+		return fail(e, err)
+	}
+	inPlace := isInPlace(sendbuf)
+	isRoot := int(root) == e.c.Rank()
+	a := coll.Args{InPlace: inPlace, Root: int(root)}
+	if isRoot {
+		// The receive side is significant at the root only.
+		d, err := gatherTypes(call, e, inPlace, int64(scount), stype, int64(rcount), rtype)
+		if err != nil {
+			return fail(e, err)
+		}
+		a.Type, a.Mult, a.Count = d.base, d.count, int(rcount)
+		n := int64(rcount) * int64(d.size())
+		if a.Recv, err = cbuf(call, "recvbuf", recvbuf, n*int64(e.c.Size())); err == nil && !inPlace {
+			a.Send, err = cbuf(call, "sendbuf", sendbuf, n)
+		}
+		if err != nil {
+			return fail(e, err)
+		}
+	} else {
+		sd, err := lookupType(call, stype)
+		if err == nil {
+			err = checkCount(call, "sendcount", int64(scount))
+		}
+		if err != nil {
+			return fail(e, err)
+		}
+		a.Type, a.Mult, a.Count = sd.base, sd.count, int(scount)
+		if a.Send, err = cbuf(call, "sendbuf", sendbuf, int64(scount)*int64(sd.size())); err != nil {
+			return fail(e, err)
+		}
+	}
+	return fail(e, e.c.Gather(a))
+}

@@ -1,0 +1,60 @@
+package main
+
+/*
+#include "mpi.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime/debug"
+
+	"github.com/gocoll/gocoll/mpierr"
+)
+
+// fail reports err from call on comm e (nil before a communicator is
+// known) through its error handler: MPI_ERRORS_RETURN returns the error
+// class; MPI_ERRORS_ARE_FATAL and MPI_ERRORS_ABORT print the error and
+// end the job.
+func fail(e *commEntry, err error) C.int {
+	class := mpierr.ClassOf(err)
+	if class == mpierr.Success {
+		return C.MPI_SUCCESS
+	}
+	errh := C.MPI_Errhandler(errFatal)
+	if e != nil {
+		errh = e.errh
+	} else if w := world(); w != nil {
+		errh = w.errh
+	}
+	if errh == errReturn {
+		return C.int(class)
+	}
+	rank := "?"
+	if j := theJob(); j != nil {
+		rank = fmt.Sprint(j.Rank)
+	}
+	fmt.Fprintf(os.Stderr, "gocoll: %v (rank %s)\n", err, rank)
+	abortJob(int(class))
+	return C.int(class)
+}
+
+// guard turns a panic in an entry point into an MPI_ERR_INTERN error, so
+// that no Go panic ever unwinds into C.
+func guard(call string, rc *C.int) {
+	if v := recover(); v != nil {
+		err := &mpierr.Error{Call: call, Class: mpierr.Intern, Msg: fmt.Sprintf("internal error: %v\n%s", v, debug.Stack())}
+		*rc = fail(nil, err)
+	}
+}
+
+// errorString is the text of MPI_Error_string for an error code (gocoll's
+// codes are the classes).
+func errorString(code int) (string, error) {
+	if code < 0 || code > int(mpierr.ProcAborted) {
+		return "", errors.New("unknown error code")
+	}
+	return mpierr.Class(code).String(), nil
+}

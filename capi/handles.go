@@ -1,0 +1,211 @@
+package main
+
+/*
+#include "mpi.h"
+void gocoll_call_user_fn(void *fn, void *in, void *inout, int len, MPI_Datatype dt);
+*/
+import "C"
+
+import (
+	"sync"
+	"unsafe"
+
+	"github.com/gocoll/gocoll/coll"
+	"github.com/gocoll/gocoll/mpierr"
+	"github.com/gocoll/gocoll/ops"
+	"github.com/gocoll/gocoll/p2p"
+)
+
+// Handle values of the MPICH ABI for the predefined objects, and the
+// ranges gocoll hands out for the ones users create.
+const (
+	commNull   = 0x04000000
+	commWorld  = 0x44000000
+	commSelf   = 0x44000001
+	commFirst  = 0x84000000 // user communicators: commFirst + i
+	typeNull   = 0x0c000000
+	typeFirst  = 0x8c000100 // derived datatypes
+	opNull     = 0x18000000
+	opFirst    = 0x98000000 // user ops
+	reqNull    = 0x2c000000
+	reqFirst   = 0xac000000 // requests
+	errFatal   = 0x54000000
+	errReturn  = 0x54000001
+	errAbort   = 0x54000003
+	inPlaceInt = ^uintptr(0) // MPI_IN_PLACE is (void*)-1
+)
+
+// builtinTypes maps the MPICH-ABI datatype handles to gocoll's datatypes.
+var builtinTypes = map[uint32]ops.Type{
+	0x4c000101: ops.Char, 0x4c000118: ops.SignedChar, 0x4c000102: ops.UnsignedChar,
+	0x4c00010d: ops.Byte, 0x4c00040e: ops.WChar, 0x4c000203: ops.Short,
+	0x4c000204: ops.UnsignedShort, 0x4c000405: ops.Int, 0x4c000406: ops.Unsigned,
+	0x4c000807: ops.Long, 0x4c000808: ops.UnsignedLong, 0x4c00040a: ops.Float,
+	0x4c00080b: ops.Double, 0x4c00100c: ops.LongDouble, 0x4c000809: ops.LongLong,
+	0x4c000819: ops.UnsignedLongLong, 0x4c00010f: ops.Packed,
+	0x8c000000: ops.FloatInt, 0x8c000001: ops.DoubleInt, 0x8c000002: ops.LongInt,
+	0x8c000003: ops.ShortInt, 0x4c000816: ops.TwoInt, 0x8c000004: ops.LongDoubleInt,
+	0x4c000137: ops.Int8, 0x4c000238: ops.Int16, 0x4c000439: ops.Int32, 0x4c00083a: ops.Int64,
+	0x4c00013b: ops.Uint8, 0x4c00023c: ops.Uint16, 0x4c00043d: ops.Uint32, 0x4c00083e: ops.Uint64,
+	0x4c00013f: ops.CBool, 0x4c000840: ops.CFloatComplex, 0x4c001041: ops.CDoubleComplex,
+	0x4c002042: ops.CLongDoubleComplex, 0x4c000133: ops.CXXBool, 0x4c000834: ops.CXXFloatComplex,
+	0x4c001035: ops.CXXDoubleComplex, 0x4c002036: ops.CXXLongDoubleComplex,
+	0x4c000843: ops.Aint, 0x4c000844: ops.Offset, 0x4c000845: ops.Count,
+	0x4c00011a: ops.Character, 0x4c00041d: ops.Logical, 0x4c00041b: ops.Integer,
+	0x4c00041c: ops.Real, 0x4c00081f: ops.DoublePrecision, 0x4c00081e: ops.Complex,
+	0x4c001022: ops.DoubleComplex, 0x4c000820: ops.TwoInteger, 0x4c000821: ops.TwoReal,
+	0x4c001023: ops.TwoDoublePrecision, 0x4c00012d: ops.Integer1, 0x4c00022f: ops.Integer2,
+	0x4c000430: ops.Integer4, 0x4c000831: ops.Integer8, 0x4c000427: ops.Real4,
+	0x4c000829: ops.Real8, 0x4c00102b: ops.Real16, 0x4c000828: ops.Complex8,
+	0x4c00102a: ops.Complex16, 0x4c00202c: ops.Complex32, 0x4c001049: ops.Integer16,
+	0x4c000247: ops.Real2, 0x4c000448: ops.Complex4,
+	0x4c000246: ops.Float16, 0x4c00024a: ops.BFloat16,
+}
+
+// builtinOps maps the MPICH-ABI op handles to gocoll's ops.
+var builtinOps = map[uint32]ops.Op{
+	0x58000001: ops.Max, 0x58000002: ops.Min, 0x58000003: ops.Sum, 0x58000004: ops.Prod,
+	0x58000005: ops.Land, 0x58000006: ops.Band, 0x58000007: ops.Lor, 0x58000008: ops.Bor,
+	0x58000009: ops.Lxor, 0x5800000a: ops.Bxor, 0x5800000b: ops.Minloc, 0x5800000c: ops.Maxloc,
+}
+
+// datatype is a decoded datatype handle: count elements of base, in a row.
+type datatype struct {
+	base      ops.Type
+	count     int // base elements per element (1 for predefined types)
+	committed bool
+	handle    C.MPI_Datatype
+}
+
+func (d *datatype) size() int { return d.base.Size() * d.count }
+
+// userOp is an op made with MPI_Op_create.
+type userOp struct {
+	fn          unsafe.Pointer // the C (or Fortran) function
+	commutative bool
+}
+
+// commEntry is a communicator handle's state.
+type commEntry struct {
+	c      *coll.Comm
+	p2p    *p2p.Comm
+	errh   C.MPI_Errhandler
+	handle C.MPI_Comm
+}
+
+// request is an MPI_Request's state.
+type request struct {
+	r    *p2p.Request
+	comm *commEntry
+	elem int // datatype size, for the status count
+}
+
+// table hands out handles for user objects.
+type table[T any] struct {
+	first uint32
+	items map[uint32]T
+	next  uint32
+	free  []uint32
+}
+
+func (t *table[T]) add(v T) uint32 {
+	if t.items == nil {
+		t.items = map[uint32]T{}
+	}
+	var h uint32
+	if n := len(t.free); n > 0 {
+		h, t.free = t.free[n-1], t.free[:n-1]
+	} else {
+		h = t.first + t.next
+		t.next++
+	}
+	t.items[h] = v
+	return h
+}
+
+func (t *table[T]) get(h uint32) (T, bool) {
+	v, ok := t.items[h]
+	return v, ok
+}
+
+func (t *table[T]) remove(h uint32) {
+	delete(t.items, h)
+	t.free = append(t.free, h)
+}
+
+// state is everything the library keeps between calls.
+var state struct {
+	sync.Mutex
+	comms    table[*commEntry]
+	types    table[*datatype]
+	userOps  table[*userOp]
+	requests table[*request]
+}
+
+func init() {
+	state.comms.first = commFirst
+	state.types.first = typeFirst
+	state.userOps.first = opFirst
+	state.requests.first = reqFirst
+}
+
+// lookupType decodes a datatype handle; uncommitted derived types are
+// refused for communication.
+func lookupType(call string, h C.MPI_Datatype) (*datatype, error) {
+	key := uint32(h)
+	if t, ok := builtinTypes[key]; ok {
+		return &datatype{base: t, count: 1, committed: true, handle: h}, nil
+	}
+	state.Lock()
+	d, ok := state.types.get(key)
+	state.Unlock()
+	switch {
+	case !ok:
+		return nil, mpierr.New(call, mpierr.Type, "invalid datatype (handle %#x)", key)
+	case !d.committed:
+		return nil, mpierr.New(call, mpierr.Type, "datatype %#x is not committed (call MPI_Type_commit)", key)
+	}
+	return d, nil
+}
+
+// lookupOp decodes an op handle into coll's op for datatype d.
+func lookupOp(call string, h C.MPI_Op, d *datatype) (coll.Op, error) {
+	key := uint32(h)
+	if o, ok := builtinOps[key]; ok {
+		return coll.Op{Builtin: o}, nil
+	}
+	state.Lock()
+	u, ok := state.userOps.get(key)
+	state.Unlock()
+	if !ok {
+		if key == opNull {
+			return coll.Op{}, mpierr.New(call, mpierr.Op, "invalid op MPI_OP_NULL")
+		}
+		if key == 0x5800000d || key == 0x5800000e {
+			return coll.Op{}, mpierr.New(call, mpierr.Op, "MPI_REPLACE and MPI_NO_OP are for one-sided calls only")
+		}
+		return coll.Op{}, mpierr.New(call, mpierr.Op, "invalid op (handle %#x)", key)
+	}
+	fn, dt, size := u.fn, d.handle, d.size()
+	return coll.Op{Commutative: u.commutative, User: func(ops.Type) ops.Kernel {
+		return ops.UserKernel(func(in, inout []byte, n int) {
+			if n > 0 {
+				C.gocoll_call_user_fn(fn, unsafe.Pointer(&in[0]), unsafe.Pointer(&inout[0]), C.int(n), dt)
+			}
+		}, size)
+	}}, nil
+}
+
+// lookupComm decodes a communicator handle.
+func lookupComm(call string, h C.MPI_Comm) (*commEntry, error) {
+	state.Lock()
+	e, ok := state.comms.get(uint32(h))
+	state.Unlock()
+	if !ok {
+		if uint32(h) == commNull {
+			return nil, mpierr.New(call, mpierr.Comm, "invalid communicator MPI_COMM_NULL")
+		}
+		return nil, mpierr.New(call, mpierr.Comm, "invalid communicator (handle %#x)", uint32(h))
+	}
+	return e, nil
+}

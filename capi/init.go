@@ -1,0 +1,238 @@
+package main
+
+/*
+#include "mpi.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"unsafe"
+
+	"github.com/gocoll/gocoll/coll"
+	"github.com/gocoll/gocoll/job"
+	"github.com/gocoll/gocoll/mpierr"
+	"github.com/gocoll/gocoll/p2p"
+)
+
+// lib is the library's life cycle.
+var lib struct {
+	sync.Mutex
+	initialized, finalized bool
+	job                    *job.Job
+	cfg                    *coll.Config
+	hub                    *p2p.Hub
+	thread                 C.int
+	world, self            *commEntry
+}
+
+func world() *commEntry {
+	lib.Lock()
+	defer lib.Unlock()
+	return lib.world
+}
+
+func theJob() *job.Job {
+	lib.Lock()
+	defer lib.Unlock()
+	return lib.job
+}
+
+// abortJob ends the whole job with the given exit code.
+func abortJob(code int) {
+	if code == 0 {
+		code = 1
+	}
+	theJob().Abort(code, "gocoll: aborting the job")
+}
+
+// ready fails calls made before MPI_Init or after MPI_Finalize.
+func ready(call string) error {
+	lib.Lock()
+	defer lib.Unlock()
+	switch {
+	case !lib.initialized:
+		return mpierr.New(call, mpierr.Other, "called before MPI_Init")
+	case lib.finalized:
+		return mpierr.New(call, mpierr.Other, "called after MPI_Finalize")
+	}
+	return nil
+}
+
+//export go_Init
+func go_Init() (rc C.int) {
+	var provided C.int
+	return go_Init_thread(C.MPI_THREAD_SINGLE, &provided)
+}
+
+//export go_Init_thread
+func go_Init_thread(required C.int, provided *C.int) (rc C.int) {
+	const call = "MPI_Init"
+	defer guard(call, &rc)
+	lib.Lock()
+	again := lib.initialized
+	lib.Unlock()
+	if again {
+		return fail(nil, mpierr.New(call, mpierr.Other, "MPI is already initialized"))
+	}
+	j, err := job.Start()
+	if err != nil {
+		return initFailed(err)
+	}
+	cfg, err := coll.ConfigFromEnv()
+	if err != nil {
+		return initFailed(err)
+	}
+	ranks := make([]int, j.Size)
+	for i := range ranks {
+		ranks[i] = i
+	}
+	w, err := coll.NewComm(j.T, ranks, 1, "MPI_COMM_WORLD", cfg)
+	if err != nil {
+		return initFailed(err)
+	}
+	s, err := coll.NewComm(j.T, []int{j.Rank}, 2, "MPI_COMM_SELF", cfg)
+	if err != nil {
+		return initFailed(err)
+	}
+	hub := p2p.NewHub(j.T)
+	we := &commEntry{c: w, p2p: hub.Comm(1, ranks, j.Rank), errh: errFatal, handle: commWorld}
+	se := &commEntry{c: s, p2p: hub.Comm(2, []int{j.Rank}, 0), errh: errFatal, handle: commSelf}
+	state.Lock()
+	if state.comms.items == nil {
+		state.comms.items = map[uint32]*commEntry{}
+	}
+	state.comms.items[commWorld], state.comms.items[commSelf] = we, se
+	state.Unlock()
+	lib.Lock()
+	lib.initialized, lib.job, lib.cfg, lib.hub, lib.world, lib.self = true, j, cfg, hub, we, se
+	// Every thread level is served: communicators, the point-to-point hub
+	// and the handle tables are safe for concurrent use.
+	lib.thread = min(max(required, C.MPI_THREAD_SINGLE), C.MPI_THREAD_MULTIPLE)
+	th := lib.thread
+	lib.Unlock()
+	if provided != nil {
+		*provided = th
+	}
+	return C.MPI_SUCCESS
+}
+
+// initFailed reports a failure to start: there is no communicator yet, so
+// the error is fatal.
+func initFailed(err error) C.int {
+	fmt.Fprintf(os.Stderr, "gocoll: MPI_Init: %v\n", err)
+	os.Exit(1)
+	return C.MPI_ERR_OTHER
+}
+
+//export go_Initialized
+func go_Initialized(flag *C.int) C.int {
+	lib.Lock()
+	defer lib.Unlock()
+	*flag = cbool(lib.initialized)
+	return C.MPI_SUCCESS
+}
+
+//export go_Finalized
+func go_Finalized(flag *C.int) C.int {
+	lib.Lock()
+	defer lib.Unlock()
+	*flag = cbool(lib.finalized)
+	return C.MPI_SUCCESS
+}
+
+//export go_Query_thread
+func go_Query_thread(provided *C.int) C.int {
+	if err := ready("MPI_Query_thread"); err != nil {
+		return fail(nil, err)
+	}
+	lib.Lock()
+	defer lib.Unlock()
+	*provided = lib.thread
+	return C.MPI_SUCCESS
+}
+
+//export go_Finalize
+func go_Finalize() (rc C.int) {
+	const call = "MPI_Finalize"
+	defer guard(call, &rc)
+	if err := ready(call); err != nil {
+		return fail(nil, err)
+	}
+	w := world()
+	// No rank may close its transports while a peer still needs them.
+	if err := w.c.Barrier(); err != nil {
+		return fail(w, err)
+	}
+	lib.Lock()
+	lib.finalized = true
+	j := lib.job
+	lib.Unlock()
+	state.Lock()
+	for _, e := range state.comms.items {
+		e.c.Close()
+	}
+	state.Unlock()
+	if err := j.Close(); err != nil {
+		fmt.Fprintf(os.Stderr, "gocoll: MPI_Finalize: %v\n", err)
+	}
+	return C.MPI_SUCCESS
+}
+
+//export go_Abort
+func go_Abort(comm C.MPI_Comm, code C.int) C.int {
+	j := theJob()
+	rank := -1
+	if j != nil {
+		rank = j.Rank
+	}
+	fmt.Fprintf(os.Stderr, "gocoll: MPI_Abort called on rank %d with error code %d; aborting the job\n", rank, int(code))
+	if j != nil {
+		j.Abort(int(code), fmt.Sprintf("MPI_Abort on rank %d", rank))
+	}
+	os.Exit(int(code))
+	return 0
+}
+
+//export go_Get_version
+func go_Get_version(version, subversion *C.int) C.int {
+	*version, *subversion = C.MPI_VERSION, C.MPI_SUBVERSION
+	return C.MPI_SUCCESS
+}
+
+// Version is gocoll's version, as MPI_Get_library_version reports it.
+const Version = "0.1"
+
+//export go_Get_library_version
+func go_Get_library_version(version *C.char, resultlen *C.int) C.int {
+	s := fmt.Sprintf("gocoll %s (MPICH ABI; collectives: ring, recursive doubling/halving, Rabenseifner, Bruck, pairwise)", Version)
+	*resultlen = putString(version, s, C.MPI_MAX_LIBRARY_VERSION_STRING)
+	return C.MPI_SUCCESS
+}
+
+//export go_Get_processor_name
+func go_Get_processor_name(name *C.char, resultlen *C.int) C.int {
+	host, _ := os.Hostname()
+	*resultlen = putString(name, host, C.MPI_MAX_PROCESSOR_NAME)
+	return C.MPI_SUCCESS
+}
+
+// putString copies s (truncated to max-1 bytes) and a NUL into dst.
+func putString(dst *C.char, s string, max int) C.int {
+	if len(s) > max-1 {
+		s = s[:max-1]
+	}
+	b := unsafe.Slice((*byte)(unsafe.Pointer(dst)), len(s)+1)
+	copy(b, s)
+	b[len(s)] = 0
+	return C.int(len(s))
+}
+
+func cbool(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
+}

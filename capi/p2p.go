@@ -1,0 +1,324 @@
+package main
+
+/*
+#include "mpi.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"unsafe"
+
+	"github.com/gocoll/gocoll/mpierr"
+	"github.com/gocoll/gocoll/p2p"
+	"github.com/gocoll/gocoll/transport"
+)
+
+const statusIgnore = 1 // MPI_STATUS_IGNORE and MPI_STATUSES_IGNORE are (MPI_Status *)1
+
+func setStatus(st *C.MPI_Status, s p2p.Status, err error) {
+	if st == nil || uintptr(unsafe.Pointer(st)) == statusIgnore {
+		return
+	}
+	st.count_lo = C.int(s.Count)
+	st.count_hi_and_cancelled = 0
+	st.MPI_SOURCE = C.int(s.Source)
+	st.MPI_TAG = C.int(s.Tag)
+	st.MPI_ERROR = C.int(mpierr.ClassOf(err))
+}
+
+// p2pArgs decodes the arguments every point-to-point call shares.
+func p2pArgs(call string, buf unsafe.Pointer, count C.int, dt C.MPI_Datatype, peer, tag C.int, comm C.MPI_Comm, recv bool) (*commEntry, []byte, int, error) {
+	e, err := prologue(call, comm)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	d, err := lookupType(call, dt)
+	if err != nil {
+		return e, nil, 0, err
+	}
+	if err := checkCount(call, "count", int64(count)); err != nil {
+		return e, nil, 0, err
+	}
+	p := int(peer)
+	switch {
+	case p == p2p.ProcNull, recv && p == p2p.AnySource:
+	case p < 0 || p >= e.c.Size():
+		return e, nil, 0, mpierr.New(call, mpierr.Rank, "rank %d is not in the communicator (size %d)", p, e.c.Size())
+	}
+	if tag < 0 && !(recv && tag == p2p.AnyTag) {
+		return e, nil, 0, mpierr.New(call, mpierr.Tag, "invalid tag %d", int(tag))
+	}
+	b, err := cbuf(call, "buf", buf, int64(count)*int64(d.size()))
+	return e, b, d.size(), err
+}
+
+// p2pError turns a p2p or transport error into an MPI error.
+func p2pError(call string, err error) error {
+	if err == nil {
+		return nil
+	}
+	class := mpierr.Other
+	switch {
+	case errors.Is(err, p2p.ErrTruncate):
+		class = mpierr.Truncate
+	case errors.Is(err, transport.ErrPeerFailed), errors.Is(err, transport.ErrTimeout):
+		class = mpierr.ProcAborted
+	}
+	return &mpierr.Error{Call: call, Class: class, Msg: "point-to-point message failed", Err: err}
+}
+
+//export go_Send
+func go_Send(buf unsafe.Pointer, count C.int, dt C.MPI_Datatype, dest, tag C.int, comm C.MPI_Comm) (rc C.int) {
+	const call = "MPI_Send"
+	defer guard(call, &rc)
+	e, b, _, err := p2pArgs(call, buf, count, dt, dest, tag, comm, false)
+	if err != nil {
+		return fail(e, err)
+	}
+	r, err := e.p2p.Isend(b, int(dest), int(tag))
+	if err == nil {
+		_, err = r.Wait()
+	}
+	return fail(e, p2pError(call, err))
+}
+
+//export go_Recv
+func go_Recv(buf unsafe.Pointer, count C.int, dt C.MPI_Datatype, src, tag C.int, comm C.MPI_Comm, status *C.MPI_Status) (rc C.int) {
+	const call = "MPI_Recv"
+	defer guard(call, &rc)
+	e, b, _, err := p2pArgs(call, buf, count, dt, src, tag, comm, true)
+	if err != nil {
+		return fail(e, err)
+	}
+	r, err := e.p2p.Irecv(b, int(src), int(tag))
+	var st p2p.Status
+	if err == nil {
+		st, err = r.Wait()
+	}
+	err = p2pError(call, err)
+	setStatus(status, st, err)
+	return fail(e, err)
+}
+
+//export go_Sendrecv
+func go_Sendrecv(sbuf unsafe.Pointer, scount C.int, stype C.MPI_Datatype, dest, stag C.int,
+	rbuf unsafe.Pointer, rcount C.int, rtype C.MPI_Datatype, src, rtag C.int, comm C.MPI_Comm, status *C.MPI_Status) (rc C.int) {
+	const call = "MPI_Sendrecv"
+	defer guard(call, &rc)
+	e, sb, _, err := p2pArgs(call, sbuf, scount, stype, dest, stag, comm, false)
+	if err != nil {
+		return fail(e, err)
+	}
+	_, rb, _, err := p2pArgs(call, rbuf, rcount, rtype, src, rtag, comm, true)
+	if err != nil {
+		return fail(e, err)
+	}
+	rr, err := e.p2p.Irecv(rb, int(src), int(rtag))
+	if err != nil {
+		return fail(e, p2pError(call, err))
+	}
+	sr, err := e.p2p.Isend(sb, int(dest), int(stag))
+	if err != nil {
+		return fail(e, p2pError(call, err))
+	}
+	_, serr := sr.Wait()
+	st, rerr := rr.Wait()
+	err = p2pError(call, errors.Join(serr, rerr))
+	setStatus(status, st, err)
+	return fail(e, err)
+}
+
+func addRequest(e *commEntry, r *p2p.Request, elem int) C.MPI_Request {
+	state.Lock()
+	defer state.Unlock()
+	return C.MPI_Request(state.requests.add(&request{r: r, comm: e, elem: elem}))
+}
+
+//export go_Isend
+func go_Isend(buf unsafe.Pointer, count C.int, dt C.MPI_Datatype, dest, tag C.int, comm C.MPI_Comm, req *C.MPI_Request) (rc C.int) {
+	const call = "MPI_Isend"
+	defer guard(call, &rc)
+	e, b, size, err := p2pArgs(call, buf, count, dt, dest, tag, comm, false)
+	if err == nil && req == nil {
+		err = mpierr.New(call, mpierr.Request, "request is NULL")
+	}
+	if err != nil {
+		return fail(e, err)
+	}
+	r, err := e.p2p.Isend(b, int(dest), int(tag))
+	if err != nil {
+		return fail(e, p2pError(call, err))
+	}
+	*req = addRequest(e, r, size)
+	return C.MPI_SUCCESS
+}
+
+//export go_Irecv
+func go_Irecv(buf unsafe.Pointer, count C.int, dt C.MPI_Datatype, src, tag C.int, comm C.MPI_Comm, req *C.MPI_Request) (rc C.int) {
+	const call = "MPI_Irecv"
+	defer guard(call, &rc)
+	e, b, size, err := p2pArgs(call, buf, count, dt, src, tag, comm, true)
+	if err == nil && req == nil {
+		err = mpierr.New(call, mpierr.Request, "request is NULL")
+	}
+	if err != nil {
+		return fail(e, err)
+	}
+	r, err := e.p2p.Irecv(b, int(src), int(tag))
+	if err != nil {
+		return fail(e, p2pError(call, err))
+	}
+	*req = addRequest(e, r, size)
+	return C.MPI_SUCCESS
+}
+
+// takeRequest finds a request; ok is false for MPI_REQUEST_NULL.
+func takeRequest(call string, h C.MPI_Request) (*request, bool, error) {
+	if h == reqNull {
+		return nil, false, nil
+	}
+	state.Lock()
+	r, ok := state.requests.get(uint32(h))
+	state.Unlock()
+	if !ok {
+		return nil, false, mpierr.New(call, mpierr.Request, "invalid request (handle %#x)", uint32(h))
+	}
+	return r, true, nil
+}
+
+func freeRequest(h *C.MPI_Request) {
+	state.Lock()
+	state.requests.remove(uint32(*h))
+	state.Unlock()
+	*h = reqNull
+}
+
+// emptyStatus is the status of a null request.
+var emptyStatus = p2p.Status{Source: p2p.AnySource, Tag: p2p.AnyTag}
+
+//export go_Wait
+func go_Wait(req *C.MPI_Request, status *C.MPI_Status) (rc C.int) {
+	const call = "MPI_Wait"
+	defer guard(call, &rc)
+	if err := ready(call); err != nil {
+		return fail(nil, err)
+	}
+	if req == nil {
+		return fail(nil, mpierr.New(call, mpierr.Request, "request is NULL"))
+	}
+	r, ok, err := takeRequest(call, *req)
+	if err != nil {
+		return fail(nil, err)
+	}
+	if !ok {
+		setStatus(status, emptyStatus, nil)
+		return C.MPI_SUCCESS
+	}
+	st, err := r.r.Wait()
+	err = p2pError(call, err)
+	setStatus(status, st, err)
+	freeRequest(req)
+	return fail(r.comm, err)
+}
+
+//export go_Waitall
+func go_Waitall(count C.int, reqs *C.MPI_Request, statuses *C.MPI_Status) (rc C.int) {
+	const call = "MPI_Waitall"
+	defer guard(call, &rc)
+	if err := ready(call); err != nil {
+		return fail(nil, err)
+	}
+	if count < 0 || (count > 0 && reqs == nil) {
+		return fail(nil, mpierr.New(call, mpierr.Arg, "invalid count or NULL requests"))
+	}
+	hs := unsafe.Slice(reqs, int(count))
+	ignore := statuses == nil || uintptr(unsafe.Pointer(statuses)) == statusIgnore
+	var sts []C.MPI_Status
+	if !ignore {
+		sts = unsafe.Slice(statuses, int(count))
+	}
+	var firstErr error
+	var errComm *commEntry
+	for i := range hs {
+		r, ok, err := takeRequest(call, hs[i])
+		var st p2p.Status
+		switch {
+		case err != nil:
+		case !ok:
+			st = emptyStatus
+		default:
+			st, err = r.r.Wait()
+			err = p2pError(call, err)
+			freeRequest(&hs[i])
+		}
+		if !ignore {
+			setStatus(&sts[i], st, err)
+		}
+		if err != nil && firstErr == nil {
+			firstErr = err
+			if r != nil {
+				errComm = r.comm
+			}
+		}
+	}
+	if firstErr != nil && !ignore {
+		// MPI: with several requests, the error is reported per status.
+		firstErr = &mpierr.Error{Call: call, Class: mpierr.Class(C.MPI_ERR_IN_STATUS), Msg: "a request failed (see the statuses)", Err: firstErr}
+	}
+	return fail(errComm, firstErr)
+}
+
+//export go_Test
+func go_Test(req *C.MPI_Request, flag *C.int, status *C.MPI_Status) (rc C.int) {
+	const call = "MPI_Test"
+	defer guard(call, &rc)
+	if err := ready(call); err != nil {
+		return fail(nil, err)
+	}
+	if req == nil || flag == nil {
+		return fail(nil, mpierr.New(call, mpierr.Arg, "request or flag is NULL"))
+	}
+	r, ok, err := takeRequest(call, *req)
+	if err != nil {
+		return fail(nil, err)
+	}
+	if !ok {
+		*flag = 1
+		setStatus(status, emptyStatus, nil)
+		return C.MPI_SUCCESS
+	}
+	done, st, err := r.r.Test()
+	if !done {
+		*flag = 0
+		return C.MPI_SUCCESS
+	}
+	*flag = 1
+	err = p2pError(call, err)
+	setStatus(status, st, err)
+	freeRequest(req)
+	return fail(r.comm, err)
+}
+
+//export go_Get_count
+func go_Get_count(status *C.MPI_Status, dt C.MPI_Datatype, count *C.int) (rc C.int) {
+	const call = "MPI_Get_count"
+	defer guard(call, &rc)
+	if status == nil || uintptr(unsafe.Pointer(status)) == statusIgnore || count == nil {
+		return fail(nil, mpierr.New(call, mpierr.Arg, "status or count is NULL"))
+	}
+	d, err := lookupType(call, dt)
+	if err != nil {
+		return fail(nil, err)
+	}
+	n := int(status.count_lo)
+	switch {
+	case d.size() == 0:
+		*count = 0
+	case n%d.size() != 0:
+		*count = C.MPI_UNDEFINED
+	default:
+		*count = C.int(n / d.size())
+	}
+	return C.MPI_SUCCESS
+}

@@ -1,0 +1,28 @@
+package coll
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/gocoll/gocoll/tuner"
+)
+
+// ConfigFromEnv reads the GOCOLL_ variables every communicator of a job
+// shares: the tuner's (GOCOLL_<COLLECTIVE>_ALGORITHM, GOCOLL_TUNING_FILE,
+// GOCOLL_FALLBACK) and GOCOLL_DEBUG.
+func ConfigFromEnv() (*Config, error) {
+	t, err := tuner.New(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &Config{Tuner: t}
+	switch v := strings.ToLower(os.Getenv("GOCOLL_DEBUG")); v {
+	case "", "off", "warn":
+	case "info":
+		cfg.Debug = os.Stderr
+	default:
+		return nil, fmt.Errorf("GOCOLL_DEBUG=%s: want off, warn or info", v)
+	}
+	return cfg, nil
+}

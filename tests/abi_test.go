@@ -1,0 +1,282 @@
+// Package tests runs gocoll the way C and Fortran users do: programs
+// compiled with gocoll's mpicc and mpif90 (and with MPICH's mpicc, for
+// the MPICH ABI), launched by gocollrun or MPICH's mpiexec, each checking
+// its own results and printing PASS or `N passed, N failed`.
+package tests
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gocoll/gocoll/algorithms"
+	"github.com/gocoll/gocoll/tuner"
+)
+
+var (
+	root    string // the repository
+	binDir  string // build/bin
+	workDir string // compiled test programs
+)
+
+// TestMain builds the library, the wrappers and gocollrun (make build),
+// then compiles the test programs once.
+func TestMain(m *testing.M) {
+	wd, _ := os.Getwd()
+	root = filepath.Dir(wd)
+	binDir = filepath.Join(root, "build", "bin")
+	cmd := exec.Command("make", "-s", "-C", root, "build")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "tests: make build failed:", err)
+		os.Exit(1)
+	}
+	dir, err := os.MkdirTemp("", "gocoll-tests-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	workDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// compile builds src (relative to the repository) with the given compiler
+// into the work directory, once, and returns the binary's path.
+func compile(t *testing.T, compiler, src, name string) string {
+	t.Helper()
+	out := filepath.Join(workDir, name)
+	if _, err := os.Stat(out); err == nil {
+		return out
+	}
+	args := []string{"-O2", "-o", out, filepath.Join(root, src)}
+	if strings.HasSuffix(compiler, "mpif90") {
+		args = append([]string{"-w"}, args...)
+	}
+	cmd := exec.Command(compiler, args...)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", compiler, src, err, b)
+	}
+	return out
+}
+
+// run launches argv with a time limit and returns its combined output and
+// exit status.
+func run(t *testing.T, limit time.Duration, env []string, argv ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Dir = workDir
+	done := make(chan struct{})
+	var out []byte
+	var err error
+	go func() { out, err = cmd.CombinedOutput(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(limit):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("%v: still running after %v (hang)\n%s", argv, limit, out)
+	}
+	code := 0
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			t.Fatalf("%v: %v", argv, err)
+		}
+		code = ee.ExitCode()
+	}
+	return string(out), code
+}
+
+var counts = regexp.MustCompile(`(?m)^(\d+) passed, (\d+) failed$`)
+
+// expectCounts checks a program's final `N passed, N failed` line.
+func expectCounts(t *testing.T, what, out string, code int) {
+	t.Helper()
+	m := counts.FindAllStringSubmatch(out, -1)
+	if len(m) == 0 {
+		t.Fatalf("%s: no `N passed, N failed` line (exit %d):\n%s", what, code, out)
+	}
+	passed, _ := strconv.Atoi(m[len(m)-1][1])
+	failed, _ := strconv.Atoi(m[len(m)-1][2])
+	if failed != 0 || passed == 0 || code != 0 {
+		t.Fatalf("%s: %d passed, %d failed, exit %d:\n%s", what, passed, failed, code, out)
+	}
+}
+
+func gocollrun(n int, prog string, args ...string) []string {
+	return append([]string{filepath.Join(binDir, "gocollrun"), "-n", strconv.Itoa(n), prog}, args...)
+}
+
+// forcedRounds returns environments that together force every algorithm
+// of every collective: round i forces the i-th algorithm of each.
+func forcedRounds() [][]string {
+	var rounds [][]string
+	for i := 0; ; i++ {
+		var env []string
+		any := false
+		for _, c := range algorithms.Collectives {
+			names := algorithms.Names(c)
+			if i < len(names) {
+				any = true
+			}
+			env = append(env, tuner.ForceVar(c)+"="+names[i%len(names)])
+		}
+		if !any {
+			return rounds
+		}
+		rounds = append(rounds, append(env, "GOCOLL_FALLBACK=silent"))
+	}
+}
+
+// The examples print PASS at every rank count.
+func TestExamples(t *testing.T) {
+	progs := map[string]string{
+		"allreduce":      "examples/c/allreduce.c",
+		"reduce_scatter": "examples/c/reduce_scatter.c",
+		"allgather":      "examples/c/allgather.c",
+	}
+	for name, src := range progs {
+		bin := compile(t, filepath.Join(binDir, "mpicc"), src, name)
+		for n := 1; n <= 8; n++ {
+			out, code := run(t, time.Minute, nil, gocollrun(n, bin)...)
+			if code != 0 || !strings.Contains(out, "PASS") || strings.Contains(out, "FAIL") {
+				t.Errorf("%s on %d ranks: exit %d:\n%s", name, n, code, out)
+			}
+		}
+	}
+	f := compile(t, filepath.Join(binDir, "mpif90"), "examples/fortran/allreduce.f90", "fallreduce")
+	for _, n := range []int{1, 2, 3, 4} {
+		if out, code := run(t, time.Minute, nil, gocollrun(n, f)...); code != 0 || !strings.Contains(out, "PASS") {
+			t.Errorf("fortran allreduce on %d ranks: exit %d:\n%s", n, code, out)
+		}
+	}
+}
+
+// The whole exported subset at p = 1..8, under every forced algorithm.
+func TestSubsetEveryAlgorithm(t *testing.T) {
+	bin := compile(t, filepath.Join(binDir, "mpicc"), "tests/c/subset.c", "subset")
+	for i, env := range forcedRounds() {
+		for n := 1; n <= 8; n++ {
+			out, code := run(t, 2*time.Minute, env, gocollrun(n, bin)...)
+			expectCounts(t, fmt.Sprintf("subset, %d ranks, forced round %d %v", n, i, env), out, code)
+		}
+	}
+}
+
+// The Fortran bindings: `use mpi` and fixed-form mpif.h.
+func TestFortran(t *testing.T) {
+	sub := compile(t, filepath.Join(binDir, "mpif90"), "tests/fortran/subset.f90", "fsubset")
+	fixed := compile(t, filepath.Join(binDir, "mpif90"), "tests/fortran/fixed.f", "ffixed")
+	for _, n := range []int{1, 2, 3, 5} {
+		out, code := run(t, time.Minute, nil, gocollrun(n, sub)...)
+		expectCounts(t, fmt.Sprintf("fortran subset on %d ranks", n), out, code)
+		if out, code := run(t, time.Minute, nil, gocollrun(n, fixed)...); code != 0 || !strings.Contains(out, "PASS") {
+			t.Errorf("fixed-form on %d ranks: exit %d:\n%s", n, code, out)
+		}
+	}
+}
+
+// A binary built with MPICH's own mpicc runs unchanged on gocoll, found
+// as libmpich.so.12 through LD_LIBRARY_PATH.
+func TestMPICHBinaryRunsOnGocoll(t *testing.T) {
+	if _, err := exec.LookPath("mpicc.mpich"); err != nil {
+		t.Fatal("mpicc.mpich is missing: `make deps` installs it")
+	}
+	bin := compile(t, "mpicc.mpich", "tests/c/subset.c", "subset-mpich")
+	env := []string{"LD_LIBRARY_PATH=" + filepath.Join(root, "build", "lib", "mpich-abi")}
+	out, _ := run(t, time.Minute, env, "ldd", bin)
+	if !strings.Contains(out, filepath.Join(root, "build", "lib", "mpich-abi", "libmpich.so.12")) {
+		t.Fatalf("the MPICH binary does not load gocoll:\n%s", out)
+	}
+	for _, n := range []int{1, 2, 4} {
+		out, code := run(t, time.Minute, env, gocollrun(n, bin)...)
+		expectCounts(t, fmt.Sprintf("MPICH-built subset on %d ranks", n), out, code)
+	}
+}
+
+// A gocoll program launched by MPICH's hydra (PMI-1).
+func TestHydraLaunchesGocoll(t *testing.T) {
+	if _, err := exec.LookPath("mpiexec.mpich"); err != nil {
+		t.Fatal("mpiexec.mpich is missing: `make deps` installs it")
+	}
+	bin := compile(t, filepath.Join(binDir, "mpicc"), "tests/c/subset.c", "subset")
+	for _, n := range []int{1, 3} {
+		out, code := run(t, time.Minute, nil, "mpiexec.mpich", "-n", strconv.Itoa(n), bin)
+		expectCounts(t, fmt.Sprintf("subset under mpiexec.mpich -n %d", n), out, code)
+	}
+}
+
+// With the default error handler a bad argument ends the whole job,
+// naming the call, the error and the rank.
+func TestFatalErrorAbortsTheJob(t *testing.T) {
+	bin := compile(t, filepath.Join(binDir, "mpicc"), "tests/c/fatal.c", "fatal")
+	out, code := run(t, time.Minute, nil, gocollrun(3, bin)...)
+	if code == 0 || strings.Contains(out, "still running") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	if !regexp.MustCompile(`gocoll: MPI_Allreduce: invalid datatype.*\(rank 2\)`).MatchString(out) {
+		t.Errorf("no message naming the call, the error and the rank:\n%s", out)
+	}
+}
+
+// A rank killed in the middle of collectives makes gocollrun end the job
+// within seconds, naming the rank, and no shared-memory segment is left.
+func TestKilledRankEndsTheJob(t *testing.T) {
+	bin := compile(t, filepath.Join(binDir, "mpicc"), "tests/c/spin.c", "spin")
+	jobID := fmt.Sprintf("killtest%d", time.Now().UnixNano())
+	cmd := exec.Command(filepath.Join(binDir, "gocollrun"), "-n", "4", bin)
+	cmd.Env = append(os.Environ(), "GOCOLL_JOB_ID="+jobID)
+	stdout, _ := cmd.StdoutPipe()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pids := map[int]int{}
+	sc := bufio.NewScanner(stdout)
+	re := regexp.MustCompile(`^rank (\d+) pid (\d+)$`)
+	for len(pids) < 4 && sc.Scan() {
+		if m := re.FindStringSubmatch(sc.Text()); m != nil {
+			r, _ := strconv.Atoi(m[1])
+			pids[r], _ = strconv.Atoi(m[2])
+		}
+	}
+	if len(pids) < 4 {
+		cmd.Process.Kill()
+		t.Fatalf("ranks did not start: %v\n%s", pids, stderr.String())
+	}
+	time.Sleep(200 * time.Millisecond) // well inside the allreduce loop
+	start := time.Now()
+	if err := exec.Command("kill", "-KILL", strconv.Itoa(pids[2])).Run(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("gocollrun exited 0 after a rank was killed")
+		}
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("job still running 20 s after a rank was killed")
+	}
+	t.Logf("job ended %v after the kill", time.Since(start))
+	if !strings.Contains(stderr.String(), "rank 2") || !strings.Contains(stderr.String(), "SIGKILL") {
+		t.Errorf("gocollrun's message does not name rank 2 and SIGKILL:\n%s", stderr.String())
+	}
+	left, _ := filepath.Glob("/dev/shm/gocoll-" + jobID + "*")
+	if len(left) > 0 {
+		t.Errorf("shared-memory segments left behind: %v", left)
+	}
+}

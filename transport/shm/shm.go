@@ -1,0 +1,404 @@
+//go:build linux
+
+package shm
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/gocoll/gocoll/bootstrap"
+	"github.com/gocoll/gocoll/transport"
+)
+
+// Endpoint is one rank's shared-memory transport. It carries messages to
+// the ranks on its host (see Reaches); ops naming any other rank fail with
+// transport.ErrBadPeer.
+type Endpoint struct {
+	rank, size int
+	opts       Options
+	me         int     // local index of this rank
+	lidx       []int32 // global rank -> local index, or -1 off this host
+	seg        *segment
+	myCtl      *ctl
+	hdr        *header
+	pid        int
+	epoch      time.Time // origin of the op timestamps
+	spin       time.Duration
+	crowded    bool // more local ranks than cores: yield while polling
+
+	// mu guards everything below; the protocol runs under it.
+	mu     sync.Mutex
+	idle   *sync.Cond // signalled when waiting drops to 0 after Close
+	closed bool
+	failed error // set once: every later op fails with it
+	// waiting counts Wait calls inside the endpoint, which Close lets
+	// drain before it unmaps the segment.
+	waiting int
+
+	peers      []*peer // by local index; nil at me
+	posted     []*req  // receives not yet matched, in the order posted
+	unexpected []*msg  // arrivals not yet matched, in the order arrived
+	rdv        []*req  // sends whose RTS is out, watching their slot
+	slots      []uint64
+	slotFree   []uint32
+	slotGen    []uint32
+	recvIDs    []*req // receives fed by recData records, by cookie index
+	recvGen    []uint16
+	recvFree   []uint16
+	toWake     []*peer
+	seenEpoch  uint32
+	lastCheck  time.Duration // last liveness check, since epoch
+	completed  bool          // an op completed in this progress pass
+	events     uint64        // counts records moved and ops completed
+	iov        [2]iovec
+	pool       pool
+
+	// localSleepers counts this endpoint's goroutines in (or entering)
+	// a futex sleep, so that one that completes another's op wakes it.
+	localSleepers int32
+}
+
+// peer is a rank on this host, as one endpoint sees it.
+type peer struct {
+	rank    int
+	li      int
+	pid     int
+	pidfd   int
+	ctl     *ctl
+	slots   []uint64 // the peer's rendezvous slots, which receivers update
+	in, out ring
+	queue   []*req // sends not yet in the ring, in the order started
+	streams []*req // sends copying through the ring (no CMA)
+	cma     bool   // read its rendezvous messages with process_vm_readv
+	eager   int    // the largest message sent to it in one record
+	closing bool   // its closed flag was seen; handle after draining
+	closed  bool   // it closed: ops with it fail
+	dead    bool   // its process exited without closing
+	wake    bool   // in toWake
+}
+
+// cmaProbe is what New reads from each peer to learn whether
+// process_vm_readv works between them.
+var cmaProbe uint64 = 0x9e3779b97f4a7c15
+
+// Test hooks.
+var (
+	testBeforeUnlink func(path string) // called by the creator before unlinking
+	testNoCMA        bool              // copy every rendezvous message through the ring
+	testEagerLimit   int               // overrides the eager limit when > 0
+)
+
+const (
+	// The largest message sent through the rings, when the receiver
+	// reads larger ones with CMA, or when they are copied through the
+	// ring too; larger ones rendezvous. Chosen with BenchmarkEagerLimit
+	// (see doc.go).
+	eagerCMA  = 32 << 10
+	eagerCopy = 64 << 10
+	// Wait polls for spinLong before it sleeps on the futex when the
+	// host has a core per local rank, and for spinShort when it has
+	// not (then a poll takes a core from a peer that needs it).
+	spinLong  = 200 * time.Microsecond
+	spinShort = 10 * time.Microsecond
+	// yieldAfter is how long Wait polls without progress before it
+	// calls sched_yield between polls, in case the peer it waits for is
+	// waiting for this core.
+	yieldAfter = 20 * time.Microsecond
+	// checkEvery is how often a waiting rank looks for dead peers.
+	checkEvery = 100 * time.Millisecond
+)
+
+var errClosed = &transport.Error{Peer: -1, Err: transport.ErrClosed}
+
+// New creates this rank's endpoint. It is collective over all ranks of
+// kvs, also those on other hosts, which find no peers: every rank must
+// call it. Ranks with the same bootstrap.HostID share one segment, created
+// by the lowest of them, mapped by all and unlinked before New returns.
+func New(kvs bootstrap.KVS, opts Options) (*Endpoint, error) {
+	rank, size := kvs.Rank(), kvs.Size()
+	if !validJobID(opts.JobID) {
+		return nil, fmt.Errorf("shm: JobID %q: use letters, digits, '.', '_' and '-', at most 64", opts.JobID)
+	}
+	allowPtraceAny()
+	key := "shm-" + opts.JobID + "-"
+	job := opts.JobID
+	if job == "" && rank == 0 {
+		var b [8]byte
+		rand.Read(b[:])
+		job = hex.EncodeToString(b[:])
+		if err := kvs.Put(key+"job", job); err != nil {
+			return nil, err
+		}
+	}
+	host := sha256.Sum256([]byte(bootstrap.HostID())) // any HostID fits a KVS value
+	if err := kvs.Put(fmt.Sprintf("%shost-%d", key, rank), hex.EncodeToString(host[:16])); err != nil {
+		return nil, err
+	}
+	if err := kvs.Fence(); err != nil { // 1: host names and job
+		return nil, err
+	}
+	if job == "" {
+		v, err := kvs.Get(key + "job")
+		if err != nil {
+			return nil, err
+		}
+		job = v
+	}
+	// Group the ranks by host; hosts are numbered by their lowest rank.
+	e := &Endpoint{rank: rank, size: size, opts: opts, lidx: make([]int32, size), pid: os.Getpid(), epoch: time.Now()}
+	e.idle = sync.NewCond(&e.mu)
+	hostIdx := map[string]int{}
+	var locals []int
+	myHost := -1
+	hosts := make([]int, size)
+	for r := range size {
+		v, err := kvs.Get(fmt.Sprintf("%shost-%d", key, r))
+		if err != nil {
+			return nil, err
+		}
+		h, ok := hostIdx[v]
+		if !ok {
+			h = len(hostIdx)
+			hostIdx[v] = h
+		}
+		hosts[r] = h
+		if r == rank {
+			myHost = h
+		}
+	}
+	for r := range size {
+		e.lidx[r] = -1
+		if hosts[r] == myHost {
+			e.lidx[r] = int32(len(locals))
+			locals = append(locals, r)
+		}
+	}
+	e.me = int(e.lidx[rank])
+	n := len(locals)
+	lay := newLayout(n, ringCapFor(n))
+	path := fmt.Sprintf("/dev/shm/gocoll-%s-%d", job, myHost)
+	segKey := fmt.Sprintf("%sseg-%d", key, myHost)
+
+	// 2: the lowest local rank creates the segment and says how it went.
+	var seg *segment
+	var err error
+	if n > 1 && e.me == 0 {
+		seg, err = createSegment(path, lay)
+		status := "ok"
+		if err != nil {
+			status = "failed"
+		}
+		if perr := kvs.Put(segKey, status); perr != nil && err == nil {
+			err = perr
+		}
+	}
+	if ferr := kvs.Fence(); ferr != nil {
+		if seg != nil {
+			seg.unmap()
+			syscall.Unlink(path)
+		}
+		return nil, ferr
+	}
+	if n > 1 && e.me != 0 {
+		var status string
+		if status, err = kvs.Get(segKey); err == nil && status != "ok" {
+			err = fmt.Errorf("shm: local rank %d could not create %s", locals[0], path)
+		}
+		if err == nil {
+			seg, err = openSegment(path, lay)
+		}
+	}
+	if seg != nil {
+		c := seg.ctl(e.me)
+		c.pid.Store(uint32(e.pid))
+		c.rank.Store(uint32(rank))
+		c.probe.Store(uint64(uintptr(unsafe.Pointer(&cmaProbe))))
+		c.state.Store(ctlAttached)
+	}
+	// 3: everyone has mapped it, or given up; the creator unlinks it, so
+	// that it goes away with the last process whatever happens next.
+	ferr := kvs.Fence()
+	if n > 1 && e.me == 0 && seg != nil {
+		if testBeforeUnlink != nil {
+			testBeforeUnlink(path)
+		}
+		syscall.Unlink(path)
+	}
+	if err == nil {
+		err = ferr
+	}
+	if err == nil && seg != nil {
+		err = e.attach(seg, locals)
+	}
+	if err != nil {
+		if seg != nil {
+			seg.unmap()
+		}
+		return nil, err
+	}
+	return e, nil
+}
+
+func validJobID(s string) bool {
+	if len(s) > 64 {
+		return false
+	}
+	for _, c := range s {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return s != "." && s != ".."
+}
+
+// attach checks that every local rank mapped the segment and sets up the
+// peers: rings, slots, pidfds, and whether cross-memory attach works.
+func (e *Endpoint) attach(seg *segment, locals []int) error {
+	n := len(locals)
+	e.seg, e.hdr, e.myCtl = seg, seg.header(), seg.ctl(e.me)
+	e.peers = make([]*peer, n)
+	for i, r := range locals {
+		c := seg.ctl(i)
+		if c.state.Load()&ctlAttached == 0 || int(c.rank.Load()) != r {
+			return fmt.Errorf("shm: rank %d did not map the segment", r)
+		}
+		if i == e.me {
+			continue
+		}
+		p := &peer{rank: r, li: i, pid: int(c.pid.Load()), pidfd: -1, ctl: c, slots: seg.slots(i)}
+		p.in = newRing(seg.ring(i, e.me))
+		p.out = newRing(seg.ring(e.me, i))
+		if p.pid != e.pid {
+			p.pidfd = pidfdOpen(p.pid)
+		}
+		var probe [8]byte
+		if !testNoCMA && vmRead(p.pid, probe[:], uintptr(c.probe.Load()), &e.iov) == nil {
+			p.cma = *(*uint64)(unsafe.Pointer(&probe)) == cmaProbe
+		}
+		e.peers[i] = p
+	}
+	e.slots = seg.slots(e.me)
+	e.slotFree = make([]uint32, slotsPer)
+	e.slotGen = make([]uint32, slotsPer)
+	for i := range e.slotFree {
+		e.slotFree[i] = uint32(slotsPer - 1 - i)
+	}
+	e.seenEpoch = e.hdr.closeEpoch.Load()
+	e.crowded = n > runtime.NumCPU()
+	e.spin = spinLong
+	if e.crowded {
+		e.spin = spinShort
+	}
+	for _, p := range e.peers {
+		if p != nil {
+			p.eager = e.eagerLimit(p.cma)
+		}
+	}
+	e.pool.init(e.eagerLimit(false))
+	e.posted = make([]*req, 0, 16)
+	e.unexpected = make([]*msg, 0, 16)
+	e.rdv = make([]*req, 0, 16)
+	e.toWake = make([]*peer, 0, n)
+	for _, p := range e.peers {
+		if p != nil {
+			p.queue = make([]*req, 0, 8)
+		}
+	}
+	return nil
+}
+
+// eagerLimit is the largest message sent in one ring record, to a peer
+// that reads rendezvous messages with CMA or not: a quarter of the ring,
+// at most eagerCMA or eagerCopy.
+func (e *Endpoint) eagerLimit(cma bool) int {
+	lim := min(e.seg.lay.ringCap/4, eagerCopy)
+	if cma {
+		lim = min(lim, eagerCMA)
+	}
+	if testEagerLimit > 0 {
+		lim = min(lim, testEagerLimit)
+	}
+	return lim
+}
+
+// Rank returns this endpoint's rank in the job.
+func (e *Endpoint) Rank() int { return e.rank }
+
+// Size returns the number of ranks in the job, on every host.
+func (e *Endpoint) Size() int { return e.size }
+
+// Reaches reports whether ops with peer can go through this endpoint: it
+// is another rank on this host.
+func (e *Endpoint) Reaches(peer int) bool {
+	return peer >= 0 && peer < e.size && peer != e.rank && e.lidx[peer] >= 0
+}
+
+// Close fails the endpoint's pending ops with ErrClosed and tells its
+// peers, whose ops with this rank then fail with ErrPeerFailed. It waits
+// for peers still reading a send buffer, and for Waits in other goroutines
+// to return, before it unmaps the segment.
+func (e *Endpoint) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil
+	}
+	if e.seg == nil {
+		e.closed = true
+		return nil
+	}
+	e.fail(errClosed)
+	e.closed = true
+	e.myCtl.state.Or(ctlClosed)
+	e.hdr.closeEpoch.Add(1)
+	e.toWake = e.toWake[:0]
+	for _, p := range e.peers {
+		if p != nil {
+			p.wake = false
+			ringBell(p.ctl)
+		}
+	}
+	ringBell(e.myCtl) // our own goroutines asleep in Wait
+	// A peer may be in the middle of reading one of our send buffers:
+	// the buffer goes back to its owner only when it is done.
+	for len(e.rdv) > 0 {
+		seq := e.myCtl.bell.Load()
+		e.mu.Unlock()
+		futexSleep((*uint32)(unsafe.Pointer(&e.myCtl.bell)), seq, 10*time.Millisecond)
+		e.mu.Lock()
+		e.checkRdv()
+		e.checkLiveness(true)
+		e.ringBells()
+	}
+	for e.waiting > 0 {
+		e.idle.Wait()
+	}
+	for _, p := range e.peers {
+		if p != nil && p.pidfd >= 0 {
+			syscall.Close(p.pidfd)
+		}
+	}
+	e.seg.unmap()
+	return nil
+}
+
+// ringBell gives c's rank work: it bumps the bell and wakes any sleeper.
+func ringBell(c *ctl) {
+	c.bell.Add(1)
+	if c.sleepers.Load() != 0 {
+		futexWakeAll((*uint32)(unsafe.Pointer(&c.bell)))
+	}
+}
+
+var _ transport.Transport = (*Endpoint)(nil)
+
+// errPeer returns the error for an op with p that cannot go on.
+func errPeer(p *peer, err error) error { return &transport.Error{Peer: p.rank, Err: err} }

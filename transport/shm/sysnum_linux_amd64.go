@@ -1,0 +1,5 @@
+//go:build linux
+
+package shm
+
+const sysProcessVMReadv = 310
