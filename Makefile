@@ -34,13 +34,13 @@ fortran:
 
 wrappers:
 	@mkdir -p $(BIN)
-	@for w in mpicc mpif90; do sed 's|@ROOT@|$(ROOT)|' tools/$$w.in > $(BIN)/$$w; chmod +x $(BIN)/$$w; done
+	@for w in mpicc mpicxx mpif90; do sed 's|@ROOT@|$(ROOT)|' tools/$$w.in > $(BIN)/$$w; chmod +x $(BIN)/$$w; done
 
 commands:
 	$(GO) build -o $(BIN)/ ./cmd/...
 
 demo: build
-	$(BIN)/gocoll-demo -ranks 2,3,4,8
+	tools/demo.sh
 
 vet:
 	$(GO) vet ./...

@@ -280,3 +280,42 @@ func TestKilledRankEndsTheJob(t *testing.T) {
 		t.Errorf("shared-memory segments left behind: %v", left)
 	}
 }
+
+// The wrappers work inside builds that set CC=mpicc (as configure scripts
+// do), and -show prints the command.
+func TestWrappers(t *testing.T) {
+	for _, w := range []string{"mpicc", "mpicxx", "mpif90"} {
+		path := filepath.Join(binDir, w)
+		out, code := run(t, 30*time.Second, []string{"CC=" + path, "CXX=" + path, "FC=" + path}, path, "-show", "x.c")
+		if code != 0 || !strings.Contains(out, "-lgocoll") || !strings.Contains(out, filepath.Join(root, "include")) {
+			t.Errorf("%s -show: exit %d: %s", w, code, out)
+		}
+	}
+	src := filepath.Join(workDir, "hello.c")
+	os.WriteFile(src, []byte("#include <mpi.h>\nint main(int c, char **v) { MPI_Init(&c, &v); MPI_Finalize(); return 0; }\n"), 0o644)
+	cc := filepath.Join(binDir, "mpicc")
+	if out, code := run(t, time.Minute, []string{"CC=" + cc}, cc, "-o", filepath.Join(workDir, "hello"), src); code != 0 {
+		t.Fatalf("mpicc with CC=mpicc: exit %d: %s", code, out)
+	}
+}
+
+// A program started without any launcher runs as a single rank.
+func TestSingletonWithoutLauncher(t *testing.T) {
+	bin := compile(t, filepath.Join(binDir, "mpicc"), "tests/c/subset.c", "subset")
+	out, code := run(t, time.Minute, nil, bin)
+	expectCounts(t, "subset without a launcher", out, code)
+}
+
+// Calling MPI before MPI_Init is an error that names the call.
+func TestCallBeforeInit(t *testing.T) {
+	src := filepath.Join(workDir, "early.c")
+	os.WriteFile(src, []byte("#include <mpi.h>\nint main(void) { int r; MPI_Comm_rank(MPI_COMM_WORLD, &r); return 0; }\n"), 0o644)
+	bin := filepath.Join(workDir, "early")
+	if out, code := run(t, time.Minute, nil, filepath.Join(binDir, "mpicc"), "-o", bin, src); code != 0 {
+		t.Fatal(out)
+	}
+	out, code := run(t, time.Minute, nil, bin)
+	if code == 0 || !strings.Contains(out, "MPI_Comm_rank: called before MPI_Init") {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+}

@@ -1,0 +1,41 @@
+#!/bin/sh
+# The main job (make demo): builds the examples with gocoll's compiler
+# wrappers, runs each under gocollrun on 4 ranks with GOCOLL_DEBUG=info
+# (one line per collective call: which algorithm ran and why), then times
+# every algorithm of every collective with bench/collbench.c and prints a
+# table of microseconds per call.
+set -e
+cd "$(dirname "$0")/.."
+B=build/bin
+OUT=build/examples
+NP=${NP:-4}
+mkdir -p $OUT
+for c in allreduce reduce_scatter allgather; do
+    $B/mpicc -O2 -o $OUT/$c examples/c/$c.c
+done
+$B/mpif90 -w -o $OUT/fallreduce examples/fortran/allreduce.f90
+$B/mpicc -O2 -o $OUT/collbench bench/collbench.c
+
+for prog in allreduce reduce_scatter allgather fallreduce; do
+    echo "== gocollrun -n $NP $OUT/$prog   (GOCOLL_DEBUG=info)"
+    # One line per distinct call (every rank prints its own).
+    GOCOLL_DEBUG=info $B/gocollrun -n $NP $OUT/$prog 2>&1 | grep -v "transports map" |
+        sed 's/^gocoll: rank [0-9]*:/  gocoll, each rank:/' | sort -u
+done
+
+echo
+echo "== time per call on $NP ranks (µs, average over ranks; collbench, float sums)"
+printf "%-26s %-20s %10s %10s %10s\n" collective algorithm "8 B" "64 KiB" "1 MiB"
+for coll in allreduce reduce_scatter_block allgather; do
+    var=GOCOLL_$(echo $coll | tr a-z A-Z)_ALGORITHM
+    algs=$($B/gocollrun --info | awk -v v="$var" '$1 == v { sub(/.*algorithm: auto, /, ""); gsub(/,/, ""); print }')
+    for alg in auto $algs; do
+        line=""
+        for size in 8 65536 1048576; do
+            t=$(env $var=$alg $B/gocollrun -n $NP $OUT/collbench -c $coll -m $size:$size -i 50 | awk '{print $3}')
+            line="$line $(printf '%10s' "$t")"
+        done
+        name=$(echo $coll | sed 's/^./\U&/')
+        printf "%-26s %-20s%s\n" "MPI_$name" "$alg" "$line"
+    done
+done
