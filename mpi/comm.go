@@ -7,7 +7,7 @@ import (
 
 	"github.com/gocoll/gocoll/coll"
 	"github.com/gocoll/gocoll/mpierr"
-	"github.com/gocoll/gocoll/transport"
+	"github.com/gocoll/gocoll/job"
 	"github.com/gocoll/gocoll/transport/inproc"
 )
 
@@ -33,11 +33,13 @@ type ErrorClass = mpierr.Class
 var world struct {
 	sync.Mutex
 	comm      *Comm
-	t         transport.Transport
+	job       *job.Job
 	finalized bool
 }
 
-// Init starts gocoll and returns the world communicator. A program started
+// Init starts gocoll and returns the world communicator: the ranks started
+// by gocollrun (or any PMI-1 launcher, such as MPICH's mpiexec), connected
+// by shared memory on one host and TCP between hosts. A program started
 // without a launcher runs as a single rank.
 func Init() (*Comm, error) {
 	world.Lock()
@@ -49,12 +51,20 @@ func Init() (*Comm, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mpi.Init: %v", err)
 	}
-	t := inproc.New(1)[0]
-	c, err := coll.NewComm(t, []int{0}, worldContext, "MPI_COMM_WORLD", cfg)
+	j, err := job.Start()
 	if err != nil {
+		return nil, fmt.Errorf("mpi.Init: %v", err)
+	}
+	ranks := make([]int, j.Size)
+	for i := range ranks {
+		ranks[i] = i
+	}
+	c, err := coll.NewComm(j.T, ranks, worldContext, "MPI_COMM_WORLD", cfg)
+	if err != nil {
+		j.Close()
 		return nil, err
 	}
-	world.comm, world.t = &Comm{c}, t
+	world.comm, world.job = &Comm{c}, j
 	return world.comm, nil
 }
 
@@ -68,10 +78,12 @@ func Finalize() error {
 	if world.comm == nil {
 		return errors.New("mpi.Finalize: Init was not called")
 	}
+	// No rank may close its transports while a peer still needs them.
+	err := world.comm.c.Barrier()
 	world.finalized = true
 	world.comm.c.Close()
-	err := world.t.Close()
-	world.comm, world.t = nil, nil
+	err = errors.Join(err, world.job.Close())
+	world.comm, world.job = nil, nil
 	return err
 }
 
@@ -120,3 +132,34 @@ func RunLocal(n int, f func(c *Comm) error) error {
 	}
 	return errors.Join(errs...)
 }
+
+// Barrier returns once every rank of c has entered it.
+func (c *Comm) Barrier() error { return c.c.Barrier() }
+
+// Dup returns a new communicator with the same ranks, whose collectives
+// never mix with c's. Collective over c.
+func (c *Comm) Dup() (*Comm, error) {
+	d, err := c.c.Dup(c.c.Name() + "/dup")
+	if err != nil {
+		return nil, err
+	}
+	return &Comm{d}, nil
+}
+
+// Split partitions c by color (ranks with the same color end up in the same
+// new communicator), ordered by key then by rank in c, as MPI_Comm_split
+// does. A negative color joins no communicator: Split returns nil.
+// Collective over c.
+func (c *Comm) Split(color, key int) (*Comm, error) {
+	if color < 0 {
+		color = coll.Undefined
+	}
+	s, err := c.c.Split(color, key, c.c.Name()+"/split")
+	if err != nil || s == nil {
+		return nil, err
+	}
+	return &Comm{s}, nil
+}
+
+// Free releases a communicator made by Dup or Split.
+func (c *Comm) Free() { c.c.Free() }

@@ -176,7 +176,7 @@ func (e *Endpoint) Wait(ops []transport.Op) error {
 			if e.crowded || now-lastMove > yieldAfter {
 				// A peer we wait for may be waiting for this core.
 				schedYield()
-			} else {
+			} else if e.samePID {
 				runtime.Gosched() // let ranks that share this process run
 			}
 		}

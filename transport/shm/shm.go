@@ -33,6 +33,7 @@ type Endpoint struct {
 	epoch      time.Time // origin of the op timestamps
 	spin       time.Duration
 	crowded    bool // more local ranks than cores: yield while polling
+	samePID    bool // some local peers are goroutines of this process
 
 	// mu guards everything below; the protocol runs under it.
 	mu     sync.Mutex
@@ -293,6 +294,15 @@ func (e *Endpoint) attach(seg *segment, locals []int) error {
 	}
 	e.seenEpoch = e.hdr.closeEpoch.Load()
 	e.crowded = n > runtime.NumCPU()
+	for _, p := range e.peers {
+		// Ranks that are goroutines of this process (tests, Go's
+		// RunLocal-style jobs) need runtime.Gosched to let each other
+		// run; ranks that are processes must not call it: from a cgo
+		// callback (the C ABI) the goroutine is locked to its thread, and
+		// Gosched then hands the thread off and sleeps, costing
+		// microseconds per poll.
+		e.samePID = e.samePID || (p != nil && p.pid == e.pid)
+	}
 	e.spin = spinLong
 	if e.crowded {
 		e.spin = spinShort

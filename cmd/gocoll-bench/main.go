@@ -1,0 +1,238 @@
+// Command gocoll-bench is an nccl-tests-style sweep of gocoll's
+// collectives: for each collective, datatype and algorithm (or auto), and
+// each size from -b to -e bytes, it runs warm-up and timed calls and
+// reports the slowest rank's time per call (min, median and max over
+// repetitions), the algorithm and bus bandwidths, and optionally checks
+// every result.
+//
+//	gocollrun -n 4 gocoll-bench [-c allreduce,...] [-a auto|all|ring,...] [-b 8] [-e 64M]
+//	          [-d float32,...] [-check] [-csv f.csv] [-json f.json] [-plot prefix]
+//	gocoll-bench -local 4 ...   (ranks as goroutines, no launcher)
+//
+// Bandwidths follow nccl-tests: algbw = bytes / time; busbw = algbw x
+// 2(p-1)/p for allreduce and (p-1)/p for reduce-scatter and allgather,
+// where bytes is the whole vector (allreduce, reduce-scatter) or the whole
+// output (allgather).
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/gocoll/gocoll/algorithms"
+	"github.com/gocoll/gocoll/mpi"
+)
+
+// Result is one line of the sweep.
+type Result struct {
+	Collective string  `json:"collective"`
+	Algorithm  string  `json:"algorithm"`
+	Datatype   string  `json:"datatype"`
+	Ranks      int     `json:"ranks"`
+	Bytes      int64   `json:"bytes"`
+	MinUs      float64 `json:"min_us"`
+	MedianUs   float64 `json:"median_us"`
+	MaxUs      float64 `json:"max_us"`
+	AlgBW      float64 `json:"algbw_gbs"`
+	BusBW      float64 `json:"busbw_gbs"`
+	Check      string  `json:"check,omitempty"`
+}
+
+type options struct {
+	colls, algs, types []string
+	minB, maxB         int64
+	factor             int
+	warmup, iters      int
+	reps               int
+	check              bool
+	csv, json, plot    string
+	cpuprofile         string
+}
+
+func main() {
+	var o options
+	colls := flag.String("c", "allreduce,reduce_scatter_block,allgather", "collectives: allreduce, reduce_scatter, reduce_scatter_block, allgather")
+	algs := flag.String("a", "auto", "algorithms: auto, all, or names (each collective uses those it has)")
+	types := flag.String("d", "float32", "datatypes: float32, float64, int32, int64")
+	minB := flag.String("b", "8", "smallest message (bytes; K, M, G suffixes)")
+	maxB := flag.String("e", "64M", "largest message")
+	flag.IntVar(&o.factor, "f", 2, "size factor between steps")
+	flag.IntVar(&o.warmup, "w", 5, "warm-up calls per size")
+	flag.IntVar(&o.iters, "n", 20, "timed calls per repetition (fewer for large messages)")
+	flag.IntVar(&o.reps, "r", 5, "repetitions (min, median and max are reported)")
+	flag.BoolVar(&o.check, "check", false, "check every result")
+	flag.StringVar(&o.csv, "csv", "", "write the results as CSV")
+	flag.StringVar(&o.json, "json", "", "write the results as JSON")
+	flag.StringVar(&o.plot, "plot", "", "write a plot per collective: PREFIX-COLLECTIVE.svg (or .png with -plot x.png)")
+	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile per rank: FILE.RANK")
+	local := flag.Int("local", 0, "run N ranks as goroutines of this process instead of under a launcher")
+	flag.Parse()
+	o.colls, o.algs, o.types = split(*colls), split(*algs), split(*types)
+	var err error
+	if o.minB, err = parseSize(*minB); err == nil {
+		o.maxB, err = parseSize(*maxB)
+	}
+	if err == nil && (o.factor < 2 || o.minB < 1 || o.maxB < o.minB) {
+		err = errors.New("need 1 <= -b <= -e and -f >= 2")
+	}
+	if err == nil {
+		if *local > 0 {
+			err = mpi.RunLocal(*local, func(c *mpi.Comm) error { return sweep(c, o) })
+		} else {
+			var c *mpi.Comm
+			if c, err = mpi.Init(); err == nil {
+				err = errors.Join(sweep(c, o), mpi.Finalize())
+			}
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gocoll-bench:", err)
+		os.Exit(1)
+	}
+}
+
+func split(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func parseSize(s string) (int64, error) {
+	mult := int64(1)
+	switch {
+	case strings.HasSuffix(s, "K"):
+		mult, s = 1<<10, strings.TrimSuffix(s, "K")
+	case strings.HasSuffix(s, "M"):
+		mult, s = 1<<20, strings.TrimSuffix(s, "M")
+	case strings.HasSuffix(s, "G"):
+		mult, s = 1<<30, strings.TrimSuffix(s, "G")
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("bad size %q", s)
+	}
+	return n * mult, nil
+}
+
+// collectiveByName maps the -c names.
+func collectiveByName(name string) (algorithms.Collective, error) {
+	for _, c := range algorithms.Collectives {
+		if strings.EqualFold(c.EnvName(), name) {
+			return c, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown collective %q", name)
+}
+
+// sweep runs every measurement; rank 0 prints and writes the outputs.
+func sweep(c *mpi.Comm, o options) error {
+	if o.cpuprofile != "" {
+		f, err := os.Create(fmt.Sprintf("%s.%d", o.cpuprofile, c.Rank()))
+		if err != nil {
+			return err
+		}
+		pprof.StartCPUProfile(f)
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
+	var results []Result
+	type job struct {
+		coll     algorithms.Collective
+		alg, typ string
+	}
+	var jobs []job
+	for _, name := range o.colls {
+		coll, err := collectiveByName(name)
+		if err != nil {
+			return err
+		}
+		for _, typ := range o.types {
+			for _, alg := range algorithmsFor(coll, o.algs) {
+				jobs = append(jobs, job{coll, alg, typ})
+			}
+		}
+	}
+	steps := 0
+	for b := o.minB; b <= o.maxB; b *= int64(o.factor) {
+		steps++
+	}
+	done := 0
+	for _, j := range jobs {
+		for b := o.minB; b <= o.maxB; b *= int64(o.factor) {
+			if c.Rank() == 0 {
+				done++
+				fmt.Fprintf(os.Stderr, "\r[%d/%d] %s %s %s %d B          ", done, len(jobs)*steps, j.coll, j.alg, j.typ, b)
+			}
+			r, err := measure(c, j.coll, j.alg, j.typ, b, o)
+			if err != nil {
+				return fmt.Errorf("%s %s %s %d B: %w", j.coll, j.alg, j.typ, b, err)
+			}
+			results = append(results, r)
+		}
+	}
+	if c.Rank() != 0 {
+		return nil
+	}
+	fmt.Fprintln(os.Stderr)
+	printTable(results)
+	return writeOutputs(results, o)
+}
+
+// algorithmsFor expands the -a list for one collective.
+func algorithmsFor(c algorithms.Collective, want []string) []string {
+	var out []string
+	for _, a := range want {
+		switch {
+		case a == "all":
+			out = append(out, algorithms.Names(c)...)
+		case a == "auto" || slices.Contains(algorithms.Names(c), a):
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func printTable(results []Result) {
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "collective\talgorithm\ttype\tranks\tbytes\tmin µs\tmedian µs\tmax µs\talgbw GB/s\tbusbw GB/s\tcheck\t")
+	for _, r := range results {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.3f\t%.3f\t%s\t\n",
+			r.Collective, r.Algorithm, r.Datatype, r.Ranks, r.Bytes, r.MinUs, r.MedianUs, r.MaxUs, r.AlgBW, r.BusBW, r.Check)
+	}
+	tw.Flush()
+}
+
+func writeOutputs(results []Result, o options) error {
+	if o.csv != "" {
+		var b strings.Builder
+		b.WriteString("collective,algorithm,datatype,ranks,bytes,min_us,median_us,max_us,algbw_gbs,busbw_gbs,check\n")
+		for _, r := range results {
+			fmt.Fprintf(&b, "%s,%s,%s,%d,%d,%.3f,%.3f,%.3f,%.4f,%.4f,%s\n",
+				r.Collective, r.Algorithm, r.Datatype, r.Ranks, r.Bytes, r.MinUs, r.MedianUs, r.MaxUs, r.AlgBW, r.BusBW, r.Check)
+		}
+		if err := os.WriteFile(o.csv, []byte(b.String()), 0o644); err != nil {
+			return err
+		}
+	}
+	if o.json != "" {
+		data, _ := json.MarshalIndent(results, "", "  ")
+		if err := os.WriteFile(o.json, append(data, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	if o.plot != "" {
+		return plotResults(results, o.plot)
+	}
+	return nil
+}
