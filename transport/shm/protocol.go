@@ -4,6 +4,7 @@ package shm
 
 import (
 	"fmt"
+	"github.com/gocoll/gocoll/internal/linuxsys"
 	"runtime"
 	"slices"
 	"sync/atomic"
@@ -168,14 +169,14 @@ func (e *Endpoint) Wait(ops []transport.Op) error {
 		done := allDone(ops)
 		if sleeping {
 			if !done {
-				futexSleep(bell, seq, e.sleepFor())
+				linuxsys.FutexSleep(bell, seq, e.sleepFor())
 			}
 			atomic.AddInt32(&e.localSleepers, -1)
 			e.myCtl.sleepers.Add(^uint32(0))
 		} else if spins%4 == 3 {
 			if e.crowded || now-lastMove > yieldAfter {
 				// A peer we wait for may be waiting for this core.
-				schedYield()
+				linuxsys.SchedYield()
 			} else if e.samePID {
 				runtime.Gosched() // let ranks that share this process run
 			}
@@ -691,7 +692,7 @@ func (e *Endpoint) checkLiveness(force bool) {
 	}
 	e.lastCheck = now
 	for _, p := range e.peers {
-		if p == nil || p.closed || p.dead || p.pid == e.pid || !exited(p.pidfd, p.pid) {
+		if p == nil || p.closed || p.dead || p.pid == e.pid || !linuxsys.Exited(p.pidfd, p.pid) {
 			continue
 		}
 		if p.ctl.state.Load()&ctlClosed != 0 {

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/gocoll/gocoll/internal/linuxsys"
 	"os"
 	"runtime"
 	"sync"
@@ -278,7 +279,7 @@ func (e *Endpoint) attach(seg *segment, locals []int) error {
 		p.in = newRing(seg.ring(i, e.me))
 		p.out = newRing(seg.ring(e.me, i))
 		if p.pid != e.pid {
-			p.pidfd = pidfdOpen(p.pid)
+			p.pidfd = linuxsys.PidfdOpen(p.pid)
 		}
 		var probe [8]byte
 		if !testNoCMA && vmRead(p.pid, probe[:], uintptr(c.probe.Load()), &e.iov) == nil {
@@ -382,7 +383,7 @@ func (e *Endpoint) Close() error {
 	for len(e.rdv) > 0 {
 		seq := e.myCtl.bell.Load()
 		e.mu.Unlock()
-		futexSleep((*uint32)(unsafe.Pointer(&e.myCtl.bell)), seq, 10*time.Millisecond)
+		linuxsys.FutexSleep((*uint32)(unsafe.Pointer(&e.myCtl.bell)), seq, 10*time.Millisecond)
 		e.mu.Lock()
 		e.checkRdv()
 		e.checkLiveness(true)
@@ -404,7 +405,7 @@ func (e *Endpoint) Close() error {
 func ringBell(c *ctl) {
 	c.bell.Add(1)
 	if c.sleepers.Load() != 0 {
-		futexWakeAll((*uint32)(unsafe.Pointer(&c.bell)))
+		linuxsys.FutexWakeAll((*uint32)(unsafe.Pointer(&c.bell)))
 	}
 }
 

@@ -1,0 +1,71 @@
+//go:build linux
+
+// Package linuxsys holds the few Linux system calls gocoll's shared-memory
+// code needs and the standard library does not wrap: futexes on shared
+// memory, pidfds and process liveness, sched_yield. Each is a thin shim;
+// callers decide what an error means.
+package linuxsys
+
+import (
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+const (
+	futexWait = 0 // FUTEX_WAIT, the shared variant: the word is in a MAP_SHARED segment
+	futexWake = 1 // FUTEX_WAKE, shared
+
+	sysPidfdOpen = 434 // pidfd_open(2), the same number on every architecture
+)
+
+// FutexSleep blocks while *addr == val, for at most d (d <= 0: no limit).
+// It returns on a wake, a timeout, a signal, or at once if *addr != val.
+func FutexSleep(addr *uint32, val uint32, d time.Duration) {
+	var ts syscall.Timespec
+	var tsp uintptr
+	if d > 0 {
+		ts = syscall.NsecToTimespec(int64(d))
+		tsp = uintptr(unsafe.Pointer(&ts))
+	}
+	syscall.Syscall6(syscall.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWait, uintptr(val), tsp, 0, 0)
+}
+
+// FutexWakeAll wakes every thread, in any process, sleeping on addr.
+func FutexWakeAll(addr *uint32) {
+	syscall.Syscall6(syscall.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWake, uintptr(1<<31-1), 0, 0, 0)
+}
+
+// PidfdOpen returns a pidfd for pid, or -1 if the kernel has none.
+func PidfdOpen(pid int) int {
+	fd, _, errno := syscall.Syscall(sysPidfdOpen, uintptr(pid), 0, 0)
+	if errno != 0 {
+		return -1
+	}
+	syscall.CloseOnExec(int(fd))
+	return int(fd)
+}
+
+type pollFd struct {
+	fd      int32
+	events  int16
+	revents int16
+}
+
+const pollIn = 0x1
+
+// Exited reports whether the process behind pidfd (or pid, when there is
+// no pidfd) has exited. A zombie counts as exited through a pidfd, but not
+// through kill(pid, 0).
+func Exited(pidfd, pid int) bool {
+	if pidfd >= 0 {
+		p := pollFd{fd: int32(pidfd), events: pollIn}
+		var ts syscall.Timespec // zero: do not block
+		n, _, errno := syscall.Syscall6(syscall.SYS_PPOLL, uintptr(unsafe.Pointer(&p)), 1, uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+		return errno == 0 && n == 1 && p.revents != 0
+	}
+	return syscall.Kill(pid, 0) == syscall.ESRCH
+}
+
+// SchedYield gives the core to another runnable thread, if any.
+func SchedYield() { syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0) }
