@@ -87,6 +87,9 @@ type Params struct {
 	// InPlace is the MPI_IN_PLACE form. Schedules are correct either way;
 	// an algorithm may use the flag to save a copy.
 	InPlace bool
+	// SharedMemory says every rank of the communicator maps one shared
+	// segment (they share a host), which the shm algorithms need.
+	SharedMemory bool
 }
 
 // Blocks returns the per-rank blocks of a ReduceScatter or Allgather call.
@@ -119,14 +122,21 @@ type Algorithm struct {
 	// size 1), p a power of two.
 	Cost string
 	// Build returns the schedule of rank p.Rank. It must not be called
-	// when Check(p) fails.
+	// when Check(p) fails. Nil for a Direct algorithm.
 	Build func(p Params) *schedule.Schedule
+	// Direct marks an algorithm that is not a schedule: package intranode
+	// runs it on the communicator's shared segment. It needs
+	// Params.SharedMemory.
+	Direct bool
 }
 
 // Check returns an error that names the restriction p violates, or nil.
 func (a *Algorithm) Check(p Params) error {
 	if a.Commutative && !p.Commutative {
 		return fmt.Errorf("%s algorithm %q needs a commutative op", a.Collective, a.Name)
+	}
+	if a.Direct && !p.SharedMemory {
+		return fmt.Errorf("%s algorithm %q needs every rank on one host (a shared-memory segment)", a.Collective, a.Name)
 	}
 	return nil
 }

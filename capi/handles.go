@@ -8,6 +8,7 @@ import "C"
 
 import (
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/gocoll/gocoll/coll"
@@ -149,12 +150,31 @@ func init() {
 	state.requests.first = reqFirst
 }
 
+// predefined holds a datatype value for each predefined handle, indexed by
+// predefinedIndex (unique among them), so that the common case needs no
+// map and no allocation.
+var predefined [512]*datatype
+
+// predefinedIndex is the low byte of a handle, plus 256 for the pair
+// types (0x8c...), whose low bytes repeat the others'.
+func predefinedIndex(h uint32) uint32 { return h>>31<<8 | h&0xff }
+
+func init() {
+	for h, t := range builtinTypes {
+		i := predefinedIndex(h)
+		if predefined[i] != nil {
+			panic("capi: two predefined datatypes share a low byte")
+		}
+		predefined[i] = &datatype{base: t, count: 1, committed: true, handle: C.MPI_Datatype(h)}
+	}
+}
+
 // lookupType decodes a datatype handle; uncommitted derived types are
 // refused for communication.
 func lookupType(call string, h C.MPI_Datatype) (*datatype, error) {
 	key := uint32(h)
-	if t, ok := builtinTypes[key]; ok {
-		return &datatype{base: t, count: 1, committed: true, handle: h}, nil
+	if d := predefined[predefinedIndex(key)]; d != nil && uint32(d.handle) == key {
+		return d, nil
 	}
 	state.Lock()
 	d, ok := state.types.get(key)
@@ -171,8 +191,8 @@ func lookupType(call string, h C.MPI_Datatype) (*datatype, error) {
 // lookupOp decodes an op handle into coll's op for datatype d.
 func lookupOp(call string, h C.MPI_Op, d *datatype) (coll.Op, error) {
 	key := uint32(h)
-	if o, ok := builtinOps[key]; ok {
-		return coll.Op{Builtin: o}, nil
+	if key > 0x58000000 && key <= 0x5800000c { // the predefined ops, MPI_MAX..MPI_MAXLOC
+		return coll.Op{Builtin: builtinOps[key]}, nil
 	}
 	state.Lock()
 	u, ok := state.userOps.get(key)
@@ -196,8 +216,16 @@ func lookupOp(call string, h C.MPI_Op, d *datatype) (coll.Op, error) {
 	}}, nil
 }
 
+// worldEntry is MPI_COMM_WORLD's entry, found without a lock.
+var worldEntry atomic.Pointer[commEntry]
+
 // lookupComm decodes a communicator handle.
 func lookupComm(call string, h C.MPI_Comm) (*commEntry, error) {
+	if h == commWorld {
+		if e := worldEntry.Load(); e != nil {
+			return e, nil
+		}
+	}
 	state.Lock()
 	e, ok := state.comms.get(uint32(h))
 	state.Unlock()

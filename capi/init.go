@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/gocoll/gocoll/coll"
@@ -48,14 +49,22 @@ func abortJob(code int) {
 	theJob().Abort(code, "gocoll: aborting the job")
 }
 
+// phase is where the library is in its life: it is read on every call,
+// without a lock.
+var phase atomic.Int32
+
+const (
+	phaseNew = iota
+	phaseRunning
+	phaseFinalized
+)
+
 // ready fails calls made before MPI_Init or after MPI_Finalize.
 func ready(call string) error {
-	lib.Lock()
-	defer lib.Unlock()
-	switch {
-	case !lib.initialized:
+	switch phase.Load() {
+	case phaseNew:
 		return mpierr.New(call, mpierr.Other, "called before MPI_Init")
-	case lib.finalized:
+	case phaseFinalized:
 		return mpierr.New(call, mpierr.Other, "called after MPI_Finalize")
 	}
 	return nil
@@ -85,6 +94,7 @@ func go_Init_thread(required C.int, provided *C.int) (rc C.int) {
 	if err != nil {
 		return initFailed(err)
 	}
+	cfg.JobID, cfg.Timeout = j.JobID, j.Timeout
 	ranks := make([]int, j.Size)
 	for i := range ranks {
 		ranks[i] = i
@@ -97,6 +107,13 @@ func go_Init_thread(required C.int, provided *C.int) (rc C.int) {
 	if err != nil {
 		return initFailed(err)
 	}
+	if j.OneHost() && j.Size > 1 {
+		// A shared segment lets the shm algorithms run; without one the
+		// transport algorithms do.
+		if err := w.AttachShared(); err != nil && cfg.Debug != nil {
+			fmt.Fprintf(cfg.Debug, "gocoll: rank %d: no shared segment for MPI_COMM_WORLD: %v\n", j.Rank, err)
+		}
+	}
 	hub := p2p.NewHub(j.T)
 	we := &commEntry{c: w, p2p: hub.Comm(1, ranks, j.Rank), errh: errFatal, handle: commWorld}
 	se := &commEntry{c: s, p2p: hub.Comm(2, []int{j.Rank}, 0), errh: errFatal, handle: commSelf}
@@ -106,8 +123,10 @@ func go_Init_thread(required C.int, provided *C.int) (rc C.int) {
 	}
 	state.comms.items[commWorld], state.comms.items[commSelf] = we, se
 	state.Unlock()
+	worldEntry.Store(we)
 	lib.Lock()
 	lib.initialized, lib.job, lib.cfg, lib.hub, lib.world, lib.self = true, j, cfg, hub, we, se
+	phase.Store(phaseRunning)
 	// Every thread level is served: communicators, the point-to-point hub
 	// and the handle tables are safe for concurrent use.
 	lib.thread = min(max(required, C.MPI_THREAD_SINGLE), C.MPI_THREAD_MULTIPLE)
@@ -168,6 +187,7 @@ func go_Finalize() (rc C.int) {
 	}
 	lib.Lock()
 	lib.finalized = true
+	phase.Store(phaseFinalized)
 	j := lib.job
 	lib.Unlock()
 	state.Lock()

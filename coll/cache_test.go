@@ -11,7 +11,8 @@ import (
 // cache must key on each (P and Rank are fixed per communicator). A new
 // field must be added to cacheKey too; this test is the reminder.
 func TestCacheKeyCoversParams(t *testing.T) {
-	covered := map[string]bool{"P": true, "Rank": true, "Root": true, "Count": true, "Counts": true, "Commutative": true, "InPlace": true}
+	covered := map[string]bool{"P": true, "Rank": true, "Root": true, "Count": true, "Counts": true, "Commutative": true, "InPlace": true,
+		"SharedMemory": true} // only decides whether shm may run; no schedule depends on it
 	typ := reflect.TypeOf(algorithms.Params{})
 	for i := range typ.NumField() {
 		if !covered[typ.Field(i).Name] {

@@ -198,6 +198,7 @@ func (c *Comm) run(call string, coll algorithms.Collective, force string, bytes 
 	if c.closed {
 		return argError(call, mpierr.Comm, "communicator %s was freed (or MPI finalized)", c.name)
 	}
+	p.SharedMemory = c.shared != nil
 	var choice tuner.Choice
 	if slices.Contains(algorithms.Rooted, coll) {
 		choice = tuner.Choice{Alg: algorithms.All(coll)[0], How: "only algorithm"}
@@ -211,6 +212,9 @@ func (c *Comm) run(call string, coll algorithms.Collective, force string, bytes 
 	if c.cfg.Debug != nil {
 		fmt.Fprintf(c.cfg.Debug, "gocoll: rank %d: %s comm=%s bytes=%d p=%d algorithm=%s (%s)\n",
 			c.rank, call, c.name, bytes, p.P, choice.Alg.Name, choice.How)
+	}
+	if choice.Alg.Direct {
+		return c.runDirect(call, coll, p, in, out, size, kernel)
 	}
 	s := c.cache.get(coll, choice.Alg, p)
 	need := s.ScratchLen * size

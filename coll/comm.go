@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/gocoll/gocoll/executor/host"
+	"github.com/gocoll/gocoll/intranode"
 	"github.com/gocoll/gocoll/mpierr"
 	"github.com/gocoll/gocoll/ops"
 	"github.com/gocoll/gocoll/transport"
@@ -22,6 +24,9 @@ type Config struct {
 	Tuner *tuner.Tuner
 	// Debug, when set, receives one line per call (GOCOLL_DEBUG=info).
 	Debug io.Writer
+	// JobID names shared segments; Timeout bounds waits on them.
+	JobID   string
+	Timeout time.Duration
 
 	poolOnce sync.Once
 	pool     *contextPool
@@ -46,6 +51,7 @@ type Comm struct {
 	cache   scheduleCache
 	scratch []byte
 	barrier []byte // Barrier's one byte per rank
+	shared  *intranode.Group
 }
 
 // NewComm returns the communicator of the given transport ranks (in
@@ -86,10 +92,15 @@ func (c *Comm) TransportRank(r int) int { return c.ranks[r] }
 func (c *Comm) Config() *Config { return c.cfg }
 
 // Close marks the communicator freed: later calls fail with MPI_ERR_COMM.
-// It does not close the transport, which other communicators may share.
+// It unmaps its shared segment, but does not close the transport, which
+// other communicators share.
 func (c *Comm) Close() {
 	c.mu.Lock()
 	c.closed = true
+	if c.shared != nil {
+		c.shared.Close()
+		c.shared = nil
+	}
 	c.mu.Unlock()
 }
 

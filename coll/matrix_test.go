@@ -23,7 +23,7 @@ func job(t *testing.T, p int, f func(c *coll.Comm) error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := &coll.Config{Tuner: tu}
+	cfg := &coll.Config{Tuner: tu, JobID: "test"}
 	eps := inproc.New(p)
 	ranks := make([]int, p)
 	for i := range ranks {
@@ -36,6 +36,11 @@ func job(t *testing.T, p int, f func(c *coll.Comm) error) {
 		go func() {
 			defer wg.Done()
 			c, err := coll.NewComm(eps[r], ranks, 1, "MPI_COMM_WORLD", cfg)
+			if err == nil {
+				// The ranks share this process, so they can share memory:
+				// the shm algorithms run too.
+				err = c.AttachShared()
+			}
 			if err == nil {
 				err = f(c)
 			}

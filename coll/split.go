@@ -96,7 +96,9 @@ func (c *Comm) Dup(name string) (*Comm, error) {
 		return nil, err
 	}
 	c.cfg.contexts().take(id)
-	return &Comm{t: c.t, ranks: slices.Clone(c.ranks), rank: c.rank, ctx: id, name: name, cfg: c.cfg}, nil
+	d := &Comm{t: c.t, ranks: slices.Clone(c.ranks), rank: c.rank, ctx: id, name: name, cfg: c.cfg}
+	d.inherit(c)
+	return d, nil
 }
 
 // Undefined is the color of a rank that joins no communicator in Split.
@@ -144,7 +146,9 @@ func (c *Comm) Split(color, key int, name string) (*Comm, error) {
 		return nil, errors.New("coll: split lost this rank")
 	}
 	c.cfg.contexts().take(id)
-	return &Comm{t: c.t, ranks: ranks, rank: newRank, ctx: id, name: name, cfg: c.cfg}, nil
+	s := &Comm{t: c.t, ranks: ranks, rank: newRank, ctx: id, name: name, cfg: c.cfg}
+	s.inherit(c)
+	return s, nil
 }
 
 // Free releases the communicator: later calls fail, and its context id can

@@ -30,6 +30,10 @@ type Job struct {
 	Hosts []string
 	// T is the world transport, over job ranks.
 	T transport.Transport
+	// JobID names the job's shared-memory segments; Timeout is
+	// GOCOLL_TIMEOUT.
+	JobID   string
+	Timeout time.Duration
 
 	kvs     bootstrap.KVS
 	pmi     *pmi.Client // nil without a launcher
@@ -50,10 +54,15 @@ func Start() (*Job, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the launcher (PMI): %w", err)
 	}
-	if !launched {
-		return &Job{Rank: 0, Size: 1, Hosts: []string{bootstrap.HostID()}, T: inproc.New(1)[0], kvs: bootstrap.Local(1)[0]}, nil
+	jobID := os.Getenv("GOCOLL_JOB_ID")
+	if jobID == "" {
+		jobID = fmt.Sprintf("p%d", os.Getpid())
 	}
-	j := &Job{Rank: c.Rank(), Size: c.Size(), kvs: c, pmi: c}
+	if !launched {
+		return &Job{Rank: 0, Size: 1, Hosts: []string{bootstrap.HostID()}, T: inproc.New(1)[0], kvs: bootstrap.Local(1)[0],
+			JobID: jobID, Timeout: timeout}, nil
+	}
+	j := &Job{Rank: c.Rank(), Size: c.Size(), kvs: c, pmi: c, JobID: jobID, Timeout: timeout}
 	if err := j.exchangeHosts(); err != nil {
 		return nil, err
 	}
@@ -213,6 +222,16 @@ func tcpAddr(oneHost bool) (string, error) {
 		}
 	}
 	return "", errors.New("no address for the tcp transport: set GOCOLL_TCP_ADDR")
+}
+
+// OneHost reports whether every rank runs on this process's host.
+func (j *Job) OneHost() bool {
+	for _, h := range j.Hosts {
+		if h != j.Hosts[0] {
+			return false
+		}
+	}
+	return true
 }
 
 // Launched reports whether a PMI launcher started the process.

@@ -3,11 +3,12 @@ package mpi
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 
 	"github.com/gocoll/gocoll/coll"
-	"github.com/gocoll/gocoll/mpierr"
 	"github.com/gocoll/gocoll/job"
+	"github.com/gocoll/gocoll/mpierr"
 	"github.com/gocoll/gocoll/transport/inproc"
 )
 
@@ -59,10 +60,14 @@ func Init() (*Comm, error) {
 	for i := range ranks {
 		ranks[i] = i
 	}
+	cfg.JobID, cfg.Timeout = j.JobID, j.Timeout
 	c, err := coll.NewComm(j.T, ranks, worldContext, "MPI_COMM_WORLD", cfg)
 	if err != nil {
 		j.Close()
 		return nil, err
+	}
+	if j.OneHost() && j.Size > 1 {
+		c.AttachShared() // if it fails everywhere, the transport algorithms run
 	}
 	world.comm, world.job = &Comm{c}, j
 	return world.comm, nil
@@ -99,6 +104,7 @@ func RunLocal(n int, f func(c *Comm) error) error {
 	if err != nil {
 		return fmt.Errorf("mpi.RunLocal: %v", err)
 	}
+	cfg.JobID = fmt.Sprintf("local%d", os.Getpid())
 	eps := inproc.New(n)
 	ranks := make([]int, n)
 	for i := range ranks {
@@ -117,6 +123,9 @@ func RunLocal(n int, f func(c *Comm) error) error {
 				}
 			}()
 			c, err := coll.NewComm(eps[r], ranks, worldContext, "MPI_COMM_WORLD", cfg)
+			if err == nil && n > 1 {
+				c.AttachShared() // the ranks share this process's memory
+			}
 			if err == nil {
 				err = f(&Comm{c})
 			}

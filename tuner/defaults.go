@@ -9,6 +9,13 @@ package tuner
 // chosen"): measured on this project's reference machine, extended to large
 // p with the model executor.
 var Defaults = []Rule{
+	// On one host, the shared-memory algorithms (they need a shared
+	// segment; elsewhere their restriction sends the call on).
+	{Collective: "allreduce", Algorithm: "shm"},
+	{Collective: "reduce_scatter", Algorithm: "shm"},
+	{Collective: "reduce_scatter_block", Algorithm: "shm"},
+	{Collective: "allgather", Algorithm: "shm"},
+
 	{Collective: "allreduce", MaxBytes: 8 << 10, Algorithm: "recursive_doubling"},
 	{Collective: "allreduce", MinBytes: 1 << 20, Algorithm: "ring"},
 	{Collective: "allreduce", Algorithm: "rabenseifner"},

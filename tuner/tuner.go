@@ -8,6 +8,15 @@
 // always matches. Environment variables can force an algorithm per
 // collective; a forced algorithm whose restrictions fail falls back to the
 // tuned choice, as GOCOLL_FALLBACK says.
+//
+// # Native, in LD_PRELOAD mode
+//
+// Under LD_PRELOAD (package preload) the host MPI's own collective is one
+// more candidate: NewWithOptions with Options.Native accepts the name
+// "native" wherever an algorithm name goes (GOCOLL_*_ALGORITHM, tuning
+// file rules, Options.Rules), and Choose then answers with Choice.Native
+// set and no Alg. Native has no restrictions: the host runs any call. A
+// standalone tuner (New) rejects the name as it rejects any unknown one.
 package tuner
 
 import (
@@ -34,9 +43,9 @@ type Rule struct {
 	Algorithm  string `json:"algorithm"`
 }
 
-func (r Rule) matches(c algorithms.Collective, bytes int64, p int) bool {
-	return r.Collective == CollectiveName(c) &&
-		bytes >= r.MinBytes && (r.MaxBytes == 0 || bytes <= r.MaxBytes) &&
+// inRange checks the size and rank bounds of the rule.
+func (r Rule) inRange(bytes int64, p int) bool {
+	return bytes >= r.MinBytes && (r.MaxBytes == 0 || bytes <= r.MaxBytes) &&
 		p >= r.MinRanks && (r.MaxRanks == 0 || p <= r.MaxRanks) &&
 		(!r.PowerOfTwo || p&(p-1) == 0)
 }
@@ -59,15 +68,60 @@ const (
 	FallbackSilent Fallback = "silent" // use the tuned choice quietly
 )
 
+// Native is the algorithm name, in LD_PRELOAD mode only, of the host
+// MPI's own implementation of a collective.
+const Native = "native"
+
+// Options configures NewWithOptions.
+type Options struct {
+	// Native accepts the name "native" (the host MPI's collective) as a
+	// forced algorithm and in rules. Only LD_PRELOAD mode has a host MPI.
+	Native bool
+	// Rules are tried after the tuning file's rules and before Defaults:
+	// LD_PRELOAD mode puts its measured native/gocoll crossovers here.
+	Rules []Rule
+}
+
 // Tuner chooses algorithms. It is safe for concurrent use.
 type Tuner struct {
 	force    map[algorithms.Collective]string
-	rules    []Rule // tuning file first, then defaults
+	rules    []Rule // tuning file first, then Options.Rules, then defaults
 	fallback Fallback
 	log      io.Writer
+	native   bool // "native" is a valid name
 
 	mu     sync.Mutex
 	warned map[string]bool
+
+	// compiled is rules with collectives and algorithms resolved, made
+	// on first use: Choose runs on every call and must not look names up.
+	compileOnce sync.Once
+	compiled    []compiledRule
+}
+
+type compiledRule struct {
+	Rule
+	coll   algorithms.Collective
+	alg    *algorithms.Algorithm // nil for native
+	native bool
+}
+
+func (t *Tuner) compile() {
+	for _, r := range t.rules {
+		c, ok := collectiveByName(r.Collective)
+		if !ok {
+			continue
+		}
+		cr := compiledRule{Rule: r, coll: c, native: r.Algorithm == Native && t.native}
+		if !cr.native {
+			a, err := algorithms.Lookup(c, r.Algorithm)
+			if err != nil {
+				continue
+			}
+			cr.alg = a
+		}
+		t.compiled = append(t.compiled, cr)
+	}
 }
 
 // Env reads configuration by name, like os.Getenv.
@@ -76,18 +130,24 @@ type Env func(string) string
 // New returns a tuner configured from env (os.Getenv if nil). It fails on
 // an unknown algorithm name, an unreadable tuning file or a bad
 // GOCOLL_FALLBACK value, naming the variable.
-func New(env Env) (*Tuner, error) {
+func New(env Env) (*Tuner, error) { return NewWithOptions(env, Options{}) }
+
+// NewWithOptions is New with the options of LD_PRELOAD mode: "native"
+// as an algorithm, and extra rules between the tuning file and the
+// defaults. It fails, naming the rule, on a rule with an unknown
+// collective or algorithm.
+func NewWithOptions(env Env, opts Options) (*Tuner, error) {
 	if env == nil {
 		env = os.Getenv
 	}
-	t := &Tuner{force: map[algorithms.Collective]string{}, fallback: FallbackWarn, log: os.Stderr, warned: map[string]bool{}}
+	t := &Tuner{force: map[algorithms.Collective]string{}, fallback: FallbackWarn, log: os.Stderr, warned: map[string]bool{}, native: opts.Native}
 	for _, c := range algorithms.Collectives {
 		v := ForceVar(c)
 		name := strings.TrimSpace(env(v))
 		if name == "" || name == "auto" {
 			continue
 		}
-		if _, err := algorithms.Lookup(c, name); err != nil {
+		if err := t.checkName(c, name); err != nil {
 			return nil, fmt.Errorf("%s=%s: %v", v, name, err)
 		}
 		t.force[c] = name
@@ -100,14 +160,28 @@ func New(env Env) (*Tuner, error) {
 		return nil, fmt.Errorf("GOCOLL_FALLBACK=%s: want warn, error or silent", f)
 	}
 	if path := env("GOCOLL_TUNING_FILE"); path != "" {
-		rules, err := ReadFile(path)
+		rules, err := readFile(path, opts.Native)
 		if err != nil {
 			return nil, fmt.Errorf("GOCOLL_TUNING_FILE: %v", err)
 		}
 		t.rules = rules
 	}
+	if err := checkRules(opts.Rules, opts.Native); err != nil {
+		return nil, fmt.Errorf("tuner options: %v", err)
+	}
+	t.rules = append(t.rules, opts.Rules...)
 	t.rules = append(t.rules, Defaults...)
 	return t, nil
+}
+
+// checkName fails for a name that is neither an algorithm of c nor, where
+// allowed, native.
+func (t *Tuner) checkName(c algorithms.Collective, name string) error {
+	if name == Native && t.native {
+		return nil
+	}
+	_, err := algorithms.Lookup(c, name)
+	return err
 }
 
 // ForceVar returns the environment variable that forces collective c's
@@ -115,7 +189,10 @@ func New(env Env) (*Tuner, error) {
 func ForceVar(c algorithms.Collective) string { return "GOCOLL_" + c.EnvName() + "_ALGORITHM" }
 
 // ReadFile reads and validates a tuning file.
-func ReadFile(path string) ([]Rule, error) {
+func ReadFile(path string) ([]Rule, error) { return readFile(path, false) }
+
+// readFile reads a tuning file whose rules may name native if native.
+func readFile(path string, native bool) ([]Rule, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -126,16 +203,27 @@ func ReadFile(path string) ([]Rule, error) {
 	if err := dec.Decode(&f); err != nil {
 		return nil, fmt.Errorf("%s: %v", path, err)
 	}
-	for i, r := range f.Rules {
-		c, ok := collectiveByName(r.Collective)
-		if !ok {
-			return nil, fmt.Errorf("%s: rule %d: unknown collective %q (valid: allreduce, reduce_scatter, reduce_scatter_block, allgather)", path, i+1, r.Collective)
-		}
-		if _, err := algorithms.Lookup(c, r.Algorithm); err != nil {
-			return nil, fmt.Errorf("%s: rule %d: %v", path, i+1, err)
-		}
+	if err := checkRules(f.Rules, native); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
 	}
 	return f.Rules, nil
+}
+
+// checkRules fails, naming the rule, on an unknown collective or algorithm.
+func checkRules(rules []Rule, native bool) error {
+	for i, r := range rules {
+		c, ok := collectiveByName(r.Collective)
+		if !ok {
+			return fmt.Errorf("rule %d: unknown collective %q (valid: allreduce, reduce_scatter, reduce_scatter_block, allgather)", i+1, r.Collective)
+		}
+		if r.Algorithm == Native && native {
+			continue
+		}
+		if _, err := algorithms.Lookup(c, r.Algorithm); err != nil {
+			return fmt.Errorf("rule %d: %v", i+1, err)
+		}
+	}
+	return nil
 }
 
 func collectiveByName(name string) (algorithms.Collective, bool) {
@@ -163,10 +251,21 @@ type Query struct {
 
 // Choice is the tuner's answer.
 type Choice struct {
-	Alg *algorithms.Algorithm
+	Alg *algorithms.Algorithm // nil when Native
+	// Native: hand the call to the host MPI's own collective (LD_PRELOAD
+	// mode only; see Options.Native).
+	Native bool
 	// How says where the choice came from: "tuned", "forced", or
 	// "tuned (forced X cannot run: reason)".
 	How string
+}
+
+// Name returns the chosen algorithm's name, or "native".
+func (c Choice) Name() string {
+	if c.Native {
+		return Native
+	}
+	return c.Alg.Name
 }
 
 // Choose returns the algorithm for a call.
@@ -175,6 +274,9 @@ func (t *Tuner) Choose(q Query) (Choice, error) {
 	if name == "" {
 		name = t.force[q.Collective]
 	}
+	if name == Native && t.native {
+		return Choice{Native: true, How: how}, nil
+	}
 	if name != "" && name != "auto" {
 		a, err := algorithms.Lookup(q.Collective, name)
 		if err != nil {
@@ -182,7 +284,7 @@ func (t *Tuner) Choose(q Query) (Choice, error) {
 		}
 		restriction := a.Check(q.Params)
 		if restriction == nil {
-			return Choice{a, how}, nil
+			return Choice{Alg: a, How: how}, nil
 		}
 		if t.fallback == FallbackError {
 			return Choice{}, fmt.Errorf("forced algorithm cannot run this call (GOCOLL_FALLBACK=error): %v", restriction)
@@ -190,7 +292,7 @@ func (t *Tuner) Choose(q Query) (Choice, error) {
 		c := t.tuned(q)
 		c.How = fmt.Sprintf("tuned (forced %s cannot run: %v)", name, restriction)
 		if t.fallback == FallbackWarn {
-			t.warnOnce(q.Collective.String()+"/"+name, fmt.Sprintf("gocoll: %s: %v; using %s instead\n", q.Collective, restriction, c.Alg.Name))
+			t.warnOnce(q.Collective.String()+"/"+name, fmt.Sprintf("gocoll: %s: %v; using %s instead\n", q.Collective, restriction, c.Name()))
 		}
 		return c, nil
 	}
@@ -199,13 +301,17 @@ func (t *Tuner) Choose(q Query) (Choice, error) {
 
 // tuned returns the first rule's algorithm whose restrictions hold.
 func (t *Tuner) tuned(q Query) Choice {
-	for _, r := range t.rules {
-		if !r.matches(q.Collective, q.Bytes, q.Params.P) {
+	t.compileOnce.Do(t.compile)
+	for i := range t.compiled {
+		r := &t.compiled[i]
+		if r.coll != q.Collective || !r.inRange(q.Bytes, q.Params.P) {
 			continue
 		}
-		a, err := algorithms.Lookup(q.Collective, r.Algorithm)
-		if err == nil && a.Check(q.Params) == nil {
-			return Choice{a, "tuned"}
+		if r.native {
+			return Choice{Native: true, How: "tuned"}
+		}
+		if r.alg.Check(q.Params) == nil {
+			return Choice{Alg: r.alg, How: "tuned"}
 		}
 	}
 	// The defaults end with an order-preserving catch-all per collective,

@@ -16,12 +16,13 @@ type options struct {
 	bind      string // address the PMI server listens on for remote ranks
 	timeout   time.Duration
 	tagOutput bool
+	bindTo    string // core or none: pin local ranks to cores
 	info      bool
 	prog      []string // the program and its arguments
 }
 
 const usageText = `usage: gocollrun -n N [--host h1,h2,... | h1:2,h2:2] [--launcher 'ssh %h']
-                 [--bind ADDR] [--timeout DUR] [--tag-output] prog [args...]
+                 [--bind ADDR] [--bind-to core|none] [--timeout DUR] [--tag-output] prog [args...]
        gocollrun --info
 
 Starts N ranks of prog and serves them PMI-1. Ranks are placed in blocks
@@ -46,6 +47,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.bind, "bind", "", "`address` (host or host:port) the PMI server listens on for ranks on other hosts (default: every interface, advertised by host name; a job without such ranks opens no port)")
 	fs.DurationVar(&o.timeout, "timeout", 0, "kill the job after this `duration` (e.g. 90s, 5m); 0 means never")
 	fs.BoolVar(&o.tagOutput, "tag-output", false, "prefix every output line with [rank]")
+	fs.StringVar(&o.bindTo, "bind-to", "none", "pin local ranks: none, core (rank i on core i mod cores), or auto (core when there are no more local ranks than cores, as Open MPI does). The default is none: pinned, a rank shares its core with its Go runtime threads, which measured slower here")
 	fs.BoolVar(&o.info, "info", false, "print the GOCOLL_ environment variables and the build, and exit")
 	if err := fs.Parse(args); err != nil {
 		return o, reportedError{err} // the flag package has printed it
@@ -61,6 +63,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		return o, errors.New("no program to run")
 	case o.timeout < 0:
 		return o, errors.New("--timeout must not be negative")
+	case o.bindTo != "auto" && o.bindTo != "core" && o.bindTo != "none":
+		return o, errors.New("--bind-to must be core, none or auto")
 	}
 	return o, nil
 }

@@ -133,7 +133,7 @@ func (j *job) startRank(r *rank, pmiAddr string) error {
 	}
 	defer stderr.Close()
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	if err := cmd.Start(); err != nil {
+	if err := j.startPinned(cmd, r); err != nil {
 		return err
 	}
 	r.cmd, r.pid = cmd, cmd.Process.Pid

@@ -1,0 +1,37 @@
+package algorithms
+
+// The shm algorithms are not schedules: when every rank of a communicator
+// shares a host, package intranode runs the collective on a segment all
+// of them map. Each rank copies its data into its slot and raises a flag;
+// each rank then reads what it needs from every slot directly. A step
+// costs one flag exchange instead of a message per peer, and data is
+// copied into shared memory once instead of through a transport.
+//
+//	Allreduce: up to a slot (128 KiB), every rank reduces every slot, in
+//	  rank order (one step); beyond, chunks: every rank reduces one slice
+//	  of the chunk into a shared result, which all then copy out (two
+//	  steps per chunk).
+//	Reduce_scatter(_block): every rank reduces its own block from all
+//	  slots, a piece of every block per step.
+//	Allgather(v): every rank copies every slot out, a piece per step.
+//
+//	restrictions: all ranks on one host; any op (reductions keep rank
+//	              order), any counts
+//	cost:         one synchronisation per step; memory traffic about 4n
+//	              per rank, mostly cache-resident for chunked messages
+//	memory:       the segment: 2(p+1) slots
+var (
+	allreduceShm = &Algorithm{Name: "shm", Collective: Allreduce, Direct: true,
+		Summary: "shared segment: copy in, reduce from every rank's slot, copy out",
+		Cost:    "1 sync per 128 KiB step; ~4n bytes moved per rank"}
+	reduceScatterShm = &Algorithm{Name: "shm", Collective: ReduceScatter, Direct: true,
+		Summary: "shared segment: copy in, reduce own block from every rank's slot",
+		Cost:    "1 sync per step; ~3n bytes moved per rank"}
+	allgatherShm = &Algorithm{Name: "shm", Collective: Allgather, Direct: true,
+		Summary: "shared segment: copy own block in, every block out",
+		Cost:    "1 sync per step; ~(1+p)n/p bytes moved per rank"}
+)
+
+func init() {
+	register(allreduceShm, reduceScatterShm, blockVariant(reduceScatterShm), allgatherShm)
+}

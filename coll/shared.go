@@ -1,0 +1,84 @@
+package coll
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/gocoll/gocoll/algorithms"
+	"github.com/gocoll/gocoll/intranode"
+	"github.com/gocoll/gocoll/mpierr"
+	"github.com/gocoll/gocoll/ops"
+)
+
+// AttachShared gives the communicator a shared-memory segment, so that the
+// tuner may run its collectives with the shm algorithms. Every rank must
+// be on the same host. Collective over c; if any rank fails, none gets a
+// segment and the error says why (the communicator still works).
+func (c *Comm) AttachShared() error {
+	g, err := intranode.Attach(exchange{c}, c.rank, c.Size(), intranode.Options{
+		JobID: c.cfg.JobID, Context: c.ctx, Timeout: c.cfg.Timeout})
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.shared = g
+	c.mu.Unlock()
+	return nil
+}
+
+// Shared reports whether the communicator has a shared segment.
+func (c *Comm) Shared() bool { return c.shared != nil }
+
+// exchange lets intranode.Attach use the communicator's collectives.
+type exchange struct{ c *Comm }
+
+func (x exchange) Bcast(buf []byte) error {
+	return x.c.Bcast(Args{Recv: buf, Count: len(buf), Type: ops.Byte, Root: 0})
+}
+
+func (x exchange) AllTrue(ok bool) (bool, error) {
+	v := make([]byte, 4)
+	if ok {
+		v[0] = 1
+	}
+	err := x.c.Allreduce(Args{InPlace: true, Recv: v, Count: 1, Type: ops.Int32, Op: Op{Builtin: ops.Land}})
+	return binary.LittleEndian.Uint32(v) == 1, err
+}
+
+// inherit attaches a segment to a communicator made from one that has
+// one (its ranks are a subset, so they share the host too). Collective.
+func (c *Comm) inherit(parent *Comm) {
+	if parent.shared == nil {
+		return
+	}
+	if err := c.AttachShared(); err != nil && c.cfg.Debug != nil {
+		fmt.Fprintf(c.cfg.Debug, "gocoll: rank %d: %s has no shared segment: %v\n", c.rank, c.name, err)
+	}
+}
+
+// runDirect runs a collective with the shm algorithm.
+func (c *Comm) runDirect(call string, coll algorithms.Collective, p algorithms.Params, in, out []byte, size int, kernel ops.Kernel) error {
+	g := c.shared
+	var err error
+	switch coll {
+	case algorithms.Allreduce:
+		err = g.Allreduce(in, out, size, intranode.Kernel(kernel))
+	case algorithms.ReduceScatter, algorithms.ReduceScatterBlock:
+		err = g.ReduceScatter(in, out, p.Counts, size, intranode.Kernel(kernel))
+	case algorithms.Allgather:
+		err = g.Allgather(in, out, p.Counts, size)
+	default:
+		err = fmt.Errorf("no shm algorithm for %s", coll)
+	}
+	if err == nil {
+		return nil
+	}
+	class := mpierr.Other
+	var pe *intranode.PeerError
+	if errors.As(err, &pe) {
+		class = mpierr.ProcAborted
+	}
+	return &mpierr.Error{Call: call, Class: class,
+		Msg: fmt.Sprintf("%s failed on %s (rank %d of %d, algorithm shm)", call, c.name, c.rank, c.Size()), Err: err}
+}

@@ -1,0 +1,181 @@
+//go:build linux
+
+package intranode
+
+// Kernel sets dst = a op b element by element; dst may be a or b.
+type Kernel func(dst, a, b []byte)
+
+// Barrier returns once every rank has entered it.
+func (g *Group) Barrier() error {
+	g.publish()
+	return g.waitAll()
+}
+
+// reduceInOrder sets dst = s(0) op s(1) op ... op s(p-1), each s(q)
+// restricted to [lo, hi): rank order, so non-commutative ops work.
+func (g *Group) reduceInOrder(dst []byte, s func(q int) []byte, lo, hi int, k Kernel) {
+	if g.p == 1 {
+		copy(dst, s(0)[lo:hi])
+		return
+	}
+	k(dst, s(0)[lo:hi], s(1)[lo:hi])
+	for q := 2; q < g.p; q++ {
+		k(dst, dst, s(q)[lo:hi])
+	}
+}
+
+// split returns rank q's share [lo, hi) of n elements of size elem, in
+// bytes: q or q+1 elements each.
+func split(n, elem, p, q int) (lo, hi int) {
+	base, extra := n/p, n%p
+	lo = q*base + min(q, extra)
+	hi = lo + base
+	if q < extra {
+		hi++
+	}
+	return lo * elem, hi * elem
+}
+
+// Allreduce combines in (len(in) bytes of elem-byte elements) from every
+// rank into out on every rank; in may be out.
+//
+// A message that fits a slot takes one step: every rank copies it into its
+// slot, and every rank reduces all slots, in rank order. A larger one goes
+// in chunks of p slices: every rank copies its chunk in, reduces one slice
+// of it from all ranks into the shared result, and, one step later,
+// copies the whole result out.
+func (g *Group) Allreduce(in, out []byte, elem int, k Kernel) error {
+	n := len(in)
+	if n <= g.slot {
+		g.publishAfter(func(s int) { copy(g.slotBuf(s, g.rank), in) })
+		if err := g.waitAll(); err != nil {
+			return err
+		}
+		s := g.set()
+		g.reduceInOrder(out[:n], func(q int) []byte { return g.slotBuf(s, q) }, 0, n, k)
+		return nil
+	}
+	chunk := g.slot / elem * elem
+	for off := 0; off < n; off += chunk {
+		m := min(chunk, n-off)
+		g.publishAfter(func(s int) { copy(g.slotBuf(s, g.rank), in[off:off+m]) })
+		if err := g.waitAll(); err != nil {
+			return err
+		}
+		s := g.set()
+		lo, hi := split(m/elem, elem, g.p, g.rank)
+		res := g.resultBuf(s)
+		g.reduceInOrder(res[lo:hi], func(q int) []byte { return g.slotBuf(s, q) }, lo, hi, k)
+		g.publish() // this step's buffers are the next set; the result stays in res
+		if err := g.waitAll(); err != nil {
+			return err
+		}
+		copy(out[off:off+m], res[:m])
+	}
+	return nil
+}
+
+// publishAfter writes this rank's data for the next step with fill (given
+// the set the step uses), then publishes it.
+func (g *Group) publishAfter(fill func(set int)) {
+	fill(int((g.step + 1) & 1))
+	g.publish()
+}
+
+// ReduceScatter combines in (the sum of counts elements) from every rank
+// and leaves block q, counts[q] elements, in out on rank q. in may be out
+// (the result then lands at its start).
+//
+// Each step moves one piece of every block: every rank copies its pieces
+// into its slot, then reduces its own block's piece from all slots,
+// straight into out.
+func (g *Group) ReduceScatter(in, out []byte, counts []int, elem int, k Kernel) error {
+	displ := make([]int, g.p) // in elements
+	total := 0
+	for q, c := range counts {
+		displ[q] = total
+		total += c
+	}
+	piece := max(g.slot/g.p/elem, 1) // elements of each block per step
+	longest := 0
+	for _, c := range counts {
+		longest = max(longest, c)
+	}
+	mine := counts[g.rank]
+	// In place, out overwrites in from its start: keep the input of this
+	// rank's own block region safe by never writing out past what the
+	// pieces already read. Writing piece j of block r into out[j] is safe:
+	// in[j] (block 0's piece j) was copied into the slot before.
+	for at := 0; at < longest; at += piece {
+		g.publishAfter(func(s int) {
+			buf := g.slotBuf(s, g.rank)
+			for q := range g.p {
+				if n := min(piece, max(counts[q]-at, 0)); n > 0 {
+					copy(buf[q*piece*elem:], in[(displ[q]+at)*elem:(displ[q]+at+n)*elem])
+				}
+			}
+		})
+		if err := g.waitAll(); err != nil {
+			return err
+		}
+		n := min(piece, max(mine-at, 0))
+		if n == 0 {
+			continue
+		}
+		s := g.set()
+		lo, hi := g.rank*piece*elem, (g.rank*piece+n)*elem
+		g.reduceInOrder(out[at*elem:(at+n)*elem], func(q int) []byte { return g.slotBuf(s, q) }, lo, hi, k)
+	}
+	return nil
+}
+
+// Allgather gathers counts[q] elements from every rank q into out, one
+// block after the other; in may already be this rank's block of out.
+func (g *Group) Allgather(in, out []byte, counts []int, elem int) error {
+	displ := make([]int, g.p)
+	total, longest := 0, 0
+	for q, c := range counts {
+		displ[q] = total
+		total += c
+		longest = max(longest, c)
+	}
+	piece := max(g.slot/elem, 1)
+	for at := 0; at < longest; at += piece {
+		g.publishAfter(func(s int) {
+			if n := min(piece, max(counts[g.rank]-at, 0)); n > 0 {
+				copy(g.slotBuf(s, g.rank), in[at*elem:(at+n)*elem])
+			}
+		})
+		if err := g.waitAll(); err != nil {
+			return err
+		}
+		s := g.set()
+		for q := range g.p {
+			if n := min(piece, max(counts[q]-at, 0)); n > 0 {
+				copy(out[(displ[q]+at)*elem:], g.slotBuf(s, q)[:n*elem])
+			}
+		}
+	}
+	return nil
+}
+
+// Bcast copies buf on root to buf on every rank.
+func (g *Group) Bcast(buf []byte, root int) error {
+	steps := max(1, (len(buf)+g.slot-1)/g.slot)
+	for i := range steps {
+		at := i * g.slot
+		m := min(g.slot, len(buf)-at)
+		g.publishAfter(func(s int) {
+			if g.rank == root {
+				copy(g.slotBuf(s, root), buf[at:at+m])
+			}
+		})
+		if err := g.waitAll(); err != nil {
+			return err
+		}
+		if g.rank != root {
+			copy(buf[at:at+m], g.slotBuf(g.set(), root)[:m])
+		}
+	}
+	return nil
+}

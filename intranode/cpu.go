@@ -1,0 +1,5 @@
+package intranode
+
+import "runtime"
+
+func numCPU() int { return runtime.NumCPU() }

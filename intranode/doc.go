@@ -1,0 +1,21 @@
+// Package intranode runs the collectives of a communicator whose ranks
+// share one host directly on shared memory, without a transport: the
+// algorithms registered as "shm" in package algorithms.
+//
+// The communicator's ranks map one segment (created mode 0600 by rank 0
+// and removed as soon as every rank has mapped it). It holds one control
+// line per rank, a futex word for sleepers, two sets of p data slots and
+// two result slots. A collective proceeds in steps: each rank writes its
+// part of the step into its slot of the step's set and publishes the step
+// number in its control line; once every rank has published it, each
+// reads what it needs from all slots. Sets alternate between steps, and a
+// rank reaches step k+2 (rewriting set k%2) only after every rank has
+// published step k+1, that is, finished reading step k: no slot is ever
+// overwritten while someone reads it.
+//
+// Waiting polls for up to 100 µs (5 µs when there are more ranks than
+// cores), then sleeps on the futex; publishing wakes sleepers only when
+// there are some. A waiting rank checks every 100 ms whether the peers it
+// waits for are alive (pidfd) and gives up after the communicator's
+// timeout.
+package intranode

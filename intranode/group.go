@@ -1,0 +1,340 @@
+//go:build linux
+
+package intranode
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/gocoll/gocoll/internal/linuxsys"
+)
+
+// Exchange is what Attach needs from the communicator it serves.
+type Exchange interface {
+	// Bcast copies buf from rank 0 to every rank.
+	Bcast(buf []byte) error
+	// AllTrue returns whether ok is true on every rank.
+	AllTrue(ok bool) (bool, error)
+}
+
+// Options tune a group.
+type Options struct {
+	JobID   string        // names the segment file; letters, digits, '-', '_', '.'
+	Context uint32        // the communicator's context, also in the name
+	Slot    int           // bytes per rank and buffer set; 0: DefaultSlot
+	Timeout time.Duration // a peer that makes no progress for this long fails the call (0: none)
+}
+
+// DefaultSlot is the data each rank can place per step.
+const DefaultSlot = 128 << 10
+
+const (
+	cacheLine  = 64
+	magic      = 0x676f636f6c6c4731 // "gocollG1"
+	spinFor    = 100 * time.Microsecond
+	spinShort  = 5 * time.Microsecond
+	checkEvery = 100 * time.Millisecond
+)
+
+// control is one rank's cache line: how many steps it has published, and
+// its pid (for liveness checks).
+type control struct {
+	step atomic.Uint64
+	pid  atomic.Uint32
+	_    [cacheLine - 12]byte
+}
+
+// bell is the line sleepers wait on.
+type bell struct {
+	seq      atomic.Uint32
+	sleepers atomic.Int32
+	_        [cacheLine - 8]byte
+}
+
+// Group is one rank's view of a communicator's shared segment. A group
+// serves one collective at a time (its communicator serialises calls).
+type Group struct {
+	p, rank int
+	slot    int
+	mem     []byte
+	ctl     []*control
+	bell    *bell
+	data    int // offset of the data sets
+	result  int // offset of the result sets
+	step    uint64
+
+	pids, pidfds []int
+	timeout      time.Duration
+	spin         time.Duration
+	crowded      bool
+	epoch        time.Time
+	lastCheck    time.Duration
+}
+
+func layout(p, slot int) (data, result, total int) {
+	ctlEnd := cacheLine * (2 + p)
+	data = (ctlEnd + 4095) &^ 4095
+	result = data + 2*p*slot
+	total = result + 2*slot
+	return
+}
+
+// Attach maps a shared segment for the p ranks of a communicator: rank 0
+// creates it (mode 0600), every rank maps it, and once all have, rank 0
+// removes the file, so that nothing is left behind even if a rank crashes
+// later. Collective over the communicator; every rank returns an error if
+// any rank failed.
+func Attach(x Exchange, rank, p int, opts Options) (*Group, error) {
+	slot := opts.Slot
+	if slot <= 0 {
+		slot = DefaultSlot
+	}
+	slot = (slot + 63) &^ 63
+	_, _, total := layout(p, slot)
+	name := make([]byte, 200)
+	var path string
+	var createErr error
+	if rank == 0 {
+		var rnd [6]byte
+		rand.Read(rnd[:])
+		path = fmt.Sprintf("/dev/shm/gocoll-%s-c%d-%s", safe(opts.JobID), opts.Context, hex.EncodeToString(rnd[:]))
+		createErr = create(path, total)
+		if createErr == nil {
+			copy(name, path)
+		}
+	}
+	if err := x.Bcast(name); err != nil {
+		return nil, err
+	}
+	if rank != 0 {
+		path = string(name[:indexByte(name, 0)])
+	}
+	var g *Group
+	var err error
+	if path == "" {
+		err = fmt.Errorf("intranode: rank 0 could not create the segment: %v", createErr)
+	} else {
+		g, err = mapSegment(path, rank, p, slot, total)
+	}
+	ok, xerr := x.AllTrue(err == nil)
+	if rank == 0 && path != "" {
+		os.Remove(path) // everyone has mapped it (or given up)
+	}
+	switch {
+	case xerr != nil:
+		err = xerr
+	case !ok && err == nil:
+		err = errors.New("intranode: another rank could not map the segment")
+	}
+	if err != nil {
+		if g != nil {
+			g.Close()
+		}
+		return nil, err
+	}
+	g.timeout = opts.Timeout
+	for q := range p {
+		g.pids[q] = int(g.ctl[q].pid.Load())
+		g.pidfds[q] = -1
+		if q != rank {
+			g.pidfds[q] = linuxsys.PidfdOpen(g.pids[q])
+		}
+	}
+	return g, nil
+}
+
+func safe(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			b[i] = '_'
+		}
+	}
+	if len(b) > 64 {
+		b = b[:64]
+	}
+	return string(b)
+}
+
+func indexByte(b []byte, c byte) int {
+	for i, x := range b {
+		if x == c {
+			return i
+		}
+	}
+	return len(b)
+}
+
+func create(path string, total int) error {
+	fd, err := syscall.Open(path, syscall.O_RDWR|syscall.O_CREAT|syscall.O_EXCL|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return err
+	}
+	defer syscall.Close(fd)
+	if err := syscall.Ftruncate(fd, int64(total)); err != nil {
+		os.Remove(path)
+		return err
+	}
+	return nil
+}
+
+func mapSegment(path string, rank, p, slot, total int) (*Group, error) {
+	fd, err := syscall.Open(path, syscall.O_RDWR|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer syscall.Close(fd)
+	mem, err := syscall.Mmap(fd, 0, total, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	if err != nil {
+		return nil, err
+	}
+	data, result, _ := layout(p, slot)
+	g := &Group{p: p, rank: rank, slot: slot, mem: mem, data: data, result: result,
+		pids: make([]int, p), pidfds: make([]int, p), epoch: time.Now(), spin: spinFor}
+	g.bell = (*bell)(unsafe.Pointer(&mem[cacheLine]))
+	for q := range p {
+		g.ctl = append(g.ctl, (*control)(unsafe.Pointer(&mem[cacheLine*(2+q)])))
+	}
+	g.ctl[rank].pid.Store(uint32(os.Getpid()))
+	g.crowded = p > numCPU()
+	if g.crowded {
+		g.spin = spinShort
+	}
+	return g, nil
+}
+
+// Close unmaps the segment.
+func (g *Group) Close() error {
+	for _, fd := range g.pidfds {
+		if fd >= 0 {
+			syscall.Close(fd)
+		}
+	}
+	g.pidfds = nil
+	if g.mem == nil {
+		return nil
+	}
+	err := syscall.Munmap(g.mem)
+	g.mem = nil
+	return err
+}
+
+// Size and Rank describe the group.
+func (g *Group) Size() int { return g.p }
+func (g *Group) Rank() int { return g.rank }
+
+// Slot returns the bytes a rank can place per step.
+func (g *Group) Slot() int { return g.slot }
+
+// slotBuf is rank q's slot of buffer set s.
+func (g *Group) slotBuf(s, q int) []byte {
+	off := g.data + (s*g.p+q)*g.slot
+	return g.mem[off : off+g.slot : off+g.slot]
+}
+
+// resultBuf is the shared result area of set s.
+func (g *Group) resultBuf(s int) []byte {
+	off := g.result + s*g.slot
+	return g.mem[off : off+g.slot : off+g.slot]
+}
+
+// publish announces that this rank has finished its part of the next step.
+func (g *Group) publish() {
+	g.step++
+	g.ctl[g.rank].step.Store(g.step)
+	if g.bell.sleepers.Load() > 0 {
+		g.bell.seq.Add(1)
+		linuxsys.FutexWakeAll((*uint32)(unsafe.Pointer(&g.bell.seq)))
+	}
+}
+
+// set returns the buffer set of the current step.
+func (g *Group) set() int { return int(g.step & 1) }
+
+// ready reports whether every rank has published the current step.
+func (g *Group) ready() bool {
+	for _, c := range g.ctl {
+		if c.step.Load() < g.step {
+			return false
+		}
+	}
+	return true
+}
+
+// waitAll blocks until every rank has published the current step: it
+// polls for a while, then sleeps on the bell, looking for dead peers now
+// and then.
+func (g *Group) waitAll() error {
+	if g.ready() {
+		return nil
+	}
+	start := time.Since(g.epoch)
+	for spins := 1; ; spins++ {
+		if g.ready() {
+			return nil
+		}
+		if spins&63 != 0 { // reading the clock costs more than a poll
+			linuxsys.Pause()
+			if g.crowded && spins&15 == 0 {
+				linuxsys.SchedYield()
+			}
+			continue
+		}
+		now := time.Since(g.epoch)
+		if now-start < g.spin {
+			continue
+		}
+		b := g.bell
+		b.sleepers.Add(1)
+		seq := b.seq.Load()
+		if !g.ready() {
+			linuxsys.FutexSleep((*uint32)(unsafe.Pointer(&b.seq)), seq, 10*time.Millisecond)
+		}
+		b.sleepers.Add(-1)
+		if err := g.check(now, start); err != nil {
+			return err
+		}
+	}
+}
+
+// ErrPeerFailed is the cause of a failure of a peer of the group.
+var ErrPeerFailed = errors.New("peer failed")
+
+// PeerError names the rank that failed.
+type PeerError struct {
+	Rank int
+	Err  error
+}
+
+func (e *PeerError) Error() string { return fmt.Sprintf("rank %d: %v", e.Rank, e.Err) }
+func (e *PeerError) Unwrap() error { return e.Err }
+
+// check looks for dead or stalled peers while waiting.
+func (g *Group) check(now, start time.Duration) error {
+	if now-g.lastCheck < checkEvery {
+		return nil
+	}
+	g.lastCheck = now
+	for q, c := range g.ctl {
+		if c.step.Load() >= g.step || q == g.rank {
+			continue
+		}
+		if linuxsys.Exited(g.pidfds[q], g.pids[q]) {
+			return &PeerError{q, ErrPeerFailed}
+		}
+		if g.timeout > 0 && now-start > g.timeout {
+			return &PeerError{q, ErrTimeout}
+		}
+	}
+	return nil
+}
+
+// ErrTimeout is the cause of a peer that made no progress in time.
+var ErrTimeout = errors.New("timed out waiting for peer")

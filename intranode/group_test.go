@@ -1,0 +1,256 @@
+//go:build linux
+
+package intranode
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// localExchange is an Exchange between goroutines of one test.
+type localExchange struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	p       int
+	arrived int
+	gen     int
+	buf     []byte
+	all     bool
+}
+
+func newExchange(p int) *localExchange {
+	x := &localExchange{p: p}
+	x.cond = sync.NewCond(&x.mu)
+	return x
+}
+
+// barrier runs f (under the lock) on every rank, then waits for all.
+func (x *localExchange) barrier(f func()) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	f()
+	gen := x.gen
+	x.arrived++
+	if x.arrived == x.p {
+		x.arrived, x.gen = 0, x.gen+1
+		x.cond.Broadcast()
+		return
+	}
+	for gen == x.gen {
+		x.cond.Wait()
+	}
+}
+
+type rankExchange struct {
+	x    *localExchange
+	rank int
+}
+
+func (r rankExchange) Bcast(buf []byte) error {
+	r.x.barrier(func() {
+		if r.rank == 0 {
+			r.x.buf = append([]byte(nil), buf...)
+			r.x.all = true
+		}
+	})
+	copy(buf, r.x.buf)
+	r.x.barrier(func() {})
+	return nil
+}
+
+func (r rankExchange) AllTrue(ok bool) (bool, error) {
+	r.x.barrier(func() { r.x.all = r.x.all && ok })
+	all := r.x.all
+	r.x.barrier(func() { r.x.all = true })
+	return all, nil
+}
+
+// run attaches p goroutine ranks and runs f on each.
+func run(t *testing.T, p, slot int, f func(g *Group) error) {
+	t.Helper()
+	x := newExchange(p)
+	x.all = true
+	errs := make([]error, p)
+	var wg sync.WaitGroup
+	for r := range p {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g, err := Attach(rankExchange{x, r}, r, p, Options{JobID: "test", Slot: slot, Timeout: 10 * time.Second})
+			if err == nil {
+				err = f(g)
+				g.Close()
+			}
+			errs[r] = err
+		}()
+	}
+	wg.Wait()
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+}
+
+func sum64(dst, a, b []byte) {
+	for i := 0; i+8 <= len(dst); i += 8 {
+		binary.LittleEndian.PutUint64(dst[i:], binary.LittleEndian.Uint64(a[i:])+binary.LittleEndian.Uint64(b[i:]))
+	}
+}
+
+// affine is a non-commutative op on (m, c) pairs of uint32: a then b.
+func affine(dst, a, b []byte) {
+	for i := 0; i+8 <= len(dst); i += 8 {
+		am, ac := binary.LittleEndian.Uint32(a[i:]), binary.LittleEndian.Uint32(a[i+4:])
+		bm, bc := binary.LittleEndian.Uint32(b[i:]), binary.LittleEndian.Uint32(b[i+4:])
+		binary.LittleEndian.PutUint32(dst[i:], am*bm)
+		binary.LittleEndian.PutUint32(dst[i+4:], ac*bm+bc)
+	}
+}
+
+func input(r, n int) []byte {
+	b := make([]byte, 8*n)
+	for i := range n {
+		binary.LittleEndian.PutUint32(b[8*i:], uint32(r*7+i+1))
+		binary.LittleEndian.PutUint32(b[8*i+4:], uint32(r*3+i))
+	}
+	return b
+}
+
+// reference folds the inputs of all ranks in rank order.
+func reference(p, n int, k Kernel) []byte {
+	acc := input(0, n)
+	for q := 1; q < p; q++ {
+		k(acc, acc, input(q, n))
+	}
+	return acc
+}
+
+// Every collective against a naive reference, in small and chunked
+// steps (a tiny slot forces many chunks), in place and not, for a
+// commutative and a non-commutative op.
+func TestCollectives(t *testing.T) {
+	for _, p := range []int{1, 2, 3, 5} {
+		for _, slot := range []int{64, 4096} {
+			for _, n := range []int{0, 1, 7, 100, 1003} {
+				t.Run(fmt.Sprintf("p=%d/slot=%d/n=%d", p, slot, n), func(t *testing.T) {
+					run(t, p, slot, func(g *Group) error {
+						r := g.Rank()
+						for _, k := range []Kernel{sum64, affine} {
+							want := reference(p, n, k)
+							out := make([]byte, 8*n)
+							if err := g.Allreduce(input(r, n), out, 8, k); err != nil {
+								return err
+							}
+							if !bytes.Equal(out, want) {
+								return errors.New("allreduce differs from the reference")
+							}
+							buf := input(r, n)
+							if err := g.Allreduce(buf, buf, 8, k); err != nil {
+								return err
+							}
+							if !bytes.Equal(buf, want) {
+								return errors.New("in-place allreduce differs")
+							}
+							// Reduce-scatter with irregular counts summing to n.
+							counts := make([]int, p)
+							left := n
+							for q := range p {
+								counts[q] = min(left, (q*5+n)%7)
+								left -= counts[q]
+							}
+							counts[p-1] += left
+							lo := 0
+							for _, c := range counts[:r] {
+								lo += c
+							}
+							mine := make([]byte, 8*counts[r])
+							if err := g.ReduceScatter(input(r, n), mine, counts, 8, k); err != nil {
+								return err
+							}
+							if !bytes.Equal(mine, want[8*lo:8*(lo+counts[r])]) {
+								return errors.New("reduce-scatter differs")
+							}
+							ip := input(r, n)
+							if err := g.ReduceScatter(ip, ip, counts, 8, k); err != nil {
+								return err
+							}
+							if !bytes.Equal(ip[:8*counts[r]], want[8*lo:8*(lo+counts[r])]) {
+								return errors.New("in-place reduce-scatter differs")
+							}
+							// Allgather of the shards gives the result back.
+							full := make([]byte, 8*n)
+							if err := g.Allgather(mine, full, counts, 8); err != nil {
+								return err
+							}
+							if !bytes.Equal(full, want) {
+								return errors.New("allgather of the shards differs")
+							}
+						}
+						b := input(0, n)
+						if r != 0 {
+							b = make([]byte, 8*n)
+						}
+						if err := g.Bcast(b, 0); err != nil {
+							return err
+						}
+						if !bytes.Equal(b, input(0, n)) {
+							return errors.New("bcast differs")
+						}
+						return g.Barrier()
+					})
+				})
+			}
+		}
+	}
+}
+
+// The segment file is gone once the group is attached.
+func TestNothingLeftBehind(t *testing.T) {
+	before, _ := filepath.Glob("/dev/shm/gocoll-test-*")
+	run(t, 3, 0, func(g *Group) error { return g.Barrier() })
+	after, _ := filepath.Glob("/dev/shm/gocoll-test-*")
+	if len(after) > len(before) {
+		t.Fatalf("segments left in /dev/shm: %v", after)
+	}
+}
+
+// A rank that never arrives makes the others fail after the timeout,
+// naming it, instead of waiting forever.
+func TestStalledPeerTimesOut(t *testing.T) {
+	x := newExchange(2)
+	x.all = true
+	var g [2]*Group
+	var wg sync.WaitGroup
+	for r := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var err error
+			g[r], err = Attach(rankExchange{x, r}, r, 2, Options{JobID: "test", Timeout: 300 * time.Millisecond})
+			if err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	defer g[0].Close()
+	defer g[1].Close()
+	start := time.Now()
+	err := g[0].Barrier() // rank 1 never comes
+	var pe *PeerError
+	if !errors.As(err, &pe) || pe.Rank != 1 || !errors.Is(err, ErrTimeout) {
+		t.Fatalf("got %v, want a timeout naming rank 1", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("took %v", d)
+	}
+	_ = os.Getpid
+}
