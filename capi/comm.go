@@ -51,6 +51,7 @@ func register(parent *commEntry, c *coll.Comm) *commEntry {
 	state.Lock()
 	e.handle = C.MPI_Comm(state.comms.add(e))
 	state.Unlock()
+	fastAttach(e)
 	return e
 }
 
@@ -110,6 +111,7 @@ func go_Comm_free(comm *C.MPI_Comm) (rc C.int) {
 	if err != nil {
 		return fail(e, err)
 	}
+	fastDetach(e)
 	state.Lock()
 	state.comms.remove(uint32(*comm))
 	state.Unlock()

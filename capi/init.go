@@ -123,6 +123,8 @@ func go_Init_thread(required C.int, provided *C.int) (rc C.int) {
 	}
 	state.comms.items[commWorld], state.comms.items[commSelf] = we, se
 	state.Unlock()
+	fastAttach(we)
+	enableFast()
 	worldEntry.Store(we)
 	lib.Lock()
 	lib.initialized, lib.job, lib.cfg, lib.hub, lib.world, lib.self = true, j, cfg, hub, we, se
@@ -192,6 +194,7 @@ func go_Finalize() (rc C.int) {
 	lib.Unlock()
 	state.Lock()
 	for _, e := range state.comms.items {
+		fastDetach(e)
 		e.c.Close()
 	}
 	state.Unlock()

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <time.h>
 #include "mpi.h"
+#include "fast.h"
 #include "_cgo_export.h"
 
 #define PAIR(ret, name, params, args)                   \
@@ -62,7 +63,16 @@ PAIR(int, Waitall, (int count, MPI_Request array_of_requests[], MPI_Status array
 PAIR(int, Test, (MPI_Request *request, int *flag, MPI_Status *status), (request, flag, status))
 PAIR(int, Get_count, (const MPI_Status *status, MPI_Datatype datatype, int *count), ((MPI_Status *)status, datatype, count))
 
-PAIR(int, Barrier, (MPI_Comm comm), (comm))
+/* FAST is PAIR for the calls with a C fast path (fast.c): small calls on
+ * one host never enter Go. */
+#define FAST(ret, name, params, fast, args)                                  \
+    ret PMPI_##name params {                                                  \
+        int rc = fast;                                                        \
+        return rc >= 0 ? rc : go_##name args;                                 \
+    }                                                                         \
+    ret MPI_##name params __attribute__((weak, alias("PMPI_" #name)));
+
+FAST(int, Barrier, (MPI_Comm comm), gocoll_fast_barrier(comm), (comm))
 PAIR(int, Bcast, (void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm),
      (buffer, count, datatype, root, comm))
 PAIR(int, Reduce, (const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm),
@@ -70,14 +80,17 @@ PAIR(int, Reduce, (const void *sendbuf, void *recvbuf, int count, MPI_Datatype d
 PAIR(int, Gather, (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                    MPI_Datatype recvtype, int root, MPI_Comm comm),
      ((void *)sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm))
-PAIR(int, Allreduce, (const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm),
+FAST(int, Allreduce, (const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm),
+     gocoll_fast_allreduce(sendbuf, recvbuf, count, datatype, op, comm),
      ((void *)sendbuf, recvbuf, count, datatype, op, comm))
 PAIR(int, Reduce_scatter, (const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm),
      ((void *)sendbuf, recvbuf, (int *)recvcounts, datatype, op, comm))
-PAIR(int, Reduce_scatter_block, (const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm),
+FAST(int, Reduce_scatter_block, (const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm),
+     gocoll_fast_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm),
      ((void *)sendbuf, recvbuf, recvcount, datatype, op, comm))
-PAIR(int, Allgather, (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+FAST(int, Allgather, (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                       MPI_Datatype recvtype, MPI_Comm comm),
+     gocoll_fast_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm),
      ((void *)sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm))
 PAIR(int, Allgatherv, (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
                        const int displs[], MPI_Datatype recvtype, MPI_Comm comm),

@@ -82,3 +82,25 @@ func (c *Comm) runDirect(call string, coll algorithms.Collective, p algorithms.P
 	return &mpierr.Error{Call: call, Class: class,
 		Msg: fmt.Sprintf("%s failed on %s (rank %d of %d, algorithm shm)", call, c.name, c.rank, c.Size()), Err: err}
 }
+
+// SharedLayout describes the communicator's shared segment, for code
+// outside Go that follows intranode's protocol (the C ABI's fast path).
+func (c *Comm) SharedLayout() (intranode.Layout, bool) {
+	if c.shared == nil {
+		return intranode.Layout{}, false
+	}
+	return c.shared.Layout(), true
+}
+
+// WaitShared finishes a step that outside code started on the shared
+// segment and stopped waiting for; the error names a dead or stalled peer.
+func (c *Comm) WaitShared() error {
+	if c.shared == nil {
+		return errors.New("coll: no shared segment")
+	}
+	if err := c.shared.Wait(); err != nil {
+		return &mpierr.Error{Call: "collective", Class: mpierr.ProcAborted,
+			Msg: fmt.Sprintf("collective failed on %s (rank %d of %d, algorithm shm)", c.name, c.rank, c.Size()), Err: err}
+	}
+	return nil
+}

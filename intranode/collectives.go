@@ -78,7 +78,7 @@ func (g *Group) Allreduce(in, out []byte, elem int, k Kernel) error {
 // publishAfter writes this rank's data for the next step with fill (given
 // the set the step uses), then publishes it.
 func (g *Group) publishAfter(fill func(set int)) {
-	fill(int((g.step + 1) & 1))
+	fill(int((g.ctl[g.rank].step.Load() + 1) & 1))
 	g.publish()
 }
 

@@ -246,8 +246,11 @@ func (g *Group) resultBuf(s int) []byte {
 }
 
 // publish announces that this rank has finished its part of the next step.
+// The step count lives in the segment, not in the Group, so that code
+// outside Go (the C ABI's fast path for small messages) can take steps
+// too: it follows the same protocol on the same layout (see Layout).
 func (g *Group) publish() {
-	g.step++
+	g.step = g.ctl[g.rank].step.Load() + 1
 	g.ctl[g.rank].step.Store(g.step)
 	if g.bell.sleepers.Load() > 0 {
 		g.bell.seq.Add(1)
@@ -257,6 +260,31 @@ func (g *Group) publish() {
 
 // set returns the buffer set of the current step.
 func (g *Group) set() int { return int(g.step & 1) }
+
+// Layout describes the segment to code outside Go: its base address, and
+// the byte offsets of the bell line (sequence uint32, then sleepers
+// int32), of rank q's control line (CtlOffset + 64q: the published step as
+// a uint64), and of rank q's slot in set s (DataOffset + (s*p+q)*Slot).
+type Layout struct {
+	Base                  unsafe.Pointer
+	P, Rank, Slot         int
+	BellOffset, CtlOffset int
+	DataOffset            int
+}
+
+// Layout returns the segment's layout.
+func (g *Group) Layout() Layout {
+	return Layout{Base: unsafe.Pointer(&g.mem[0]), P: g.p, Rank: g.rank, Slot: g.slot,
+		BellOffset: cacheLine, CtlOffset: 2 * cacheLine, DataOffset: g.data}
+}
+
+// Wait blocks until every rank has published the step this rank last
+// published (from Go or from outside): the slow path of outside code that
+// gave up spinning.
+func (g *Group) Wait() error {
+	g.step = g.ctl[g.rank].step.Load()
+	return g.waitAll()
+}
 
 // ready reports whether every rank has published the current step.
 func (g *Group) ready() bool {
@@ -276,6 +304,7 @@ func (g *Group) waitAll() error {
 		return nil
 	}
 	start := time.Since(g.epoch)
+	g.lastCheck = start
 	for spins := 1; ; spins++ {
 		if g.ready() {
 			return nil

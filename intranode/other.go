@@ -5,6 +5,7 @@ package intranode
 import (
 	"errors"
 	"time"
+	"unsafe"
 )
 
 // Exchange is what Attach needs from the communicator it serves.
@@ -38,3 +39,14 @@ func (g *Group) Allreduce(in, out []byte, elem int, k Kernel) error             
 func (g *Group) ReduceScatter(in, out []byte, c []int, elem int, k Kernel) error { return nil }
 func (g *Group) Allgather(in, out []byte, c []int, elem int) error               { return nil }
 func (g *Group) Bcast(buf []byte, root int) error                                { return nil }
+
+// Layout is not available off Linux.
+type Layout struct {
+	Base                  unsafe.Pointer
+	P, Rank, Slot         int
+	BellOffset, CtlOffset int
+	DataOffset            int
+}
+
+func (g *Group) Layout() Layout { return Layout{} }
+func (g *Group) Wait() error    { return nil }

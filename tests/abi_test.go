@@ -57,7 +57,7 @@ func compile(t *testing.T, compiler, src, name string) string {
 	if _, err := os.Stat(out); err == nil {
 		return out
 	}
-	args := []string{"-O2", "-o", out, filepath.Join(root, src)}
+	args := []string{"-O2", "-o", out, filepath.Join(root, src), "-lm"}
 	if strings.HasSuffix(compiler, "mpif90") {
 		args = append([]string{"-w"}, args...)
 	}
@@ -169,6 +169,20 @@ func TestSubsetEveryAlgorithm(t *testing.T) {
 		for n := 1; n <= 8; n++ {
 			out, code := run(t, 2*time.Minute, env, gocollrun(n, bin)...)
 			expectCounts(t, fmt.Sprintf("subset, %d ranks, forced round %d %v", n, i, env), out, code)
+		}
+	}
+}
+
+// The C fast path for small calls on one host (every type and op it
+// takes, around its size limit, mixed with calls that go through Go),
+// and the same program with forced algorithms, which never take it.
+func TestFastPath(t *testing.T) {
+	bin := compile(t, filepath.Join(binDir, "mpicc"), "tests/c/fastpath.c", "fastpath")
+	envs := append([][]string{nil}, forcedRounds()...)
+	for i, env := range envs {
+		for _, n := range []int{1, 2, 3, 5} {
+			out, code := run(t, 2*time.Minute, env, gocollrun(n, bin)...)
+			expectCounts(t, fmt.Sprintf("fastpath, %d ranks, environment %d %v", n, i, env), out, code)
 		}
 	}
 }

@@ -1,0 +1,185 @@
+/*
+ * fastpath: small collectives of every type and op the C fast path takes
+ * (fast.c), in place and not, at sizes on both sides of its limit, mixed
+ * with larger calls that go through Go, each checked against a fold of
+ * every rank's input computed here. Prints `N passed, N failed`.
+ */
+#include <math.h>
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int rank, size, passed, failed;
+
+#define CHECK(cond, ...)                                                          \
+    do {                                                                          \
+        if (cond) passed++;                                                       \
+        else {                                                                    \
+            failed++;                                                             \
+            fprintf(stderr, "rank %d: FAIL ", rank);                              \
+            fprintf(stderr, __VA_ARGS__);                                         \
+            fprintf(stderr, "\n");                                                \
+        }                                                                         \
+    } while (0)
+
+/* value returns rank r's element i as a double; each type converts it. */
+static double value(int r, long i, int op) {
+    if (op == 1) return ((r + i) % 3) - 1 ? 2.0 : -1.0;        /* PROD: +-1, 2: exact */
+    if (op >= 2 && (i % 17) == 3) return (r % 2) ? -0.0 : 0.0; /* MAX/MIN: signed zeros */
+    return (double)((r * 37 + i * 11) % 23) - 11;              /* SUM/MAX/MIN: small ints */
+}
+
+static const MPI_Op ops[] = {MPI_SUM, MPI_PROD, MPI_MAX, MPI_MIN};
+static const char *opnames[] = {"SUM", "PROD", "MAX", "MIN"};
+
+#define FOLD(T, U, EXPR)                                                          \
+    for (long i = 0; i < n; i++) {                                                \
+        T acc = (T)value(0, i, o);                                                \
+        for (int r = 1; r < size; r++) {                                          \
+            T x = acc, y = (T)value(r, i, o);                                     \
+            (void)sizeof(U);                                                      \
+            acc = EXPR;                                                           \
+        }                                                                         \
+        ((T *)want)[i] = acc;                                                     \
+    }
+
+static double gmax(double a, double b) {
+    if (isnan(a) || isnan(b)) return NAN;
+    if (a > b) return a;
+    if (b > a) return b;
+    return signbit(a) && signbit(b) ? a : (signbit(a) ? b : a);
+}
+static double gmin(double a, double b) {
+    if (isnan(a) || isnan(b)) return NAN;
+    if (a < b) return a;
+    if (b < a) return b;
+    return signbit(a) ? a : b;
+}
+
+/* expect computes the fold of all ranks' inputs for type kind k. */
+static void expect(int k, int o, long n, void *want) {
+    switch (k) {
+    case 0: /* int32 */
+        if (o == 0) { FOLD(int32_t, uint32_t, (int32_t)((uint32_t)x + (uint32_t)y)) }
+        else if (o == 1) { FOLD(int32_t, uint32_t, (int32_t)((uint32_t)x * (uint32_t)y)) }
+        else if (o == 2) { FOLD(int32_t, uint32_t, x > y ? x : y) }
+        else { FOLD(int32_t, uint32_t, x < y ? x : y) }
+        break;
+    case 1: /* uint64, values offset by 2^63 so that signed compares would be wrong */
+        for (long i = 0; i < n; i++) {
+            uint64_t acc = (uint64_t)(int64_t)value(0, i, o) + (o >= 2 ? (1ull << 63) : 0);
+            for (int r = 1; r < size; r++) {
+                uint64_t y = (uint64_t)(int64_t)value(r, i, o) + (o >= 2 ? (1ull << 63) : 0);
+                acc = o == 0 ? acc + y : o == 1 ? acc * y : o == 2 ? (acc > y ? acc : y) : (acc < y ? acc : y);
+            }
+            ((uint64_t *)want)[i] = acc;
+        }
+        break;
+    case 2: /* float */
+        for (long i = 0; i < n; i++) {
+            float acc = (float)value(0, i, o);
+            for (int r = 1; r < size; r++) {
+                float y = (float)value(r, i, o);
+                acc = o == 0 ? acc + y : o == 1 ? acc * y : o == 2 ? (float)gmax(acc, y) : (float)gmin(acc, y);
+            }
+            ((float *)want)[i] = acc;
+        }
+        break;
+    case 3: /* double */
+        for (long i = 0; i < n; i++) {
+            double acc = value(0, i, o);
+            for (int r = 1; r < size; r++) {
+                double y = value(r, i, o);
+                acc = o == 0 ? acc + y : o == 1 ? acc * y : o == 2 ? gmax(acc, y) : gmin(acc, y);
+            }
+            ((double *)want)[i] = acc;
+        }
+        break;
+    }
+}
+
+static void fill(int k, int o, long n, void *buf) {
+    for (long i = 0; i < n; i++) {
+        double v = value(rank, i, o);
+        switch (k) {
+        case 0: ((int32_t *)buf)[i] = (int32_t)v; break;
+        case 1: ((uint64_t *)buf)[i] = (uint64_t)(int64_t)v + (o >= 2 ? (1ull << 63) : 0); break;
+        case 2: ((float *)buf)[i] = (float)v; break;
+        case 3: ((double *)buf)[i] = v; break;
+        }
+    }
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    const MPI_Datatype types[4][3] = {{MPI_INT, MPI_INT32_T, MPI_INTEGER},
+                                      {MPI_UNSIGNED_LONG, MPI_UINT64_T, MPI_UNSIGNED_LONG_LONG},
+                                      {MPI_FLOAT, MPI_REAL, MPI_REAL4},
+                                      {MPI_DOUBLE, MPI_DOUBLE_PRECISION, MPI_REAL8}};
+    const int sizes[4] = {4, 8, 4, 8};
+    const long counts[] = {1, 2, 7, 100, 511, 512, 1024, 1025, 5000};
+    for (int k = 0; k < 4; k++)
+        for (int t = 0; t < 3; t++)
+            for (int o = 0; o < 4; o++)
+                for (unsigned c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+                    long n = counts[c];
+                    size_t bytes = n * sizes[k];
+                    char *in = malloc(bytes * size), *out = malloc(bytes * size), *want = malloc(bytes * size);
+                    fill(k, o, n, in);
+                    expect(k, o, n, want);
+                    MPI_Allreduce(in, out, n, types[k][t], ops[o], MPI_COMM_WORLD);
+                    CHECK(!memcmp(out, want, bytes), "allreduce kind %d type %d %s n=%ld", k, t, opnames[o], n);
+                    memcpy(out, in, bytes);
+                    MPI_Allreduce(MPI_IN_PLACE, out, n, types[k][t], ops[o], MPI_COMM_WORLD);
+                    CHECK(!memcmp(out, want, bytes), "in-place allreduce kind %d %s n=%ld", k, opnames[o], n);
+                    /* reduce_scatter_block: n/size elements each */
+                    long blk = n / size;
+                    if (blk > 0) {
+                        char *all = malloc(bytes * size), *wantall = malloc(bytes * size);
+                        for (long j = 0; j < size; j++) memcpy(all + j * blk * sizes[k], in + j * blk * sizes[k], blk * sizes[k]);
+                        MPI_Reduce_scatter_block(all, out, blk, types[k][t], ops[o], MPI_COMM_WORLD);
+                        memcpy(wantall, want, bytes);
+                        CHECK(!memcmp(out, wantall + rank * blk * sizes[k], blk * sizes[k]), "reduce_scatter_block kind %d %s blk=%ld", k, opnames[o], blk);
+                        free(all);
+                        free(wantall);
+                    }
+                    free(in); free(out); free(want);
+                }
+    /* allgather of small blocks, in place and not */
+    for (long n = 1; n <= 1000; n *= 10) {
+        double *mine = malloc(n * sizeof *mine), *all = malloc(n * size * sizeof *all);
+        for (long i = 0; i < n; i++) mine[i] = rank * 1000 + i;
+        MPI_Allgather(mine, n, MPI_DOUBLE, all, n, MPI_DOUBLE, MPI_COMM_WORLD);
+        int ok = 1;
+        for (int r = 0; r < size; r++) for (long i = 0; i < n; i++) ok &= all[r * n + i] == r * 1000 + i;
+        CHECK(ok, "allgather n=%ld", n);
+        for (long i = 0; i < n * size; i++) all[i] = -1;
+        memcpy(all + rank * n, mine, n * sizeof *mine);
+        MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, n, MPI_DOUBLE, MPI_COMM_WORLD);
+        ok = 1;
+        for (int r = 0; r < size; r++) for (long i = 0; i < n; i++) ok &= all[r * n + i] == r * 1000 + i;
+        CHECK(ok, "in-place allgather n=%ld", n);
+        free(mine); free(all);
+    }
+    /* barriers back to back, and on a split communicator */
+    MPI_Comm half;
+    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
+    for (int i = 0; i < 1000; i++) { MPI_Barrier(MPI_COMM_WORLD); MPI_Barrier(half); }
+    int x = rank, s;
+    MPI_Allreduce(&x, &s, 1, MPI_INT, MPI_SUM, half);
+    int hs;
+    MPI_Comm_size(half, &hs);
+    int want = 0;
+    for (int r = rank % 2; r < size; r += 2) want += r;
+    CHECK(s == want && hs == (size + 1 - rank % 2) / 2, "allreduce on a split communicator: %d, want %d", s, want);
+    MPI_Comm_free(&half);
+    int mine[2] = {passed, failed}, tot[2];
+    MPI_Reduce(mine, tot, 2, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (rank == 0) printf("%d passed, %d failed\n", tot[0], tot[1]);
+    MPI_Finalize();
+    return failed != 0;
+}
