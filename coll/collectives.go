@@ -8,6 +8,7 @@ import (
 	"github.com/gocoll/gocoll/executor/host"
 	"github.com/gocoll/gocoll/mpierr"
 	"github.com/gocoll/gocoll/ops"
+	"github.com/gocoll/gocoll/schedule"
 	"github.com/gocoll/gocoll/transport"
 	"github.com/gocoll/gocoll/tuner"
 )
@@ -15,6 +16,10 @@ import (
 // Allreduce combines Count elements from every rank with Op and leaves the
 // result on every rank. In place, Recv holds the input.
 func (c *Comm) Allreduce(a Args) error {
+	return c.checked(signatureOf(algorithms.Allreduce, a), func() error { return c.allreduce(a) })
+}
+
+func (c *Comm) allreduce(a Args) error {
 	const call = "MPI_Allreduce"
 	size, kernel, err := c.checkReduce(call, a)
 	if err != nil {
@@ -36,6 +41,10 @@ func (c *Comm) Allreduce(a Args) error {
 // Counts[r] elements, on rank r. In place, Recv holds the whole input and
 // receives the result at its start.
 func (c *Comm) ReduceScatter(a Args) error {
+	return c.checked(signatureOf(algorithms.ReduceScatter, a), func() error { return c.reduceScatterV(a) })
+}
+
+func (c *Comm) reduceScatterV(a Args) error {
 	const call = "MPI_Reduce_scatter"
 	size, kernel, err := c.checkReduce(call, a)
 	if err != nil {
@@ -57,6 +66,10 @@ func (c *Comm) ReduceScatter(a Args) error {
 
 // ReduceScatterBlock is ReduceScatter with Count elements for every rank.
 func (c *Comm) ReduceScatterBlock(a Args) error {
+	return c.checked(signatureOf(algorithms.ReduceScatterBlock, a), func() error { return c.reduceScatterBlock(a) })
+}
+
+func (c *Comm) reduceScatterBlock(a Args) error {
 	const call = "MPI_Reduce_scatter_block"
 	size, kernel, err := c.checkReduce(call, a)
 	if err != nil {
@@ -84,7 +97,9 @@ func (c *Comm) reduceScatter(call string, coll algorithms.Collective, a Args, p 
 // Allgather gathers Count elements from every rank, in rank order, into
 // Recv on every rank. In place, each rank's contribution is already at its
 // place in Recv.
-func (c *Comm) Allgather(a Args) error { return c.allgather("MPI_Allgather", a) }
+func (c *Comm) Allgather(a Args) error {
+	return c.checked(signatureOf(algorithms.Allgather, a), func() error { return c.allgather("MPI_Allgather", a) })
+}
 
 func (c *Comm) allgather(call string, a Args) error {
 	if err := checkType(call, a.Type); err != nil {
@@ -118,6 +133,12 @@ func (c *Comm) allgather(call string, a Args) error {
 // one after the other in Recv. In place, each rank's contribution is
 // already at its place in Recv.
 func (c *Comm) Allgatherv(a Args) error {
+	sig := signatureOf(algorithms.Allgather, a)
+	sig.call = callAllgatherv
+	return c.checked(sig, func() error { return c.allgatherv(a) })
+}
+
+func (c *Comm) allgatherv(a Args) error {
 	const call = "MPI_Allgatherv"
 	if err := checkType(call, a.Type); err != nil {
 		return err
@@ -198,6 +219,13 @@ func (c *Comm) run(call string, coll algorithms.Collective, force string, bytes 
 	if c.closed {
 		return argError(call, mpierr.Comm, "communicator %s was freed (or MPI finalized)", c.name)
 	}
+	if c.pending != nil { // GOCOLL_CHECK: agree on the call before running it
+		sig := *c.pending
+		c.pending = nil
+		if err := c.exchange(call, sig, true); err != nil {
+			return err
+		}
+	}
 	p.SharedMemory = c.shared != nil
 	var choice tuner.Choice
 	if slices.Contains(algorithms.Rooted, coll) {
@@ -217,17 +245,24 @@ func (c *Comm) run(call string, coll algorithms.Collective, force string, bytes 
 		return c.runDirect(call, coll, p, in, out, size, kernel)
 	}
 	s := c.cache.get(coll, choice.Alg, p)
-	need := s.ScratchLen * size
-	if cap(c.scratch) < need {
-		c.scratch = make([]byte, need)
-	}
 	c.seq++
-	c.call = host.Call{
-		Sched: s, In: in, Out: out, Scratch: c.scratch[:need], ElemSize: size, Reduce: host.Kernel(kernel),
-		T: c.t, Ranks: c.ranks, Tag: transport.Tag{Context: c.ctx, Seq: c.seq},
-	}
+	c.call = hostCall(c, s, in, out, size, kernel)
 	if err := c.exec.Run(&c.call); err != nil {
 		return c.runError(call, choice.Alg.Name, err)
 	}
 	return nil
+}
+
+// hostCall describes a call of schedule s to the host executor, with
+// scratch memory from the communicator's (grown as needed, kept between
+// calls) and the call's tag; c.mu is held and c.seq already advanced.
+func hostCall(c *Comm, s *schedule.Schedule, in, out []byte, size int, kernel ops.Kernel) host.Call {
+	need := s.ScratchLen * size
+	if cap(c.scratch) < need {
+		c.scratch = make([]byte, need)
+	}
+	return host.Call{
+		Sched: s, In: in, Out: out, Scratch: c.scratch[:need], ElemSize: size, Reduce: host.Kernel(kernel),
+		T: c.t, Ranks: c.ranks, Tag: transport.Tag{Context: c.ctx, Seq: c.seq},
+	}
 }

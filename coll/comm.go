@@ -27,6 +27,9 @@ type Config struct {
 	// JobID names shared segments; Timeout bounds waits on them.
 	JobID   string
 	Timeout time.Duration
+	// Check (GOCOLL_CHECK=1) makes every collective first verify that all
+	// ranks called the same one with consistent arguments.
+	Check bool
 
 	poolOnce sync.Once
 	pool     *contextPool
@@ -52,6 +55,7 @@ type Comm struct {
 	scratch []byte
 	barrier []byte // Barrier's one byte per rank
 	shared  *intranode.Group
+	pending *signature // GOCOLL_CHECK: the call's signature, until run checks it
 }
 
 // NewComm returns the communicator of the given transport ranks (in

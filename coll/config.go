@@ -24,5 +24,12 @@ func ConfigFromEnv() (*Config, error) {
 	default:
 		return nil, fmt.Errorf("GOCOLL_DEBUG=%s: want off, warn or info", v)
 	}
+	switch v := os.Getenv("GOCOLL_CHECK"); v {
+	case "", "0":
+	case "1":
+		cfg.Check = true
+	default:
+		return nil, fmt.Errorf("GOCOLL_CHECK=%s: want 0 or 1", v)
+	}
 	return cfg, nil
 }

@@ -19,11 +19,20 @@ import (
 // job runs f on p ranks of an in-process job and fails the test on error.
 func job(t *testing.T, p int, f func(c *coll.Comm) error) {
 	t.Helper()
+	jobWith(t, p, nil, f)
+}
+
+// jobWith is job with a change to the configuration.
+func jobWith(t *testing.T, p int, change func(*coll.Config), f func(c *coll.Comm) error) {
+	t.Helper()
 	tu, err := tuner.New(func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := &coll.Config{Tuner: tu, JobID: "test"}
+	if change != nil {
+		change(cfg)
+	}
 	eps := inproc.New(p)
 	ranks := make([]int, p)
 	for i := range ranks {

@@ -15,6 +15,10 @@ func (c *Comm) checkRoot(call string, root int) error {
 
 // Bcast copies Count elements of Recv on the root to Recv on every rank.
 func (c *Comm) Bcast(a Args) error {
+	return c.checked(signatureOf(algorithms.Bcast, a), func() error { return c.bcast(a) })
+}
+
+func (c *Comm) bcast(a Args) error {
 	const call = "MPI_Bcast"
 	if err := checkType(call, a.Type); err != nil {
 		return err
@@ -38,6 +42,10 @@ func (c *Comm) Bcast(a Args) error {
 // root (in place at the root: Recv holds its input). Recv is ignored on
 // the other ranks.
 func (c *Comm) Reduce(a Args) error {
+	return c.checked(signatureOf(algorithms.Reduce, a), func() error { return c.reduce(a) })
+}
+
+func (c *Comm) reduce(a Args) error {
 	const call = "MPI_Reduce"
 	size, kernel, err := c.checkReduce(call, a)
 	if err != nil {
@@ -71,6 +79,10 @@ func (c *Comm) Reduce(a Args) error {
 // Gather collects Count elements from every rank, in rank order, into Recv
 // on the root (in place at the root: its block is already in Recv).
 func (c *Comm) Gather(a Args) error {
+	return c.checked(signatureOf(algorithms.Gather, a), func() error { return c.gather(a) })
+}
+
+func (c *Comm) gather(a Args) error {
 	const call = "MPI_Gather"
 	if err := checkType(call, a.Type); err != nil {
 		return err
@@ -117,5 +129,7 @@ func (c *Comm) Barrier() error {
 	}
 	buf := c.barrier
 	c.mu.Unlock()
-	return c.allgather("MPI_Barrier", Args{InPlace: true, Recv: buf, Count: 1, Type: ops.Byte, Algorithm: "bruck"})
+	a := Args{InPlace: true, Recv: buf, Count: 1, Type: ops.Byte, Algorithm: "bruck"}
+	sig := signature{call: callBarrier}
+	return c.checked(sig, func() error { return c.allgather("MPI_Barrier", a) })
 }

@@ -1,0 +1,183 @@
+package coll
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/gocoll/gocoll/algorithms"
+	"github.com/gocoll/gocoll/mpierr"
+	"github.com/gocoll/gocoll/ops"
+)
+
+// With GOCOLL_CHECK=1 every collective starts with an exchange of
+// signatures: which call, on what shape of data, with which op and root,
+// and whether this rank's arguments are valid. A rank that finds another
+// rank's signature different from its own fails with a message naming
+// both, instead of hanging or corrupting memory; a rank with invalid
+// arguments makes every rank fail, not only itself.
+
+// The calls a signature can name, beyond the algorithms' collectives.
+const (
+	callAllgatherv = 100 + iota
+	callBarrier
+)
+
+// signature describes a call for the cross-rank check.
+type signature struct {
+	call    int    // an algorithms.Collective or one of the call constants
+	count   int64  // Count, or the sum of Counts
+	counts  uint64 // hash of Counts (0 when uniform)
+	typ     ops.Type
+	mult    int
+	op      ops.Op
+	user    bool // a user-defined op
+	root    int
+	inPlace bool
+}
+
+const sigLen = 40
+
+func signatureOf(c algorithms.Collective, a Args) signature {
+	s := signature{call: int(c), count: int64(a.Count), typ: a.Type, mult: max(a.Mult, 1), root: a.Root, inPlace: a.InPlace}
+	if a.Counts != nil {
+		s.count = 0
+		for _, n := range a.Counts {
+			s.count += int64(n)
+		}
+		s.counts = hashInts(a.Counts)
+	}
+	if c.Reduces() {
+		s.op, s.user = a.Op.Builtin, a.Op.Builtin == ops.OpNull
+	}
+	switch c {
+	case algorithms.Bcast, algorithms.Reduce, algorithms.Gather:
+		s.inPlace = false // only the root may be in place
+	}
+	if c == algorithms.Gather {
+		s.typ, s.mult = ops.Byte, a.elemSize() // send and receive types may differ
+	}
+	return s
+}
+
+func (s signature) encode(valid bool, b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], uint32(s.call))
+	binary.LittleEndian.PutUint64(b[4:], uint64(s.count))
+	binary.LittleEndian.PutUint64(b[12:], s.counts)
+	binary.LittleEndian.PutUint16(b[20:], uint16(s.typ))
+	binary.LittleEndian.PutUint32(b[22:], uint32(s.mult))
+	b[26] = byte(s.op)
+	b[27] = flag(s.user) | flag(s.inPlace)<<1 | flag(valid)<<2
+	binary.LittleEndian.PutUint32(b[28:], uint32(int32(s.root)))
+}
+
+func decode(b []byte) (signature, bool) {
+	return signature{
+		call:    int(binary.LittleEndian.Uint32(b[0:])),
+		count:   int64(binary.LittleEndian.Uint64(b[4:])),
+		counts:  binary.LittleEndian.Uint64(b[12:]),
+		typ:     ops.Type(binary.LittleEndian.Uint16(b[20:])),
+		mult:    int(binary.LittleEndian.Uint32(b[22:])),
+		op:      ops.Op(b[26]),
+		user:    b[27]&1 != 0,
+		inPlace: b[27]&2 != 0,
+		root:    int(int32(binary.LittleEndian.Uint32(b[28:]))),
+	}, b[27]&4 != 0
+}
+
+func flag(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (s signature) String() string {
+	name := map[int]string{callAllgatherv: "MPI_Allgatherv", callBarrier: "MPI_Barrier"}[s.call]
+	if name == "" {
+		name = algorithms.Collective(s.call).String()
+	}
+	if s.call == callBarrier {
+		return name + "()"
+	}
+	op := ""
+	switch {
+	case s.user:
+		op = ", user op"
+	case s.op != ops.OpNull:
+		op = ", " + s.op.String()
+	}
+	in := ""
+	if s.inPlace {
+		in = ", MPI_IN_PLACE"
+	}
+	counts := ""
+	if s.counts != 0 {
+		counts = fmt.Sprintf(" (counts hash %x)", s.counts)
+	}
+	root := ""
+	switch algorithms.Collective(s.call) {
+	case algorithms.Bcast, algorithms.Reduce, algorithms.Gather:
+		root = fmt.Sprintf(", root %d", s.root)
+	}
+	return fmt.Sprintf("%s(count %d%s, %v x%d%s%s%s)", name, s.count, counts, s.typ, s.mult, op, in, root)
+}
+
+// checked runs body with the cross-rank check when GOCOLL_CHECK is on:
+// run exchanges the signature right before executing; if body fails
+// before reaching run (invalid arguments), the exchange happens here, so
+// that the other ranks learn of it instead of waiting.
+func (c *Comm) checked(sig signature, body func() error) error {
+	if !c.cfg.Check {
+		return body()
+	}
+	c.mu.Lock()
+	c.pending = &sig
+	c.mu.Unlock()
+	err := body()
+	c.mu.Lock()
+	unsent := c.pending != nil
+	c.pending = nil
+	c.mu.Unlock()
+	if unsent && err != nil {
+		c.mu.Lock()
+		c.exchange("", sig, false)
+		c.mu.Unlock()
+	}
+	return err
+}
+
+// exchange gathers every rank's signature and compares them; c.mu is
+// held. It runs Bruck's allgather straight on the transport, so it needs
+// nothing that might itself mismatch.
+func (c *Comm) exchange(call string, sig signature, valid bool) error {
+	p := c.Size()
+	buf := make([]byte, sigLen*p)
+	sig.encode(valid, buf[c.rank*sigLen:])
+	bruck, _ := algorithms.Lookup(algorithms.Allgather, "bruck")
+	params := algorithms.Params{P: p, Rank: c.rank, Counts: c.uniform(sigLen), Commutative: true, InPlace: true}
+	c.seq++
+	call0 := "collective check"
+	if call != "" {
+		call0 = call
+	}
+	c.call = hostCall(c, bruck.Build(params), buf[c.rank*sigLen:(c.rank+1)*sigLen], buf, 1, nil)
+	if err := c.exec.Run(&c.call); err != nil {
+		return c.runError(call0, "bruck (GOCOLL_CHECK)", err)
+	}
+	if call == "" {
+		return nil // this rank already has its own error
+	}
+	mine, _ := decode(buf[c.rank*sigLen:])
+	for q := range p {
+		theirs, ok := decode(buf[q*sigLen:])
+		if !ok {
+			return &mpierr.Error{Call: call, Class: mpierr.Other,
+				Msg: fmt.Sprintf("rank %d passed invalid arguments to %v (see its error); GOCOLL_CHECK stopped the call on every rank", q, theirs)}
+		}
+		if theirs != mine {
+			return &mpierr.Error{Call: call, Class: mpierr.Other,
+				Msg: fmt.Sprintf("collective mismatch across ranks (GOCOLL_CHECK=1): rank %d calls %v but rank %d calls %v", c.rank, mine, q, theirs)}
+		}
+	}
+	return nil
+}
