@@ -30,6 +30,9 @@ type Config struct {
 	// Check (GOCOLL_CHECK=1) makes every collective first verify that all
 	// ranks called the same one with consistent arguments.
 	Check bool
+	// SharedSlot is the bytes per rank and step of shared segments
+	// (GOCOLL_SHM_SLOT; 0: intranode's default).
+	SharedSlot int
 
 	poolOnce sync.Once
 	pool     *contextPool

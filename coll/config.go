@@ -3,6 +3,7 @@ package coll
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/gocoll/gocoll/tuner"
@@ -23,6 +24,13 @@ func ConfigFromEnv() (*Config, error) {
 		cfg.Debug = os.Stderr
 	default:
 		return nil, fmt.Errorf("GOCOLL_DEBUG=%s: want off, warn or info", v)
+	}
+	if v := os.Getenv("GOCOLL_SHM_SLOT"); v != "" {
+		n, err := strconv.Atoi(strings.TrimSuffix(strings.ToUpper(v), "K"))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("GOCOLL_SHM_SLOT=%s: want a size in KiB, such as 128K", v)
+		}
+		cfg.SharedSlot = n << 10
 	}
 	switch v := os.Getenv("GOCOLL_CHECK"); v {
 	case "", "0":

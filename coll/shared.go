@@ -17,7 +17,7 @@ import (
 // segment and the error says why (the communicator still works).
 func (c *Comm) AttachShared() error {
 	g, err := intranode.Attach(exchange{c}, c.rank, c.Size(), intranode.Options{
-		JobID: c.cfg.JobID, Context: c.ctx, Timeout: c.cfg.Timeout})
+		JobID: c.cfg.JobID, Context: c.ctx, Timeout: c.cfg.Timeout, Slot: c.cfg.SharedSlot})
 	if err != nil {
 		return err
 	}

@@ -29,6 +29,7 @@ var All = append(forceVars(), []Var{
 	{"GOCOLL_TCP_ADDR", "", "the address the TCP transport listens on; default: loopback when all ranks share a host, else the address that routes to the launcher"},
 	{"GOCOLL_TIMEOUT", "300s", "a peer that makes no progress for this long fails the collective with MPI_ERR_PROC_ABORTED (a dead peer fails it at once)"},
 	{"GOCOLL_CHECK", "0", "1: every collective first checks that all ranks called the same one with the same count, datatype, op and root, and fails on every rank with a message naming the mismatch instead of hanging (costs one small allgather per call)"},
+	{"GOCOLL_SHM_SLOT", "128K", "bytes each rank places per step in a communicator's shared segment (the shm algorithms): larger means fewer synchronisations, smaller stays in cache"},
 	{"GOCOLL_OPS_ISA", "best", "cap the instruction set of the reduction kernels: avx512, avx2 or go (plain Go); for comparisons and for machines where the wider one misbehaves"},
 	{"GOCOLL_DEBUG", "warn", "info prints one line per collective call on stderr: call, communicator, bytes, ranks, algorithm, tuned or forced"},
 	{"GOCOLL_JOB_ID", "set by gocollrun", "names the job (random hex); the shared-memory transport names its segments /dev/shm/gocoll-<GOCOLL_JOB_ID>-*, which gocollrun deletes after the job"},

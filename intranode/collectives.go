@@ -152,7 +152,11 @@ func (g *Group) Allgather(in, out []byte, counts []int, elem int) error {
 		s := g.set()
 		for q := range g.p {
 			if n := min(piece, max(counts[q]-at, 0)); n > 0 {
-				copy(out[(displ[q]+at)*elem:], g.slotBuf(s, q)[:n*elem])
+				src := g.slotBuf(s, q)[:n*elem]
+				if q == g.rank {
+					src = in[at*elem : (at+n)*elem] // this rank's own block needs no trip through the slot
+				}
+				copy(out[(displ[q]+at)*elem:], src)
 			}
 		}
 	}
