@@ -142,3 +142,13 @@ func Allgatherv[T Elem](c *Comm, send, recv []T, counts []int, opts ...Option) e
 	a.Counts = counts
 	return c.c.Allgatherv(a)
 }
+
+// Bcast copies buf on rank root to buf on every rank.
+func Bcast[T Elem](c *Comm, buf []T, root int) error {
+	a, err := args[T]("MPI_Bcast", nil, buf, nil, nil)
+	if err != nil {
+		return err
+	}
+	a.Count, a.Root = len(buf), root
+	return c.c.Bcast(a)
+}

@@ -1,14 +1,25 @@
-// Command gocoll-tune measures every algorithm of every collective on this
-// machine and prints, per collective and rank count, which algorithm is
-// fastest at each message size, plus the tuning rules (GOCOLL_TUNING_FILE
-// format) that follow from it.
+// Command gocoll-tune measures this machine and writes tuning rules for it
+// (the GOCOLL_TUNING_FILE format).
 //
-//	gocoll-tune [-ranks 2,4,8] [-min 8] [-max 16777216] [-reps 7] [-rules out.json]
+//	gocollrun -n 4 gocoll-tune [-min 8] [-max 16M] [-reps 5] [-o rules.json] [-model 2,3,4,...]
 //
-// Sizes go up by factors of 4. The algorithms of one size are measured in
-// turn, repeatedly (reps rounds, median kept), so that noise from the
-// machine hits all of them alike. Ranks are goroutines over the in-process
-// transport.
+// It runs in three parts:
+//
+//  1. The transport between rank 0 and rank 1 (shared memory on one host,
+//     TCP across hosts or with GOCOLL_TRANSPORT=tcp): a ping-pong from 8 B
+//     to 4 MiB, fitted to alpha (latency) + beta (seconds per byte); and the
+//     reduction kernel (float32 sum) and memmove, for gamma and delta.
+//  2. Every algorithm of every collective on this job's ranks, at sizes
+//     from -min to -max by factors of 4, measured in turn and repeated (the
+//     median of -reps is kept), so that noise hits all alike. The fastest
+//     at each size gives the rules for exactly this many ranks.
+//  3. For the rank counts of -model, the model executor prices every
+//     schedule with the fitted alpha, beta, gamma and delta, and the
+//     cheapest at each size gives the rules for those rank counts (the shm
+//     algorithms, which the model cannot price, are left to the measured
+//     rules and to the defaults).
+//
+// Rank 0 prints what it measured and writes the rules.
 package main
 
 import (
@@ -16,179 +27,183 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"text/tabwriter"
-	"time"
 
 	"github.com/gocoll/gocoll/algorithms"
-	"github.com/gocoll/gocoll/coll"
-	"github.com/gocoll/gocoll/ops"
-	"github.com/gocoll/gocoll/transport/inproc"
+	"github.com/gocoll/gocoll/executor/model"
+	"github.com/gocoll/gocoll/mpi"
 	"github.com/gocoll/gocoll/tuner"
 )
 
+type options struct {
+	min, max int64
+	reps     int
+	out      string
+	model    []int
+}
+
 func main() {
-	ranks := flag.String("ranks", "2,4,8", "comma-separated rank counts")
-	minSize := flag.Int("min", 8, "smallest message in bytes")
-	maxSize := flag.Int("max", 16<<20, "largest message in bytes")
-	reps := flag.Int("reps", 7, "measurement rounds per size (the median is kept)")
-	rulesOut := flag.String("rules", "", "write the derived rules to this file")
+	var o options
+	minS := flag.String("min", "8", "smallest message (bytes; K and M suffixes)")
+	maxS := flag.String("max", "16M", "largest message")
+	flag.IntVar(&o.reps, "reps", 5, "repetitions per measurement (median kept)")
+	flag.StringVar(&o.out, "o", "", "write the rules here (default: print them)")
+	modelS := flag.String("model", "2,3,4,5,6,7,8,12,16,24,32,64,128,256,512,1024", "rank counts to extrapolate to with the model")
 	flag.Parse()
-	var ps []int
-	for _, f := range strings.Split(*ranks, ",") {
-		p, err := strconv.Atoi(f)
-		if err != nil || p < 2 {
-			fmt.Fprintf(os.Stderr, "gocoll-tune: bad rank count %q\n", f)
-			os.Exit(2)
+	var err error
+	if o.min, err = parseSize(*minS); err == nil {
+		if o.max, err = parseSize(*maxS); err == nil {
+			o.model, err = parseInts(*modelS)
 		}
-		ps = append(ps, p)
 	}
-	var rules []tuner.Rule
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "collective\tranks\tbytes\tfastest\ttimes (µs, median)")
-	for _, c := range algorithms.Collectives {
-		for _, p := range ps {
-			var best []string
-			var sizes []int
-			for size := *minSize; size <= *maxSize; size *= 4 {
-				times := map[string]time.Duration{}
-				names := algorithms.Names(c)
-				samples := map[string][]time.Duration{}
-				for range *reps {
-					for _, alg := range names {
-						d, err := measure(c, alg, p, size)
-						if err != nil {
-							fmt.Fprintln(os.Stderr, "gocoll-tune:", err)
-							os.Exit(1)
-						}
-						samples[alg] = append(samples[alg], d)
-					}
-				}
-				var parts []string
-				win := ""
-				for _, alg := range names {
-					slices.Sort(samples[alg])
-					times[alg] = samples[alg][len(samples[alg])/2]
-					parts = append(parts, fmt.Sprintf("%s %.1f", alg, float64(times[alg].Nanoseconds())/1e3))
-					if win == "" || times[alg] < times[win] {
-						win = alg
-					}
-				}
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", c, p, size, win, strings.Join(parts, ", "))
-				best, sizes = append(best, win), append(sizes, size)
+	if err == nil {
+		var c *mpi.Comm
+		if c, err = mpi.Init(); err == nil {
+			if c.Size() < 2 {
+				err = fmt.Errorf("run me on at least 2 ranks: gocollrun -n 4 gocoll-tune")
+			} else {
+				err = tune(c, o)
 			}
-			rules = append(rules, rulesFor(c, p, sizes, best)...)
+			mpi.Finalize()
 		}
 	}
-	tw.Flush()
-	out, _ := json.MarshalIndent(tuner.File{Rules: rules}, "", "  ")
-	if *rulesOut != "" {
-		if err := os.WriteFile(*rulesOut, append(out, '\n'), 0o644); err != nil {
-			fmt.Fprintln(os.Stderr, "gocoll-tune:", err)
-			os.Exit(1)
-		}
-	} else {
-		fmt.Println(string(out))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gocoll-tune:", err)
+		os.Exit(1)
 	}
 }
 
-// rulesFor turns the winners at increasing sizes into size ranges, for
-// exactly p ranks.
-func rulesFor(c algorithms.Collective, p int, sizes []int, best []string) []tuner.Rule {
+func parseSize(s string) (int64, error) {
+	mult := int64(1)
+	switch {
+	case strings.HasSuffix(s, "K"):
+		mult, s = 1<<10, strings.TrimSuffix(s, "K")
+	case strings.HasSuffix(s, "M"):
+		mult, s = 1<<20, strings.TrimSuffix(s, "M")
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("bad size %q", s)
+	}
+	return n * mult, nil
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("bad rank count %q", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func tune(c *mpi.Comm, o options) error {
+	m, err := measureMachine(c, o)
+	if err != nil {
+		return err
+	}
 	var rules []tuner.Rule
-	for i := 0; i < len(best); {
-		j := i
-		for j+1 < len(best) && best[j+1] == best[i] {
-			j++
+	var table []measured
+	for _, coll := range algorithms.Collectives {
+		if coll == algorithms.ReduceScatter {
+			continue // shares its algorithms with the block form, measured below
 		}
-		r := tuner.Rule{Collective: tuner.CollectiveName(c), MinRanks: p, MaxRanks: p, Algorithm: best[i]}
-		if i > 0 {
-			r.MinBytes = int64(sizes[i-1]+sizes[i]) / 2
+		res, err := measureCollective(c, coll, o)
+		if err != nil {
+			return err
 		}
-		if j+1 < len(best) {
-			r.MaxBytes = int64(sizes[j]+sizes[j+1]) / 2
+		table = append(table, res...)
+		r := rulesFromWinners(coll, c.Size(), c.Size(), res)
+		rules = append(rules, r...)
+		if coll == algorithms.ReduceScatterBlock {
+			for _, x := range r {
+				x.Collective = tuner.CollectiveName(algorithms.ReduceScatter)
+				rules = append(rules, x)
+			}
 		}
-		rules = append(rules, r)
-		i = j + 1
+	}
+	for _, coll := range algorithms.Collectives {
+		rules = append(rules, modelRules(coll, m, o, c.Size())...)
+	}
+	if c.Rank() != 0 {
+		return nil
+	}
+	fmt.Printf("machine (rank 0 <-> rank 1, %d ranks): alpha %.2f µs, beta %.3f ns/B (%.1f GB/s), gamma %.3f ns/B (%.1f GB/s), delta %.3f ns/B (%.1f GB/s)\n\n",
+		c.Size(), m.Alpha*1e6, m.Beta*1e9, 1/m.Beta/1e9, m.Gamma*1e9, 1/m.Gamma/1e9, m.Delta*1e9, 1/m.Delta/1e9)
+	printTable(table)
+	data, _ := json.MarshalIndent(tuner.File{Rules: rules}, "", "  ")
+	data = append(data, '\n')
+	if o.out == "" {
+		os.Stdout.Write(data)
+		return nil
+	}
+	return os.WriteFile(o.out, data, 0o644)
+}
+
+func printTable(table []measured) {
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "collective\tranks\tbytes\tfastest\ttimes (µs, median)")
+	for _, r := range table {
+		var parts []string
+		for _, a := range r.algs {
+			parts = append(parts, fmt.Sprintf("%s %.2f", a, r.us[a]))
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", r.coll, r.p, r.bytes, r.best, strings.Join(parts, ", "))
+	}
+	tw.Flush()
+	fmt.Println()
+}
+
+// modelRules prices every schedule algorithm with the fitted machine for
+// the rank counts of -model (other than the measured one) and returns the
+// cheapest per size as rules.
+func modelRules(coll algorithms.Collective, m model.Machine, o options, measuredP int) []tuner.Rule {
+	var rules []tuner.Rule
+	for _, p := range o.model {
+		if p == measuredP {
+			continue
+		}
+		var res []measured
+		for b := o.min; b <= o.max; b *= 4 {
+			r := measured{coll: coll.String(), p: p, bytes: b, us: map[string]float64{}}
+			for _, a := range algorithms.All(coll) {
+				if a.Direct {
+					continue
+				}
+				params := paramsFor(coll, p, b)
+				if a.Check(params) != nil {
+					continue
+				}
+				cost := model.Algorithm(a, params, 4, m)
+				r.algs = append(r.algs, a.Name)
+				r.us[a.Name] = cost.Time * 1e6
+				if r.best == "" || r.us[a.Name] < r.us[r.best] {
+					r.best = a.Name
+				}
+			}
+			res = append(res, r)
+		}
+		rules = append(rules, rulesFromWinners(coll, p, p, res)...)
 	}
 	return rules
 }
 
-// measure returns the slowest rank's time per call of one collective with
-// size bytes (of the whole vector) of float32.
-func measure(c algorithms.Collective, alg string, p, size int) (time.Duration, error) {
-	tu, err := tuner.New(func(string) string { return "" })
-	if err != nil {
-		return 0, err
+// paramsFor is a call of b bytes of float32 on p ranks.
+func paramsFor(coll algorithms.Collective, p int, b int64) algorithms.Params {
+	n := max(int(b/4)/p, 1) * p
+	params := algorithms.Params{P: p, Commutative: true}
+	if coll == algorithms.Allreduce {
+		params.Count = n
+		return params
 	}
-	cfg := &coll.Config{Tuner: tu}
-	eps := inproc.New(p)
-	defer func() {
-		for _, ep := range eps {
-			ep.Close()
-		}
-	}()
-	ranks := make([]int, p)
-	for i := range ranks {
-		ranks[i] = i
+	params.Counts = make([]int, p)
+	for i := range params.Counts {
+		params.Counts[i] = n / p
 	}
-	n := max(size/4/p, 1) * p
-	iters := max(3, min(200, (1<<22)/max(size, 1)))
-	times := make([]time.Duration, p)
-	errs := make([]error, p)
-	var wg sync.WaitGroup
-	for r := range p {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cm, err := coll.NewComm(eps[r], ranks, 1, "tune", cfg)
-			if err != nil {
-				errs[r] = err
-				return
-			}
-			send, recv := make([]byte, n*4), make([]byte, n*4)
-			a := coll.Args{Send: send, Recv: recv, Type: ops.Float, Op: coll.Op{Builtin: ops.Sum}, Algorithm: alg}
-			call := func() error {
-				switch c {
-				case algorithms.Allreduce:
-					a.Count = n
-					return cm.Allreduce(a)
-				case algorithms.ReduceScatter:
-					counts := make([]int, p)
-					for i := range counts {
-						counts[i] = n / p
-					}
-					a.Counts, a.Recv = counts, recv[:n/p*4]
-					return cm.ReduceScatter(a)
-				case algorithms.ReduceScatterBlock:
-					a.Count, a.Recv = n/p, recv[:n/p*4]
-					return cm.ReduceScatterBlock(a)
-				}
-				a.Count, a.Send = n/p, send[:n/p*4]
-				return cm.Allgather(a)
-			}
-			if err := call(); err != nil {
-				errs[r] = err
-				return
-			}
-			start := time.Now()
-			for range iters {
-				if err := call(); err != nil {
-					errs[r] = err
-					return
-				}
-			}
-			times[r] = time.Since(start) / time.Duration(iters)
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return 0, err
-		}
-	}
-	return slices.Max(times), nil
+	return params
 }
