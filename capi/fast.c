@@ -27,11 +27,12 @@
 
 #define FAST_MAX 4096   /* largest message (bytes) taken here */
 #define SPINS 4000      /* polls before the wait goes to Go */
+#define SPINS_CROWDED 64 /* the same when there are more local ranks than cores */
 #define MAX_COMMS 1024
 
 struct fastcomm {
     char *base;
-    int p, rank;
+    int p, rank, spins;
     long slot, data_off, ctl_off, bell_off;
 };
 
@@ -48,7 +49,7 @@ static struct fastcomm *find(MPI_Comm comm) {
     return f && f->base ? f : 0;
 }
 
-void gocoll_fast_attach(int comm, void *base, int p, int rank, long slot, long data_off, long ctl_off, long bell_off) {
+void gocoll_fast_attach(int comm, void *base, int p, int rank, long slot, long data_off, long ctl_off, long bell_off, int crowded) {
     struct fastcomm *f = 0;
     unsigned h = (unsigned)comm;
     if (h == 0x44000000u)
@@ -57,6 +58,9 @@ void gocoll_fast_attach(int comm, void *base, int p, int rank, long slot, long d
         f = &comms[1 + (h - 0x84000000u)];
     if (!f) return;
     f->p = p, f->rank = rank, f->slot = slot, f->data_off = data_off, f->ctl_off = ctl_off, f->bell_off = bell_off;
+    /* With more ranks than cores, a peer we wait for may need this core:
+     * hand the wait to Go, which sleeps, almost at once. */
+    f->spins = crowded ? SPINS_CROWDED : SPINS;
     __atomic_store_n(&f->base, (char *)base, __ATOMIC_RELEASE);
 }
 
@@ -93,7 +97,7 @@ static int all_at(struct fastcomm *f, uint64_t step) {
 
 /* wait_all spins, then lets Go wait; returns an MPI error code. */
 static int wait_all(struct fastcomm *f, uint64_t step, MPI_Comm comm) {
-    for (int i = 0; i < SPINS; i++) {
+    for (int i = 0; i < f->spins; i++) {
         if (all_at(f, step)) return MPI_SUCCESS;
         __builtin_ia32_pause();
     }

@@ -39,8 +39,12 @@ func fastAttach(e *commEntry) {
 	if !ok {
 		return
 	}
+	crowded := 0
+	if lay.Crowded {
+		crowded = 1
+	}
 	C.gocoll_fast_attach(C.int(e.handle), lay.Base, C.int(lay.P), C.int(lay.Rank), C.long(lay.Slot),
-		C.long(lay.DataOffset), C.long(lay.CtlOffset), C.long(lay.BellOffset))
+		C.long(lay.DataOffset), C.long(lay.CtlOffset), C.long(lay.BellOffset), C.int(crowded))
 }
 
 // fastDetach stops fast.c from using a communicator being freed.

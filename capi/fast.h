@@ -11,7 +11,7 @@ enum {
 };
 extern int gocoll_fast_enabled;
 
-void gocoll_fast_attach(int comm, void *base, int p, int rank, long slot, long data_off, long ctl_off, long bell_off);
+void gocoll_fast_attach(int comm, void *base, int p, int rank, long slot, long data_off, long ctl_off, long bell_off, int crowded);
 void gocoll_fast_detach(int comm);
 /* Each returns -1 when the call is not for the fast path, else an MPI code. */
 int gocoll_fast_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm);

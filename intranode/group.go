@@ -270,12 +270,13 @@ type Layout struct {
 	P, Rank, Slot         int
 	BellOffset, CtlOffset int
 	DataOffset            int
+	Crowded               bool // more ranks than cores: wait briefly, then sleep
 }
 
 // Layout returns the segment's layout.
 func (g *Group) Layout() Layout {
 	return Layout{Base: unsafe.Pointer(&g.mem[0]), P: g.p, Rank: g.rank, Slot: g.slot,
-		BellOffset: cacheLine, CtlOffset: 2 * cacheLine, DataOffset: g.data}
+		BellOffset: cacheLine, CtlOffset: 2 * cacheLine, DataOffset: g.data, Crowded: g.crowded}
 }
 
 // Wait blocks until every rank has published the step this rank last

@@ -46,6 +46,7 @@ type Layout struct {
 	P, Rank, Slot         int
 	BellOffset, CtlOffset int
 	DataOffset            int
+	Crowded               bool // more ranks than cores: wait briefly, then sleep
 }
 
 func (g *Group) Layout() Layout { return Layout{} }
