@@ -15,16 +15,20 @@ import (
 // benchComms returns p communicators over one in-process job.
 func benchComms(b *testing.B, p int) []*coll.Comm {
 	tu, _ := tuner.New(func(string) string { return "" })
-	cfg := &coll.Config{Tuner: tu}
+	cfg := &coll.Config{Tuner: tu, JobID: "bench"}
 	eps := inproc.New(p)
 	ranks := make([]int, p)
 	for i := range ranks {
 		ranks[i] = i
 	}
 	comms := make([]*coll.Comm, p)
+	var wg sync.WaitGroup
 	for r := range comms {
 		comms[r], _ = coll.NewComm(eps[r], ranks, 1, "bench", cfg)
+		wg.Add(1)
+		go func() { defer wg.Done(); comms[r].AttachShared() }() // collective
 	}
+	wg.Wait()
 	b.Cleanup(func() {
 		for _, ep := range eps {
 			ep.Close()

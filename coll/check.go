@@ -131,12 +131,12 @@ func (c *Comm) checked(sig signature, body func() error) error {
 		return body()
 	}
 	c.mu.Lock()
-	c.pending = &sig
+	c.pending, c.hasPending = sig, true
 	c.mu.Unlock()
 	err := body()
 	c.mu.Lock()
-	unsent := c.pending != nil
-	c.pending = nil
+	unsent := c.hasPending
+	c.hasPending = false
 	c.mu.Unlock()
 	if unsent && err != nil {
 		c.mu.Lock()

@@ -219,10 +219,9 @@ func (c *Comm) run(call string, coll algorithms.Collective, force string, bytes 
 	if c.closed {
 		return argError(call, mpierr.Comm, "communicator %s was freed (or MPI finalized)", c.name)
 	}
-	if c.pending != nil { // GOCOLL_CHECK: agree on the call before running it
-		sig := *c.pending
-		c.pending = nil
-		if err := c.exchange(call, sig, true); err != nil {
+	if c.hasPending { // GOCOLL_CHECK: agree on the call before running it
+		c.hasPending = false
+		if err := c.exchange(call, c.pending, true); err != nil {
 			return err
 		}
 	}

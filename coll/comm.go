@@ -58,7 +58,10 @@ type Comm struct {
 	scratch []byte
 	barrier []byte // Barrier's one byte per rank
 	shared  *intranode.Group
-	pending *signature // GOCOLL_CHECK: the call's signature, until run checks it
+	// GOCOLL_CHECK: the call's signature, until run checks it (a value,
+	// not a pointer: taking its address would allocate on every call).
+	pending    signature
+	hasPending bool
 }
 
 // NewComm returns the communicator of the given transport ranks (in

@@ -11,16 +11,16 @@ func (g *Group) Barrier() error {
 	return g.waitAll()
 }
 
-// reduceInOrder sets dst = s(0) op s(1) op ... op s(p-1), each s(q)
-// restricted to [lo, hi): rank order, so non-commutative ops work.
-func (g *Group) reduceInOrder(dst []byte, s func(q int) []byte, lo, hi int, k Kernel) {
+// reduceInOrder sets dst = slot 0 op slot 1 op ... op slot p-1 of set s,
+// each restricted to [lo, hi): rank order, so non-commutative ops work.
+func (g *Group) reduceInOrder(dst []byte, s, lo, hi int, k Kernel) {
 	if g.p == 1 {
-		copy(dst, s(0)[lo:hi])
+		copy(dst, g.slotBuf(s, 0)[lo:hi])
 		return
 	}
-	k(dst, s(0)[lo:hi], s(1)[lo:hi])
+	k(dst, g.slotBuf(s, 0)[lo:hi], g.slotBuf(s, 1)[lo:hi])
 	for q := 2; q < g.p; q++ {
-		k(dst, dst, s(q)[lo:hi])
+		k(dst, dst, g.slotBuf(s, q)[lo:hi])
 	}
 }
 
@@ -47,25 +47,27 @@ func split(n, elem, p, q int) (lo, hi int) {
 func (g *Group) Allreduce(in, out []byte, elem int, k Kernel) error {
 	n := len(in)
 	if n <= g.slot {
-		g.publishAfter(func(s int) { copy(g.slotBuf(s, g.rank), in) })
+		copy(g.slotBuf(g.next(), g.rank), in)
+		g.publish()
 		if err := g.waitAll(); err != nil {
 			return err
 		}
 		s := g.set()
-		g.reduceInOrder(out[:n], func(q int) []byte { return g.slotBuf(s, q) }, 0, n, k)
+		g.reduceInOrder(out[:n], s, 0, n, k)
 		return nil
 	}
 	chunk := g.slot / elem * elem
 	for off := 0; off < n; off += chunk {
 		m := min(chunk, n-off)
-		g.publishAfter(func(s int) { copy(g.slotBuf(s, g.rank), in[off:off+m]) })
+		copy(g.slotBuf(g.next(), g.rank), in[off:off+m])
+		g.publish()
 		if err := g.waitAll(); err != nil {
 			return err
 		}
 		s := g.set()
 		lo, hi := split(m/elem, elem, g.p, g.rank)
 		res := g.resultBuf(s)
-		g.reduceInOrder(res[lo:hi], func(q int) []byte { return g.slotBuf(s, q) }, lo, hi, k)
+		g.reduceInOrder(res[lo:hi], s, lo, hi, k)
 		g.publish() // this step's buffers are the next set; the result stays in res
 		if err := g.waitAll(); err != nil {
 			return err
@@ -75,11 +77,24 @@ func (g *Group) Allreduce(in, out []byte, elem int, k Kernel) error {
 	return nil
 }
 
-// publishAfter writes this rank's data for the next step with fill (given
-// the set the step uses), then publishes it.
-func (g *Group) publishAfter(fill func(set int)) {
-	fill(int((g.ctl[g.rank].step.Load() + 1) & 1))
-	g.publish()
+// next returns the buffer set of the step this rank publishes next: fill
+// its slot there, then publish.
+func (g *Group) next() int { return int((g.ctl[g.rank].step.Load() + 1) & 1) }
+
+// displacements returns, in elements, where each block of counts starts,
+// and the longest block; the slice is reused from call to call.
+func (g *Group) displacements(counts []int) (displ []int, longest int) {
+	if cap(g.displ) < len(counts) {
+		g.displ = make([]int, len(counts))
+	}
+	displ = g.displ[:len(counts)]
+	total := 0
+	for q, c := range counts {
+		displ[q] = total
+		total += c
+		longest = max(longest, c)
+	}
+	return displ, longest
 }
 
 // ReduceScatter combines in (the sum of counts elements) from every rank
@@ -90,31 +105,21 @@ func (g *Group) publishAfter(fill func(set int)) {
 // into its slot, then reduces its own block's piece from all slots,
 // straight into out.
 func (g *Group) ReduceScatter(in, out []byte, counts []int, elem int, k Kernel) error {
-	displ := make([]int, g.p) // in elements
-	total := 0
-	for q, c := range counts {
-		displ[q] = total
-		total += c
-	}
+	displ, longest := g.displacements(counts)
 	piece := max(g.slot/g.p/elem, 1) // elements of each block per step
-	longest := 0
-	for _, c := range counts {
-		longest = max(longest, c)
-	}
 	mine := counts[g.rank]
 	// In place, out overwrites in from its start: keep the input of this
 	// rank's own block region safe by never writing out past what the
 	// pieces already read. Writing piece j of block r into out[j] is safe:
 	// in[j] (block 0's piece j) was copied into the slot before.
 	for at := 0; at < longest; at += piece {
-		g.publishAfter(func(s int) {
-			buf := g.slotBuf(s, g.rank)
-			for q := range g.p {
-				if n := min(piece, max(counts[q]-at, 0)); n > 0 {
-					copy(buf[q*piece*elem:], in[(displ[q]+at)*elem:(displ[q]+at+n)*elem])
-				}
+		buf := g.slotBuf(g.next(), g.rank)
+		for q := range g.p {
+			if n := min(piece, max(counts[q]-at, 0)); n > 0 {
+				copy(buf[q*piece*elem:], in[(displ[q]+at)*elem:(displ[q]+at+n)*elem])
 			}
-		})
+		}
+		g.publish()
 		if err := g.waitAll(); err != nil {
 			return err
 		}
@@ -124,7 +129,7 @@ func (g *Group) ReduceScatter(in, out []byte, counts []int, elem int, k Kernel) 
 		}
 		s := g.set()
 		lo, hi := g.rank*piece*elem, (g.rank*piece+n)*elem
-		g.reduceInOrder(out[at*elem:(at+n)*elem], func(q int) []byte { return g.slotBuf(s, q) }, lo, hi, k)
+		g.reduceInOrder(out[at*elem:(at+n)*elem], s, lo, hi, k)
 	}
 	return nil
 }
@@ -132,20 +137,13 @@ func (g *Group) ReduceScatter(in, out []byte, counts []int, elem int, k Kernel) 
 // Allgather gathers counts[q] elements from every rank q into out, one
 // block after the other; in may already be this rank's block of out.
 func (g *Group) Allgather(in, out []byte, counts []int, elem int) error {
-	displ := make([]int, g.p)
-	total, longest := 0, 0
-	for q, c := range counts {
-		displ[q] = total
-		total += c
-		longest = max(longest, c)
-	}
+	displ, longest := g.displacements(counts)
 	piece := max(g.slot/elem, 1)
 	for at := 0; at < longest; at += piece {
-		g.publishAfter(func(s int) {
-			if n := min(piece, max(counts[g.rank]-at, 0)); n > 0 {
-				copy(g.slotBuf(s, g.rank), in[at*elem:(at+n)*elem])
-			}
-		})
+		if n := min(piece, max(counts[g.rank]-at, 0)); n > 0 {
+			copy(g.slotBuf(g.next(), g.rank), in[at*elem:(at+n)*elem])
+		}
+		g.publish()
 		if err := g.waitAll(); err != nil {
 			return err
 		}
@@ -169,11 +167,10 @@ func (g *Group) Bcast(buf []byte, root int) error {
 	for i := range steps {
 		at := i * g.slot
 		m := min(g.slot, len(buf)-at)
-		g.publishAfter(func(s int) {
-			if g.rank == root {
-				copy(g.slotBuf(s, root), buf[at:at+m])
-			}
-		})
+		if g.rank == root {
+			copy(g.slotBuf(g.next(), root), buf[at:at+m])
+		}
+		g.publish()
 		if err := g.waitAll(); err != nil {
 			return err
 		}

@@ -76,6 +76,7 @@ type Group struct {
 	crowded      bool
 	epoch        time.Time
 	lastCheck    time.Duration
+	displ        []int // reused by displacements
 }
 
 func layout(p, slot int) (data, result, total int) {
