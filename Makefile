@@ -1,7 +1,8 @@
 # gocoll — see README.md.
 #
-#   make          build everything: libgocoll.so, the Fortran module, the
-#                 compiler wrappers, gocollrun and the Go commands
+#   make          build everything: libgocoll.so, libgocoll-preload.so (the
+#                 LD_PRELOAD library), the Fortran module, the compiler
+#                 wrappers, gocollrun and the Go commands
 #   make demo     the main job (see the README)
 #   make test     every test: vet, gofmt, go test (Go, C and Fortran)
 #   make bench    the Go benchmarks (kernels, collectives); not part of test
@@ -12,6 +13,10 @@ BUILD   := build
 BIN     := $(BUILD)/bin
 LIB     := $(BUILD)/lib
 INC     := $(BUILD)/include
+
+# go-nvml (gocollrun --info's GPU topology) calls NVML functions that its
+# own header marks deprecated: keep gcc quiet about them.
+export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
 .PHONY: all build deps lib fortran wrappers commands demo test vet fmt-check bench clean
 
@@ -27,6 +32,12 @@ lib:
 	@rm -f $(LIB)/libgocoll.h
 	@mkdir -p $(LIB)/mpich-abi
 	@ln -sf ../libgocoll.so $(LIB)/mpich-abi/libmpich.so.12
+	@# Built aside and renamed into place: jobs running with the old
+	@# library keep it (rewriting a mapped library in place breaks them).
+	$(GO) build -buildmode=c-shared -ldflags '-extldflags "-Wl,--version-script=$(ROOT)/preload/exports.map"' \
+		-o $(LIB)/.libgocoll-preload.so.tmp ./preload
+	@mv -f $(LIB)/.libgocoll-preload.so.tmp $(LIB)/libgocoll-preload.so
+	@rm -f $(LIB)/.libgocoll-preload.so.h $(LIB)/libgocoll-preload.h
 
 fortran:
 	@mkdir -p $(INC)
@@ -51,6 +62,7 @@ fmt-check:
 
 test: build vet fmt-check
 	$(GO) test -timeout 20m ./...
+	@cat $(BUILD)/tests-preload.txt 2>/dev/null || true
 
 bench:
 	$(GO) test -run XXX -bench . -benchtime 1s ./ops/ ./coll/

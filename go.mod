@@ -2,7 +2,11 @@ module github.com/gocoll/gocoll
 
 go 1.26
 
-require gonum.org/v1/plot v0.17.0
+require (
+	github.com/NVIDIA/go-nvml v0.13.4-1
+	go.uber.org/mock v0.6.0
+	gonum.org/v1/plot v0.17.0
+)
 
 require (
 	codeberg.org/go-fonts/liberation v0.5.0 // indirect

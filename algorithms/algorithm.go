@@ -90,6 +90,10 @@ type Params struct {
 	// SharedMemory says every rank of the communicator maps one shared
 	// segment (they share a host), which the shm algorithms need.
 	SharedMemory bool
+	// DeviceMemory says the call's buffers are CUDA device memory: the
+	// device executor runs the schedule, and the shm algorithms, which
+	// copy with the CPU, cannot run it.
+	DeviceMemory bool
 }
 
 // Blocks returns the per-rank blocks of a ReduceScatter or Allgather call.
@@ -137,6 +141,9 @@ func (a *Algorithm) Check(p Params) error {
 	}
 	if a.Direct && !p.SharedMemory {
 		return fmt.Errorf("%s algorithm %q needs every rank on one host (a shared-memory segment)", a.Collective, a.Name)
+	}
+	if a.Direct && p.DeviceMemory {
+		return fmt.Errorf("%s algorithm %q works on host memory only, and the buffers are CUDA device memory", a.Collective, a.Name)
 	}
 	return nil
 }

@@ -22,11 +22,18 @@ func prologue(call string, comm C.MPI_Comm) (*commEntry, error) {
 
 func isInPlace(p unsafe.Pointer) bool { return uintptr(p) == inPlaceInt }
 
+// maxBuffer is the most bytes a buffer argument may span: more than any
+// process can map (user space on x86-64 Linux is 2^47 bytes), so a larger
+// count x datatype is an error, not a read past the caller's memory.
+const maxBuffer = 1 << 47
+
 // cbuf views n bytes of C memory at p; NULL is an error unless n is 0.
 func cbuf(call, arg string, p unsafe.Pointer, n int64) ([]byte, error) {
 	switch {
 	case n < 0:
 		return nil, mpierr.New(call, mpierr.Count, "negative count for %s", arg)
+	case n > maxBuffer:
+		return nil, mpierr.New(call, mpierr.Count, "%s would span %d bytes, more than a process can hold", arg, n)
 	case n == 0:
 		return nil, nil
 	case p == nil:
@@ -82,7 +89,7 @@ func allreduce(sendbuf, recvbuf unsafe.Pointer, count int64, dt C.MPI_Datatype, 
 		err = checkCount(call, "count", count)
 	}
 	if err != nil {
-		return fail(e, err)
+		return rejected(e, call, err)
 	}
 	n := count * int64(d.size())
 	a.Count = int(count)
@@ -90,7 +97,7 @@ func allreduce(sendbuf, recvbuf unsafe.Pointer, count int64, dt C.MPI_Datatype, 
 		a.Send, err = cbuf(call, "sendbuf", sendbuf, n)
 	}
 	if err != nil {
-		return fail(e, err)
+		return rejected(e, call, err)
 	}
 	return fail(e, e.c.Allreduce(a))
 }
@@ -113,7 +120,7 @@ func reduceScatterBlock(sendbuf, recvbuf unsafe.Pointer, count int64, dt C.MPI_D
 		err = checkCount(call, "recvcount", count)
 	}
 	if err != nil {
-		return fail(e, err)
+		return rejected(e, call, err)
 	}
 	mine := count * int64(d.size())
 	total := mine * int64(e.c.Size())
@@ -124,7 +131,7 @@ func reduceScatterBlock(sendbuf, recvbuf unsafe.Pointer, count int64, dt C.MPI_D
 		a.Send, err = cbuf(call, "sendbuf", sendbuf, total)
 	}
 	if err != nil {
-		return fail(e, err)
+		return rejected(e, call, err)
 	}
 	return fail(e, e.c.ReduceScatterBlock(a))
 }
@@ -137,7 +144,7 @@ func go_Reduce_scatter(sendbuf, recvbuf unsafe.Pointer, recvcounts *C.int, dt C.
 			out[i] = int64(v)
 		}
 		return out
-	}, recvcounts == nil, dt, op, comm)
+	}, recvcounts == nil || isInPlace(unsafe.Pointer(recvcounts)), dt, op, comm)
 }
 
 //export go_Reduce_scatter_c
@@ -148,7 +155,7 @@ func go_Reduce_scatter_c(sendbuf, recvbuf unsafe.Pointer, recvcounts *C.MPI_Coun
 			out[i] = int64(v)
 		}
 		return out
-	}, recvcounts == nil, dt, op, comm)
+	}, recvcounts == nil || isInPlace(unsafe.Pointer(recvcounts)), dt, op, comm)
 }
 
 func reduceScatter(sendbuf, recvbuf unsafe.Pointer, counts func(int) []int64, nullCounts bool, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) (rc C.int) {
@@ -156,16 +163,16 @@ func reduceScatter(sendbuf, recvbuf unsafe.Pointer, counts func(int) []int64, nu
 	defer guard(call, &rc)
 	e, d, a, err := reduceArgs(call, sendbuf, dt, op, comm)
 	if err == nil && nullCounts {
-		err = mpierr.New(call, mpierr.Arg, "recvcounts is NULL")
+		err = mpierr.New(call, mpierr.Arg, "recvcounts is NULL (or MPI_IN_PLACE)")
 	}
 	if err != nil {
-		return fail(e, err)
+		return rejected(e, call, err)
 	}
 	var total int64
 	a.Counts = make([]int, e.c.Size())
 	for i, n := range counts(e.c.Size()) {
 		if err := checkCount(call, "recvcounts[i]", n); err != nil {
-			return fail(e, mpierr.New(call, mpierr.Count, "recvcounts[%d] is %d", i, n))
+			return rejected(e, call, mpierr.New(call, mpierr.Count, "recvcounts[%d] is %d", i, n))
 		}
 		a.Counts[i] = int(n)
 		total += n
@@ -177,7 +184,7 @@ func reduceScatter(sendbuf, recvbuf unsafe.Pointer, counts func(int) []int64, nu
 		a.Send, err = cbuf(call, "sendbuf", sendbuf, total*size)
 	}
 	if err != nil {
-		return fail(e, err)
+		return rejected(e, call, err)
 	}
 	return fail(e, e.c.ReduceScatter(a))
 }
@@ -223,12 +230,12 @@ func allgather(sendbuf unsafe.Pointer, scount int64, stype C.MPI_Datatype, recvb
 	defer guard(call, &rc)
 	e, err := prologue(call, comm)
 	if err != nil {
-		return fail(e, err)
+		return rejected(e, call, err)
 	}
 	inPlace := isInPlace(sendbuf)
 	d, err := gatherTypes(call, e, inPlace, scount, stype, rcount, rtype)
 	if err != nil {
-		return fail(e, err)
+		return rejected(e, call, err)
 	}
 	n := rcount * int64(d.size())
 	a := coll.Args{Type: d.base, Mult: d.count, Count: int(rcount), InPlace: inPlace}
@@ -236,7 +243,7 @@ func allgather(sendbuf unsafe.Pointer, scount int64, stype C.MPI_Datatype, recvb
 		a.Send, err = cbuf(call, "sendbuf", sendbuf, n)
 	}
 	if err != nil {
-		return fail(e, err)
+		return rejected(e, call, err)
 	}
 	return fail(e, e.c.Allgather(a))
 }
@@ -247,10 +254,10 @@ func go_Allgatherv(sendbuf unsafe.Pointer, scount C.int, stype C.MPI_Datatype, r
 	defer guard(call, &rc)
 	e, err := prologue(call, comm)
 	if err != nil {
-		return fail(e, err)
+		return rejected(e, call, err)
 	}
-	if rcounts == nil || displs == nil {
-		return fail(e, mpierr.New(call, mpierr.Arg, "recvcounts or displs is NULL"))
+	if rcounts == nil || displs == nil || isInPlace(unsafe.Pointer(rcounts)) || isInPlace(unsafe.Pointer(displs)) {
+		return rejected(e, call, mpierr.New(call, mpierr.Arg, "recvcounts or displs is NULL (or MPI_IN_PLACE)"))
 	}
 	p, me := e.c.Size(), e.c.Rank()
 	counts := unsafe.Slice(rcounts, p)
@@ -258,7 +265,7 @@ func go_Allgatherv(sendbuf unsafe.Pointer, scount C.int, stype C.MPI_Datatype, r
 	inPlace := isInPlace(sendbuf)
 	d, err := gatherTypes(call, e, inPlace, int64(scount), stype, int64(counts[me]), rtype)
 	if err != nil {
-		return fail(e, err)
+		return rejected(e, call, err)
 	}
 	size := int64(d.size())
 	a := coll.Args{Type: d.base, Mult: d.count, InPlace: inPlace, Counts: make([]int, p)}
@@ -266,7 +273,7 @@ func go_Allgatherv(sendbuf unsafe.Pointer, scount C.int, stype C.MPI_Datatype, r
 	packed := true       // displacements are the prefix sums of the counts
 	for i := range p {
 		if counts[i] < 0 || disp[i] < 0 {
-			return fail(e, mpierr.New(call, mpierr.Count, "recvcounts[%d] = %d, displs[%d] = %d", i, counts[i], i, disp[i]))
+			return rejected(e, call, mpierr.New(call, mpierr.Count, "recvcounts[%d] = %d, displs[%d] = %d", i, counts[i], i, disp[i]))
 		}
 		a.Counts[i] = int(counts[i])
 		packed = packed && int64(disp[i]) == total
@@ -275,16 +282,26 @@ func go_Allgatherv(sendbuf unsafe.Pointer, scount C.int, stype C.MPI_Datatype, r
 	}
 	recv, err := cbuf(call, "recvbuf", recvbuf, end*size)
 	if err != nil {
-		return fail(e, err)
+		return rejected(e, call, err)
 	}
 	if !inPlace {
 		if a.Send, err = cbuf(call, "sendbuf", sendbuf, int64(counts[me])*size); err != nil {
-			return fail(e, err)
+			return rejected(e, call, err)
 		}
 	}
 	if packed {
 		a.Recv = recv
 		return fail(e, e.c.Allgatherv(a))
+	}
+	// Displaced blocks go through a temporary, so coll cannot see a send
+	// buffer that overlaps them: check here.
+	if !inPlace && len(a.Send) > 0 {
+		for i := range p {
+			lo, hi := int64(disp[i])*size, (int64(disp[i])+int64(counts[i]))*size
+			if hi > lo && overlaps(a.Send, recv[lo:hi]) {
+				return rejected(e, call, mpierr.New(call, mpierr.Buffer, "sendbuf overlaps the block of rank %d in recvbuf (use MPI_IN_PLACE for an in-place call)", i))
+			}
+		}
 	}
 	// Displaced blocks: gather packed into a temporary, then place them.
 	tmp := make([]byte, total*size)
@@ -311,7 +328,7 @@ func go_Barrier(comm C.MPI_Comm) (rc C.int) {
 	defer guard(call, &rc)
 	e, err := prologue(call, comm)
 	if err != nil {
-		return fail(e, err)
+		return rejected(e, call, err)
 	}
 	return fail(e, e.c.Barrier())
 }
@@ -322,18 +339,18 @@ func go_Bcast(buf unsafe.Pointer, count C.int, dt C.MPI_Datatype, root C.int, co
 	defer guard(call, &rc)
 	e, err := prologue(call, comm)
 	if err != nil {
-		return fail(e, err)
+		return rejected(e, call, err)
 	}
 	d, err := lookupType(call, dt)
 	if err == nil {
 		err = checkCount(call, "count", int64(count))
 	}
 	if err != nil {
-		return fail(e, err)
+		return rejected(e, call, err)
 	}
 	a := coll.Args{Type: d.base, Mult: d.count, Count: int(count), Root: int(root)}
 	if a.Recv, err = cbuf(call, "buffer", buf, int64(count)*int64(d.size())); err != nil {
-		return fail(e, err)
+		return rejected(e, call, err)
 	}
 	return fail(e, e.c.Bcast(a))
 }
@@ -347,7 +364,7 @@ func go_Reduce(sendbuf, recvbuf unsafe.Pointer, count C.int, dt C.MPI_Datatype, 
 		err = checkCount(call, "count", int64(count))
 	}
 	if err != nil {
-		return fail(e, err)
+		return rejected(e, call, err)
 	}
 	n := int64(count) * int64(d.size())
 	a.Count, a.Root = int(count), int(root)
@@ -358,7 +375,7 @@ func go_Reduce(sendbuf, recvbuf unsafe.Pointer, count C.int, dt C.MPI_Datatype, 
 		a.Send, err = cbuf(call, "sendbuf", sendbuf, n)
 	}
 	if err != nil {
-		return fail(e, err)
+		return rejected(e, call, err)
 	}
 	return fail(e, e.c.Reduce(a))
 }
@@ -369,7 +386,7 @@ func go_Gather(sendbuf unsafe.Pointer, scount C.int, stype C.MPI_Datatype, recvb
 	defer guard(call, &rc)
 	e, err := prologue(call, comm)
 	if err != nil {
-		return fail(e, err)
+		return rejected(e, call, err)
 	}
 	inPlace := isInPlace(sendbuf)
 	isRoot := int(root) == e.c.Rank()
@@ -378,7 +395,7 @@ func go_Gather(sendbuf unsafe.Pointer, scount C.int, stype C.MPI_Datatype, recvb
 		// The receive side is significant at the root only.
 		d, err := gatherTypes(call, e, inPlace, int64(scount), stype, int64(rcount), rtype)
 		if err != nil {
-			return fail(e, err)
+			return rejected(e, call, err)
 		}
 		a.Type, a.Mult, a.Count = d.base, d.count, int(rcount)
 		n := int64(rcount) * int64(d.size())
@@ -386,7 +403,7 @@ func go_Gather(sendbuf unsafe.Pointer, scount C.int, stype C.MPI_Datatype, recvb
 			a.Send, err = cbuf(call, "sendbuf", sendbuf, n)
 		}
 		if err != nil {
-			return fail(e, err)
+			return rejected(e, call, err)
 		}
 	} else {
 		sd, err := lookupType(call, stype)
@@ -394,12 +411,18 @@ func go_Gather(sendbuf unsafe.Pointer, scount C.int, stype C.MPI_Datatype, recvb
 			err = checkCount(call, "sendcount", int64(scount))
 		}
 		if err != nil {
-			return fail(e, err)
+			return rejected(e, call, err)
 		}
 		a.Type, a.Mult, a.Count = sd.base, sd.count, int(scount)
 		if a.Send, err = cbuf(call, "sendbuf", sendbuf, int64(scount)*int64(sd.size())); err != nil {
-			return fail(e, err)
+			return rejected(e, call, err)
 		}
 	}
 	return fail(e, e.c.Gather(a))
+}
+
+// overlaps reports whether two byte ranges share memory.
+func overlaps(a, b []byte) bool {
+	pa, pb := uintptr(unsafe.Pointer(unsafe.SliceData(a))), uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	return pa < pb+uintptr(len(b)) && pb < pa+uintptr(len(a))
 }

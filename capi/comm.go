@@ -252,6 +252,9 @@ func go_Type_contiguous(count C.int, old C.MPI_Datatype, newtype *C.MPI_Datatype
 	if err != nil {
 		return fail(nil, err)
 	}
+	if count > 0 && int64(od.size()) > maxBuffer/int64(count) {
+		return fail(nil, mpierr.New(call, mpierr.Count, "count %d of %d-byte elements: larger than a process can hold", int(count), od.size()))
+	}
 	d := &datatype{base: od.base, count: od.count * int(count)}
 	state.Lock()
 	h := state.types.add(d)

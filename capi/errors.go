@@ -41,6 +41,18 @@ func fail(e *commEntry, err error) C.int {
 	return C.int(class)
 }
 
+// rejected reports an argument error of a collective that the C ABI
+// found before the call reached coll. With GOCOLL_CHECK the other ranks
+// of e's communicator, waiting in the call's signature exchange, learn of
+// it and fail the call too (coll.Comm.Rejected), instead of comparing
+// their call with this rank's next one.
+func rejected(e *commEntry, call string, err error) C.int {
+	if e != nil {
+		e.c.Rejected(call)
+	}
+	return fail(e, err)
+}
+
 // guard turns a panic in an entry point into an MPI_ERR_INTERN error, so
 // that no Go panic ever unwinds into C.
 func guard(call string, rc *C.int) {

@@ -23,6 +23,7 @@
 #include <unistd.h>
 #include "mpi.h"
 #include "fast.h"
+#include "../gpu/cuda.h"
 #include "_cgo_export.h"
 
 #define FAST_MAX 4096   /* largest message (bytes) taken here */
@@ -95,13 +96,14 @@ static int all_at(struct fastcomm *f, uint64_t step) {
     return 1;
 }
 
-/* wait_all spins, then lets Go wait; returns an MPI error code. */
-static int wait_all(struct fastcomm *f, uint64_t step, MPI_Comm comm) {
+/* wait_all spins, then lets Go wait; returns an MPI error code. which
+ * (FAST_ALLREDUCE, ...) names the call in Go's error messages. */
+static int wait_all(struct fastcomm *f, uint64_t step, MPI_Comm comm, int which) {
     for (int i = 0; i < f->spins; i++) {
         if (all_at(f, step)) return MPI_SUCCESS;
         __builtin_ia32_pause();
     }
-    return go_fast_wait(comm);
+    return go_fast_wait(comm, which);
 }
 
 enum { T_NONE, T_I32, T_U32, T_I64, T_U64, T_F32, T_F64 };
@@ -209,6 +211,18 @@ static void reduce_slots(struct fastcomm *f, int set, int k, int op, void *out, 
     for (int q = 2; q < f->p; q++) combine(k, op, out, out, slot_of(f, set, q) + lo, n);
 }
 
+/* CUDA: the fast path memcpy's, so it declines device buffers (the call
+ * then goes to Go, which runs it on the device executor). Without the CUDA
+ * driver (GOCOLL_CUDA=off, or none on the machine) the test is one load;
+ * with it, a pointer query per buffer (none before the program has
+ * initialised CUDA). Asking, rather than declining every call once CUDA is
+ * loaded, keeps the fast path for the small host-memory calls that CUDA
+ * programs make too (scalars, flags, loss values). */
+static inline int on_device(const void *sendbuf, const void *recvbuf) {
+    if (!__atomic_load_n(&gocoll_cuda_loaded, __ATOMIC_RELAXED)) return 0;
+    return (sendbuf && gocoll_cuda_is_device(sendbuf)) || gocoll_cuda_is_device(recvbuf);
+}
+
 static int overlaps(const void *a, long alen, const void *b, long blen) {
     return alen > 0 && blen > 0 && (const char *)a < (const char *)b + blen && (const char *)b < (const char *)a + alen;
 }
@@ -220,13 +234,14 @@ int gocoll_fast_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Dat
     if (!f || k == T_NONE || o == O_NONE || count <= 0) return -1;
     long len = (long)count * size;
     int inplace = sendbuf == MPI_IN_PLACE;
-    if (len > FAST_MAX || len > f->slot || !recvbuf || (!inplace && (!sendbuf || overlaps(sendbuf, len, recvbuf, len))))
+    if (len > FAST_MAX || len > f->slot || !recvbuf || recvbuf == MPI_IN_PLACE || (!inplace && (!sendbuf || overlaps(sendbuf, len, recvbuf, len))))
         return -1;
+    if (on_device(inplace ? NULL : sendbuf, recvbuf)) return -1;
     uint64_t step = __atomic_load_n(step_of(f, f->rank), __ATOMIC_RELAXED) + 1;
     int set = (int)(step & 1);
     memcpy(slot_of(f, set, f->rank), inplace ? recvbuf : sendbuf, len);
     publish(f);
-    int rc = wait_all(f, step, comm);
+    int rc = wait_all(f, step, comm, FAST_ALLREDUCE);
     if (rc != MPI_SUCCESS) return rc;
     reduce_slots(f, set, k, o, recvbuf, 0, len, size);
     return MPI_SUCCESS;
@@ -239,13 +254,14 @@ int gocoll_fast_reduce_scatter_block(const void *sendbuf, void *recvbuf, int cou
     if (!f || k == T_NONE || o == O_NONE || count <= 0) return -1;
     long mine = (long)count * size, total = mine * f->p;
     int inplace = sendbuf == MPI_IN_PLACE;
-    if (total > FAST_MAX || total > f->slot || !recvbuf || (!inplace && (!sendbuf || overlaps(sendbuf, total, recvbuf, mine))))
+    if (total > FAST_MAX || total > f->slot || !recvbuf || recvbuf == MPI_IN_PLACE || (!inplace && (!sendbuf || overlaps(sendbuf, total, recvbuf, mine))))
         return -1;
+    if (on_device(inplace ? NULL : sendbuf, recvbuf)) return -1;
     uint64_t step = __atomic_load_n(step_of(f, f->rank), __ATOMIC_RELAXED) + 1;
     int set = (int)(step & 1);
     memcpy(slot_of(f, set, f->rank), inplace ? recvbuf : sendbuf, total);
     publish(f);
-    int rc = wait_all(f, step, comm);
+    int rc = wait_all(f, step, comm, FAST_REDUCE_SCATTER_BLOCK);
     if (rc != MPI_SUCCESS) return rc;
     reduce_slots(f, set, k, o, recvbuf, mine * f->rank, mine, size);
     return MPI_SUCCESS;
@@ -262,14 +278,15 @@ int gocoll_fast_allgather(const void *sendbuf, int scount, MPI_Datatype stype, v
         int ssize;
         if (stype != rtype || scount != rcount || kind_of(stype, &ssize) == T_NONE) return -1;
     }
-    if (n > f->slot || n * f->p > FAST_MAX * 4 || !recvbuf ||
+    if (n > f->slot || n * f->p > FAST_MAX * 4 || !recvbuf || recvbuf == MPI_IN_PLACE ||
         (!inplace && (!sendbuf || overlaps(sendbuf, n, recvbuf, n * f->p))))
         return -1;
+    if (on_device(inplace ? NULL : sendbuf, recvbuf)) return -1;
     uint64_t step = __atomic_load_n(step_of(f, f->rank), __ATOMIC_RELAXED) + 1;
     int set = (int)(step & 1);
     memcpy(slot_of(f, set, f->rank), inplace ? (char *)recvbuf + n * f->rank : sendbuf, n);
     publish(f);
-    int rc = wait_all(f, step, comm);
+    int rc = wait_all(f, step, comm, FAST_ALLGATHER);
     if (rc != MPI_SUCCESS) return rc;
     for (int q = 0; q < f->p; q++)
         if (!(inplace && q == f->rank)) memcpy((char *)recvbuf + n * q, slot_of(f, set, q), n);
@@ -281,5 +298,5 @@ int gocoll_fast_barrier(MPI_Comm comm) {
     struct fastcomm *f = find(comm);
     if (!f) return -1;
     uint64_t step = publish(f);
-    return wait_all(f, step, comm);
+    return wait_all(f, step, comm, FAST_BARRIER);
 }

@@ -50,13 +50,22 @@ func fastAttach(e *commEntry) {
 // fastDetach stops fast.c from using a communicator being freed.
 func fastDetach(e *commEntry) { C.gocoll_fast_detach(C.int(e.handle)) }
 
+// fastCalls names the calls of fast.c, by the bit wait_all passes.
+var fastCalls = map[C.int]string{
+	C.FAST_ALLREDUCE: "MPI_Allreduce", C.FAST_REDUCE_SCATTER_BLOCK: "MPI_Reduce_scatter_block",
+	C.FAST_ALLGATHER: "MPI_Allgather", C.FAST_BARRIER: "MPI_Barrier",
+}
+
 //export go_fast_wait
-func go_fast_wait(comm C.MPI_Comm) (rc C.int) {
-	const call = "MPI collective (fast path)"
+func go_fast_wait(comm C.MPI_Comm, which C.int) (rc C.int) {
+	call := fastCalls[which]
+	if call == "" {
+		call = "MPI collective (fast path)"
+	}
 	defer guard(call, &rc)
 	e, err := lookupComm(call, comm)
 	if err != nil {
 		return fail(nil, err)
 	}
-	return fail(e, e.c.WaitShared())
+	return fail(e, e.c.WaitShared(call))
 }

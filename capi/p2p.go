@@ -139,33 +139,32 @@ func addRequest(e *commEntry, r *p2p.Request, elem int) C.MPI_Request {
 func go_Isend(buf unsafe.Pointer, count C.int, dt C.MPI_Datatype, dest, tag C.int, comm C.MPI_Comm, req *C.MPI_Request) (rc C.int) {
 	const call = "MPI_Isend"
 	defer guard(call, &rc)
-	e, b, size, err := p2pArgs(call, buf, count, dt, dest, tag, comm, false)
-	if err == nil && req == nil {
-		err = mpierr.New(call, mpierr.Request, "request is NULL")
-	}
-	if err != nil {
-		return fail(e, err)
-	}
-	r, err := e.p2p.Isend(b, int(dest), int(tag))
-	if err != nil {
-		return fail(e, p2pError(call, err))
-	}
-	*req = addRequest(e, r, size)
-	return C.MPI_SUCCESS
+	return startRequest(call, false, buf, count, dt, dest, tag, comm, req)
 }
 
 //export go_Irecv
 func go_Irecv(buf unsafe.Pointer, count C.int, dt C.MPI_Datatype, src, tag C.int, comm C.MPI_Comm, req *C.MPI_Request) (rc C.int) {
 	const call = "MPI_Irecv"
 	defer guard(call, &rc)
-	e, b, size, err := p2pArgs(call, buf, count, dt, src, tag, comm, true)
+	return startRequest(call, true, buf, count, dt, src, tag, comm, req)
+}
+
+// startRequest is MPI_Isend (recv false) or MPI_Irecv (recv true): peer
+// is the destination or the source.
+func startRequest(call string, recv bool, buf unsafe.Pointer, count C.int, dt C.MPI_Datatype, peer, tag C.int, comm C.MPI_Comm, req *C.MPI_Request) C.int {
+	e, b, size, err := p2pArgs(call, buf, count, dt, peer, tag, comm, recv)
 	if err == nil && req == nil {
 		err = mpierr.New(call, mpierr.Request, "request is NULL")
 	}
 	if err != nil {
 		return fail(e, err)
 	}
-	r, err := e.p2p.Irecv(b, int(src), int(tag))
+	var r *p2p.Request
+	if recv {
+		r, err = e.p2p.Irecv(b, int(peer), int(tag))
+	} else {
+		r, err = e.p2p.Isend(b, int(peer), int(tag))
+	}
 	if err != nil {
 		return fail(e, p2pError(call, err))
 	}

@@ -12,7 +12,8 @@ import (
 // field must be added to cacheKey too; this test is the reminder.
 func TestCacheKeyCoversParams(t *testing.T) {
 	covered := map[string]bool{"P": true, "Rank": true, "Root": true, "Count": true, "Counts": true, "Commutative": true, "InPlace": true,
-		"SharedMemory": true} // only decides whether shm may run; no schedule depends on it
+		"SharedMemory": true, // only decides whether shm may run; no schedule depends on it
+		"DeviceMemory": true} // likewise: the device executor runs the same schedules
 	typ := reflect.TypeOf(algorithms.Params{})
 	for i := range typ.NumField() {
 		if !covered[typ.Field(i).Name] {

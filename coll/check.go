@@ -33,6 +33,7 @@ type signature struct {
 	user    bool // a user-defined op
 	root    int
 	inPlace bool
+	device  bool // CUDA device buffers (set by run, which classifies them)
 }
 
 const sigLen = 40
@@ -66,7 +67,7 @@ func (s signature) encode(valid bool, b []byte) {
 	binary.LittleEndian.PutUint16(b[20:], uint16(s.typ))
 	binary.LittleEndian.PutUint32(b[22:], uint32(s.mult))
 	b[26] = byte(s.op)
-	b[27] = flag(s.user) | flag(s.inPlace)<<1 | flag(valid)<<2
+	b[27] = flag(s.user) | flag(s.inPlace)<<1 | flag(valid)<<2 | flag(s.device)<<3
 	binary.LittleEndian.PutUint32(b[28:], uint32(int32(s.root)))
 }
 
@@ -80,6 +81,7 @@ func decode(b []byte) (signature, bool) {
 		op:      ops.Op(b[26]),
 		user:    b[27]&1 != 0,
 		inPlace: b[27]&2 != 0,
+		device:  b[27]&8 != 0,
 		root:    int(int32(binary.LittleEndian.Uint32(b[28:]))),
 	}, b[27]&4 != 0
 }
@@ -119,7 +121,11 @@ func (s signature) String() string {
 	case algorithms.Bcast, algorithms.Reduce, algorithms.Gather:
 		root = fmt.Sprintf(", root %d", s.root)
 	}
-	return fmt.Sprintf("%s(count %d%s, %v x%d%s%s%s)", name, s.count, counts, s.typ, s.mult, op, in, root)
+	mem := ""
+	if s.device {
+		mem = ", device memory"
+	}
+	return fmt.Sprintf("%s(count %d%s, %v x%d%s%s%s%s)", name, s.count, counts, s.typ, s.mult, op, in, root, mem)
 }
 
 // checked runs body with the cross-rank check when GOCOLL_CHECK is on:
@@ -180,4 +186,38 @@ func (c *Comm) exchange(call string, sig signature, valid bool) error {
 		}
 	}
 	return nil
+}
+
+// Rejected is for callers that check arguments before reaching coll (the
+// C ABI, the Go API): with GOCOLL_CHECK on, it tells the other ranks,
+// which wait in the call's signature exchange, that this rank's call had
+// invalid arguments. Every rank then fails the call and the communicator
+// stays in step; without it, the others would compare their call with
+// this rank's next one. It does nothing without the check.
+func (c *Comm) Rejected(call string) {
+	if !c.cfg.Check {
+		return
+	}
+	sig := signature{call: callID(call)}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed {
+		c.exchange("", sig, false)
+	}
+}
+
+// callID is the signature's call number for an MPI call's name.
+func callID(call string) int {
+	switch call {
+	case "MPI_Allgatherv":
+		return callAllgatherv
+	case "MPI_Barrier":
+		return callBarrier
+	}
+	for _, c := range append(append([]algorithms.Collective{}, algorithms.Collectives...), algorithms.Rooted...) {
+		if c.String() == call {
+			return int(c)
+		}
+	}
+	return -1
 }

@@ -34,7 +34,7 @@ func (c *Comm) allreduce(a Args) error {
 		return err
 	}
 	p := algorithms.Params{P: c.Size(), Rank: c.rank, Count: a.Count, Commutative: a.Op.commutative(), InPlace: a.InPlace}
-	return c.run(call, algorithms.Allreduce, a.Algorithm, int64(n), p, in, out, size, kernel)
+	return c.run(call, algorithms.Allreduce, a.Algorithm, int64(n), p, in, out, size, kernel, gpuOpOf(a))
 }
 
 // ReduceScatter combines the vectors of all ranks and leaves block r, of
@@ -91,7 +91,7 @@ func (c *Comm) reduceScatter(call string, coll algorithms.Collective, a Args, p 
 	if err != nil {
 		return err
 	}
-	return c.run(call, coll, a.Algorithm, int64(total), p, in, out, size, kernel)
+	return c.run(call, coll, a.Algorithm, int64(total), p, in, out, size, kernel, gpuOpOf(a))
 }
 
 // Allgather gathers Count elements from every rank, in rank order, into
@@ -212,20 +212,25 @@ func (c *Comm) uniform(n int) []int {
 	return c.cache.uniformCounts(c.Size(), n)
 }
 
-// run picks the algorithm, gets its schedule and executes it.
-func (c *Comm) run(call string, coll algorithms.Collective, force string, bytes int64, p algorithms.Params, in, out []byte, size int, kernel ops.Kernel) error {
+// run picks the algorithm, gets its schedule and executes it: on the
+// host executor, or on the device executor when a buffer is CUDA device
+// memory (g names the op and datatype, for a GPU reduction kernel).
+func (c *Comm) run(call string, coll algorithms.Collective, force string, bytes int64, p algorithms.Params, in, out []byte, size int, kernel ops.Kernel, g ...gpuOp) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return argError(call, mpierr.Comm, "communicator %s was freed (or MPI finalized)", c.name)
 	}
+	pl, onDevice := c.classify(in, out)
 	if c.hasPending { // GOCOLL_CHECK: agree on the call before running it
+		c.pending.device = onDevice
 		c.hasPending = false
 		if err := c.exchange(call, c.pending, true); err != nil {
 			return err
 		}
 	}
 	p.SharedMemory = c.shared != nil
+	p.DeviceMemory = onDevice
 	var choice tuner.Choice
 	if slices.Contains(algorithms.Rooted, coll) {
 		choice = tuner.Choice{Alg: algorithms.All(coll)[0], How: "only algorithm"}
@@ -237,14 +242,17 @@ func (c *Comm) run(call string, coll algorithms.Collective, force string, bytes 
 		}
 	}
 	if c.cfg.Debug != nil {
-		fmt.Fprintf(c.cfg.Debug, "gocoll: rank %d: %s comm=%s bytes=%d p=%d algorithm=%s (%s)\n",
-			c.rank, call, c.name, bytes, p.P, choice.Alg.Name, choice.How)
+		fmt.Fprintf(c.cfg.Debug, "gocoll: rank %d: %s comm=%s bytes=%d p=%d algorithm=%s (%s)%s\n",
+			c.rank, call, c.name, bytes, p.P, choice.Alg.Name, choice.How, memoryNote(onDevice))
 	}
 	if choice.Alg.Direct {
 		return c.runDirect(call, coll, p, in, out, size, kernel)
 	}
 	s := c.cache.get(coll, choice.Alg, p)
 	c.seq++
+	if onDevice {
+		return c.runDevice(call, choice.Alg.Name, s, pl, in, out, size, kernel, g)
+	}
 	c.call = hostCall(c, s, in, out, size, kernel)
 	if err := c.exec.Run(&c.call); err != nil {
 		return c.runError(call, choice.Alg.Name, err)

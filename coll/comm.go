@@ -33,6 +33,8 @@ type Config struct {
 	// SharedSlot is the bytes per rank and step of shared segments
 	// (GOCOLL_SHM_SLOT; 0: intranode's default).
 	SharedSlot int
+	// Device is how CUDA device memory is handled (GOCOLL_CUDA).
+	Device DeviceConfig
 
 	poolOnce sync.Once
 	pool     *contextPool
@@ -58,6 +60,7 @@ type Comm struct {
 	scratch []byte
 	barrier []byte // Barrier's one byte per rank
 	shared  *intranode.Group
+	device  deviceState // CUDA: the device executor, made at the first device call
 	// GOCOLL_CHECK: the call's signature, until run checks it (a value,
 	// not a pointer: taking its address would allocate on every call).
 	pending    signature
@@ -107,6 +110,7 @@ func (c *Comm) Config() *Config { return c.cfg }
 func (c *Comm) Close() {
 	c.mu.Lock()
 	c.closed = true
+	c.closeDevice()
 	if c.shared != nil {
 		c.shared.Close()
 		c.shared = nil

@@ -39,5 +39,8 @@ func ConfigFromEnv() (*Config, error) {
 	default:
 		return nil, fmt.Errorf("GOCOLL_CHECK=%s: want 0 or 1", v)
 	}
+	if err := cfg.LoadDevice(os.Getenv); err != nil {
+		return nil, err
+	}
 	return cfg, nil
 }

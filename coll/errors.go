@@ -3,6 +3,7 @@ package coll
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"unsafe"
 
 	"github.com/gocoll/gocoll/mpierr"
@@ -24,7 +25,7 @@ func opError(call string, err error) error {
 
 // runError wraps a failure of the transport during a call.
 func (c *Comm) runError(call, alg string, err error) error {
-	class := mpierr.Other
+	class, note := mpierr.Other, ""
 	var te *transport.Error
 	if errors.As(err, &te) {
 		switch {
@@ -33,9 +34,22 @@ func (c *Comm) runError(call, alg string, err error) error {
 		case te.Peer >= 0, errors.Is(err, transport.ErrPeerFailed), errors.Is(err, transport.ErrTimeout):
 			class = mpierr.ProcAborted
 		}
+		if r := slices.Index(c.ranks, te.Peer); r >= 0 {
+			note = c.peerNote(r)
+		}
 	}
 	return &mpierr.Error{Call: call, Class: class,
-		Msg: fmt.Sprintf("%s failed on %s (rank %d of %d, algorithm %s)", call, c.name, c.rank, c.Size(), alg), Err: err}
+		Msg: fmt.Sprintf("%s failed on %s (rank %d of %d, algorithm %s%s)", call, c.name, c.rank, c.Size(), alg, note), Err: err}
+}
+
+// peerNote says which rank of the communicator a failed peer is, when the
+// communicator's ranks are not the job's: errors from the transports
+// name job (world) ranks, as gocollrun does.
+func (c *Comm) peerNote(r int) string {
+	if c.ranks[r] == r {
+		return ""
+	}
+	return fmt.Sprintf("; the failed peer, world rank %d, is rank %d of %s", c.ranks[r], r, c.name)
 }
 
 // checkType fails for an invalid datatype.

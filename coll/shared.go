@@ -74,13 +74,23 @@ func (c *Comm) runDirect(call string, coll algorithms.Collective, p algorithms.P
 	if err == nil {
 		return nil
 	}
-	class := mpierr.Other
+	return c.sharedError(call, err)
+}
+
+// sharedError wraps a failure of the shared segment. intranode names
+// peers by their rank in the communicator; the error names them by job
+// (world) rank, as transport errors and gocollrun do, and the message
+// gives both when they differ.
+func (c *Comm) sharedError(call string, err error) error {
+	class, note := mpierr.Other, ""
 	var pe *intranode.PeerError
-	if errors.As(err, &pe) {
+	if errors.As(err, &pe) && pe.Rank >= 0 && pe.Rank < len(c.ranks) {
 		class = mpierr.ProcAborted
+		note = c.peerNote(pe.Rank)
+		err = &intranode.PeerError{Rank: c.ranks[pe.Rank], Err: pe.Err}
 	}
 	return &mpierr.Error{Call: call, Class: class,
-		Msg: fmt.Sprintf("%s failed on %s (rank %d of %d, algorithm shm)", call, c.name, c.rank, c.Size()), Err: err}
+		Msg: fmt.Sprintf("%s failed on %s (rank %d of %d, algorithm shm%s)", call, c.name, c.rank, c.Size(), note), Err: err}
 }
 
 // SharedLayout describes the communicator's shared segment, for code
@@ -92,15 +102,15 @@ func (c *Comm) SharedLayout() (intranode.Layout, bool) {
 	return c.shared.Layout(), true
 }
 
-// WaitShared finishes a step that outside code started on the shared
-// segment and stopped waiting for; the error names a dead or stalled peer.
-func (c *Comm) WaitShared() error {
+// WaitShared finishes a step of call that outside code started on the
+// shared segment and stopped waiting for; the error names the call, the
+// communicator and a dead or stalled peer.
+func (c *Comm) WaitShared(call string) error {
 	if c.shared == nil {
 		return errors.New("coll: no shared segment")
 	}
 	if err := c.shared.Wait(); err != nil {
-		return &mpierr.Error{Call: "collective", Class: mpierr.ProcAborted,
-			Msg: fmt.Sprintf("collective failed on %s (rank %d of %d, algorithm shm)", c.name, c.rank, c.Size()), Err: err}
+		return c.sharedError(call, err)
 	}
 	return nil
 }

@@ -25,16 +25,19 @@ type Var struct {
 var All = append(forceVars(), []Var{
 	{"GOCOLL_FALLBACK", "warn", "when a forced algorithm cannot run a call (e.g. ring with a non-commutative op): warn (use the tuned choice, say so once on stderr), silent, or error"},
 	{"GOCOLL_TUNING_FILE", "", "JSON rules that override the built-in tuning (first match by collective, size and rank range wins)"},
-	{"GOCOLL_TRANSPORT", "auto", "auto: shared memory between ranks on one host, TCP between hosts; tcp: TCP everywhere; shm: shared memory only (one host)"},
+	{"GOCOLL_TRANSPORT", "auto", "auto: shared memory between ranks on one host, TCP between hosts (under LD_PRELOAD: the host MPI's point-to-point between hosts); tcp: TCP everywhere; shm: shared memory only (one host); hostmpi (LD_PRELOAD only): the host MPI's point-to-point everywhere"},
 	{"GOCOLL_TCP_ADDR", "", "the address the TCP transport listens on; default: loopback when all ranks share a host, else the address that routes to the launcher"},
-	{"GOCOLL_TIMEOUT", "300s", "a peer that makes no progress for this long fails the collective with MPI_ERR_PROC_ABORTED (a dead peer fails it at once)"},
+	{"GOCOLL_TIMEOUT", "300s", "a peer that makes no progress for this long fails the collective with MPI_ERR_PROC_ABORTED, naming the rank that stalled (a dead peer fails it at once; ranks waiting for each other in a cycle, a deadlock, at the timeout)"},
 	{"GOCOLL_CHECK", "0", "1: every collective first checks that all ranks called the same one with the same count, datatype, op and root, and fails on every rank with a message naming the mismatch instead of hanging (costs one small allgather per call)"},
 	{"GOCOLL_SHM_SLOT", "128K", "bytes each rank places per step in a communicator's shared segment (the shm algorithms): larger means fewer synchronisations, smaller stays in cache"},
+	{"GOCOLL_CUDA", "auto", "CUDA device buffers: auto (use the driver, libcuda.so.1, when the machine has one; buffers are device memory once the program has a CUDA context), off (never load it: every buffer is host memory), on (fail at start-up, naming what is missing, without a driver and a device)"},
+	{"GOCOLL_CUDA_IPC", "1", "0: device buffers of processes on one node travel staged through pinned host memory instead of CUDA IPC (for comparisons and for drivers where IPC misbehaves)"},
 	{"GOCOLL_OPS_ISA", "best", "cap the instruction set of the reduction kernels: avx512, avx2 or go (plain Go); for comparisons and for machines where the wider one misbehaves"},
 	{"GOCOLL_DEBUG", "warn", "info prints one line per collective call on stderr: call, communicator, bytes, ranks, algorithm, tuned or forced"},
 	{"GOCOLL_JOB_ID", "set by gocollrun", "names the job (random hex); the shared-memory transport names its segments /dev/shm/gocoll-<GOCOLL_JOB_ID>-*, which gocollrun deletes after the job"},
 	{"GOCOLL_JOB_SECRET", "set by gocollrun", "random 32 bytes (hex) shared by the ranks of one job, never printed; passed to ranks on other hosts on standard input, not on a command line"},
 	{"GOCOLL_HOST", "set by gocollrun", "the rank's --host entry (\"localhost\" without --host); ranks with the same value share memory. Unset: the hostname plus the network namespace"},
+	{"GOCOLL_PRELOAD_FAULT", "", "testing only, LD_PRELOAD mode: the Nth collective gocoll runs panics inside Go, to prove that the panic comes back as MPI_ERR_INTERN through the communicator's error handler"},
 }...)
 
 // forceVars describes GOCOLL_<COLLECTIVE>_ALGORITHM for each collective.
@@ -42,7 +45,7 @@ func forceVars() []Var {
 	var vs []Var
 	for _, c := range algorithms.Collectives {
 		vs = append(vs, Var{tuner.ForceVar(c), "auto",
-			fmt.Sprintf("force %s's algorithm: auto, %s", c, strings.Join(algorithms.Names(c), ", "))})
+			fmt.Sprintf("force %s's algorithm: auto, %s; under LD_PRELOAD also %s (the host MPI's own)", c, strings.Join(algorithms.Names(c), ", "), tuner.Native)})
 	}
 	return vs
 }

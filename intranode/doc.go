@@ -17,5 +17,7 @@
 // cores), then sleeps on the futex; publishing wakes sleepers only when
 // there are some. A waiting rank checks every 100 ms whether the peers it
 // waits for are alive (pidfd) and gives up after the communicator's
-// timeout.
+// timeout. A rank that gives up records on whom in its control line, so
+// that the ranks that see it end next (an error is fatal by default)
+// blame that rank, not the one that gave up.
 package intranode

@@ -43,12 +43,14 @@ const (
 	checkEvery = 100 * time.Millisecond
 )
 
-// control is one rank's cache line: how many steps it has published, and
-// its pid (for liveness checks).
+// control is one rank's cache line: how many steps it has published, its
+// pid (for liveness checks), and, once it gave up waiting, on whom
+// (gaveUp, see check).
 type control struct {
-	step atomic.Uint64
-	pid  atomic.Uint32
-	_    [cacheLine - 12]byte
+	step   atomic.Uint64
+	pid    atomic.Uint32
+	gaveUp atomic.Uint32
+	_      [cacheLine - 16]byte
 }
 
 // bell is the line sleepers wait on.
@@ -358,13 +360,40 @@ func (g *Group) check(now, start time.Duration) error {
 			continue
 		}
 		if linuxsys.Exited(g.pidfds[q], g.pids[q]) {
-			return &PeerError{q, ErrPeerFailed}
+			return g.giveUp(g.explained(q))
 		}
 		if g.timeout > 0 && now-start > g.timeout {
-			return &PeerError{q, ErrTimeout}
+			return g.giveUp(&PeerError{q, ErrTimeout})
 		}
 	}
 	return nil
+}
+
+// giveUp records in this rank's control line on whom it gave up, so that
+// ranks that see it end next (MPI_ERRORS_ARE_FATAL ends the process)
+// blame that rank, not this one.
+func (g *Group) giveUp(e *PeerError) error {
+	cause := uint32(1)
+	if errors.Is(e, ErrTimeout) {
+		cause = 2
+	}
+	g.ctl[g.rank].gaveUp.CompareAndSwap(0, cause<<24|uint32(e.Rank)+1)
+	return e
+}
+
+// explained is the error for peer q, whose process has ended: if q had
+// given up on another rank first, that rank is to blame.
+func (g *Group) explained(q int) *PeerError {
+	w := g.ctl[q].gaveUp.Load()
+	r := int(w&0xffffff) - 1
+	if w == 0 || r < 0 || r >= g.p || r == q || r == g.rank {
+		return &PeerError{q, ErrPeerFailed}
+	}
+	cause := ErrPeerFailed
+	if w>>24 == 2 {
+		cause = ErrTimeout
+	}
+	return &PeerError{r, fmt.Errorf("%w (reported by rank %d, which then ended)", cause, q)}
 }
 
 // ErrTimeout is the cause of a peer that made no progress in time.

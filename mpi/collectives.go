@@ -33,10 +33,10 @@ func args[T Elem](call string, send, recv []T, op *Op, opts []Option) (coll.Args
 func Allreduce[T Elem](c *Comm, send, recv []T, op Op, opts ...Option) error {
 	a, err := args("MPI_Allreduce", send, recv, &op, opts)
 	if err != nil {
-		return err
+		return c.reject("MPI_Allreduce", err)
 	}
 	if len(recv) < len(send) {
-		return mpierr.New("MPI_Allreduce", mpierr.Buffer, "recv holds %d elements, send %d", len(recv), len(send))
+		return c.reject("MPI_Allreduce", mpierr.New("MPI_Allreduce", mpierr.Buffer, "recv holds %d elements, send %d", len(recv), len(send)))
 	}
 	a.Count = len(send)
 	return c.c.Allreduce(a)
@@ -47,7 +47,7 @@ func Allreduce[T Elem](c *Comm, send, recv []T, op Op, opts ...Option) error {
 func AllreduceInPlace[T Elem](c *Comm, buf []T, op Op, opts ...Option) error {
 	a, err := args("MPI_Allreduce", nil, buf, &op, opts)
 	if err != nil {
-		return err
+		return c.reject("MPI_Allreduce", err)
 	}
 	a.InPlace, a.Count = true, len(buf)
 	return c.c.Allreduce(a)
@@ -59,10 +59,10 @@ func AllreduceInPlace[T Elem](c *Comm, buf []T, op Op, opts ...Option) error {
 func ReduceScatterBlock[T Elem](c *Comm, send, recv []T, op Op, opts ...Option) error {
 	a, err := args("MPI_Reduce_scatter_block", send, recv, &op, opts)
 	if err != nil {
-		return err
+		return c.reject("MPI_Reduce_scatter_block", err)
 	}
 	if len(send) != len(recv)*c.Size() {
-		return mpierr.New("MPI_Reduce_scatter_block", mpierr.Count, "send holds %d elements, want len(recv)*Size() = %d", len(send), len(recv)*c.Size())
+		return c.reject("MPI_Reduce_scatter_block", mpierr.New("MPI_Reduce_scatter_block", mpierr.Count, "send holds %d elements, want len(recv)*Size() = %d", len(send), len(recv)*c.Size()))
 	}
 	a.Count = len(recv)
 	return c.c.ReduceScatterBlock(a)
@@ -73,10 +73,10 @@ func ReduceScatterBlock[T Elem](c *Comm, send, recv []T, op Op, opts ...Option) 
 func ReduceScatterBlockInPlace[T Elem](c *Comm, buf []T, op Op, opts ...Option) error {
 	a, err := args("MPI_Reduce_scatter_block", nil, buf, &op, opts)
 	if err != nil {
-		return err
+		return c.reject("MPI_Reduce_scatter_block", err)
 	}
 	if len(buf)%c.Size() != 0 {
-		return mpierr.New("MPI_Reduce_scatter_block", mpierr.Count, "buf holds %d elements, not a multiple of Size() = %d", len(buf), c.Size())
+		return c.reject("MPI_Reduce_scatter_block", mpierr.New("MPI_Reduce_scatter_block", mpierr.Count, "buf holds %d elements, not a multiple of Size() = %d", len(buf), c.Size()))
 	}
 	a.InPlace, a.Count = true, len(buf)/c.Size()
 	return c.c.ReduceScatterBlock(a)
@@ -87,7 +87,7 @@ func ReduceScatterBlockInPlace[T Elem](c *Comm, buf []T, op Op, opts ...Option) 
 func ReduceScatter[T Elem](c *Comm, send, recv []T, recvcounts []int, op Op, opts ...Option) error {
 	a, err := args("MPI_Reduce_scatter", send, recv, &op, opts)
 	if err != nil {
-		return err
+		return c.reject("MPI_Reduce_scatter", err)
 	}
 	a.Counts = recvcounts
 	return c.c.ReduceScatter(a)
@@ -98,7 +98,7 @@ func ReduceScatter[T Elem](c *Comm, send, recv []T, recvcounts []int, op Op, opt
 func ReduceScatterInPlace[T Elem](c *Comm, buf []T, recvcounts []int, op Op, opts ...Option) error {
 	a, err := args("MPI_Reduce_scatter", nil, buf, &op, opts)
 	if err != nil {
-		return err
+		return c.reject("MPI_Reduce_scatter", err)
 	}
 	a.InPlace, a.Counts = true, recvcounts
 	return c.c.ReduceScatter(a)
@@ -109,10 +109,10 @@ func ReduceScatterInPlace[T Elem](c *Comm, buf []T, recvcounts []int, op Op, opt
 func Allgather[T Elem](c *Comm, send, recv []T, opts ...Option) error {
 	a, err := args[T]("MPI_Allgather", send, recv, nil, opts)
 	if err != nil {
-		return err
+		return c.reject("MPI_Allgather", err)
 	}
 	if len(recv) != len(send)*c.Size() {
-		return mpierr.New("MPI_Allgather", mpierr.Count, "recv holds %d elements, want len(send)*Size() = %d", len(recv), len(send)*c.Size())
+		return c.reject("MPI_Allgather", mpierr.New("MPI_Allgather", mpierr.Count, "recv holds %d elements, want len(send)*Size() = %d", len(recv), len(send)*c.Size()))
 	}
 	a.Count = len(send)
 	return c.c.Allgather(a)
@@ -123,10 +123,10 @@ func Allgather[T Elem](c *Comm, send, recv []T, opts ...Option) error {
 func AllgatherInPlace[T Elem](c *Comm, buf []T, opts ...Option) error {
 	a, err := args[T]("MPI_Allgather", nil, buf, nil, opts)
 	if err != nil {
-		return err
+		return c.reject("MPI_Allgather", err)
 	}
 	if len(buf)%c.Size() != 0 {
-		return mpierr.New("MPI_Allgather", mpierr.Count, "buf holds %d elements, not a multiple of Size() = %d", len(buf), c.Size())
+		return c.reject("MPI_Allgather", mpierr.New("MPI_Allgather", mpierr.Count, "buf holds %d elements, not a multiple of Size() = %d", len(buf), c.Size()))
 	}
 	a.InPlace, a.Count = true, len(buf)/c.Size()
 	return c.c.Allgather(a)
@@ -137,7 +137,7 @@ func AllgatherInPlace[T Elem](c *Comm, buf []T, opts ...Option) error {
 func Allgatherv[T Elem](c *Comm, send, recv []T, counts []int, opts ...Option) error {
 	a, err := args[T]("MPI_Allgatherv", send, recv, nil, opts)
 	if err != nil {
-		return err
+		return c.reject("MPI_Allgatherv", err)
 	}
 	a.Counts = counts
 	return c.c.Allgatherv(a)
@@ -147,8 +147,16 @@ func Allgatherv[T Elem](c *Comm, send, recv []T, counts []int, opts ...Option) e
 func Bcast[T Elem](c *Comm, buf []T, root int) error {
 	a, err := args[T]("MPI_Bcast", nil, buf, nil, nil)
 	if err != nil {
-		return err
+		return c.reject("MPI_Bcast", err)
 	}
 	a.Count, a.Root = len(buf), root
 	return c.c.Bcast(a)
+}
+
+// reject returns err, an argument error found before the call reached
+// coll, after telling the other ranks of it when GOCOLL_CHECK is on (see
+// coll.Comm.Rejected).
+func (c *Comm) reject(call string, err error) error {
+	c.c.Rejected(call)
+	return err
 }

@@ -3,15 +3,20 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"runtime/debug"
 
 	"github.com/gocoll/gocoll/envvar"
+	"github.com/gocoll/gocoll/gpu/topology"
 )
 
 // printInfo writes the GOCOLL_ variables and a line about this build.
 func printInfo(w io.Writer) {
 	envvar.Print(w) // hides GOCOLL_JOB_SECRET's value
+
+	fmt.Fprintln(w)
+	topology.Describe(w, os.Getenv) // GOCOLL_CUDA, the driver, the GPUs (NVML)
 
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, buildLine())

@@ -155,6 +155,12 @@ func (j *job) exited(n exitNotice) {
 	j.live--
 	j.server.Exited(r.id)
 	if j.ending {
+		// A rank that failed by itself while the job was already
+		// ending (another rank noticed its death first and aborted)
+		// is still the news: say how it ended.
+		if n.state != nil && !r.aborted && !r.endedBySignalSent(n.state) && exitCode(n.state) != 0 {
+			j.logf("%s %s", r.name(), describeExit(n.state))
+		}
 		return
 	}
 	if n.state == nil {
@@ -193,6 +199,9 @@ func (j *job) usesPMI(rank int) bool {
 func (j *job) pmiEvent(e pmi.Event) {
 	switch e.Kind {
 	case pmi.Abort:
+		if e.Rank >= 0 && e.Rank < len(j.ranks) {
+			j.ranks[e.Rank].aborted = true
+		}
 		j.fail(e.Code, "%s called abort with exit code %d; terminating the job", j.ranks[e.Rank].name(), e.Code)
 	case pmi.Stuck:
 		other := j.ranks[e.Other]

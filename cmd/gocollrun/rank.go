@@ -23,6 +23,17 @@ type rank struct {
 	// Set by the job loop when the process has been waited for.
 	exited bool
 	state  *os.ProcessState
+	// aborted: the rank called PMI abort. sent: the signals gocollrun
+	// has sent it.
+	aborted bool
+	sent    map[syscall.Signal]bool
+}
+
+// endedBySignalSent reports whether the process was killed by a signal
+// gocollrun had sent it: an end the job's termination explains.
+func (r *rank) endedBySignalSent(ps *os.ProcessState) bool {
+	ws, ok := ps.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && r.sent[ws.Signal()]
 }
 
 // name is how messages refer to the rank.
@@ -121,6 +132,10 @@ func procAttr() *syscall.SysProcAttr {
 // signal sends sig to the rank's process group.
 func (r *rank) signal(sig syscall.Signal) {
 	if r.pid > 0 {
+		if r.sent == nil {
+			r.sent = map[syscall.Signal]bool{}
+		}
+		r.sent[sig] = true
 		syscall.Kill(-r.pid, sig)
 	}
 }

@@ -80,7 +80,11 @@
 // The sender withdraws a send (Close, failure) by moving posted back to
 // free; a receiver that comes later finds the generation changed and fails
 // its receive with ErrPeerFailed. A send being read cannot be withdrawn:
-// its buffer is returned only when the reader is done or dead.
+// its buffer is returned only when the reader is done or dead, or, once
+// the sender's endpoint has failed, stalled (see Failure): the sender then
+// moves the slot from reading to failed, and a reader that wakes up finds
+// it changed (it moves reading to done with a compare-and-swap) and fails
+// its receive.
 //
 // Answers go through the slot, not the ring, so a receiver never waits for
 // room to acknowledge, and a rank that returns from Wait owes its peers
@@ -153,7 +157,17 @@
 //
 // With Options.Timeout, an op that sees no progress (a completion, or a
 // chunk of its message) for that long fails the endpoint with ErrTimeout,
-// naming the op's peer.
+// naming the rank that stalled, which is not always the op's peer: a rank
+// asleep in Wait publishes in its control block the rank it waits for and
+// beats (counts its wake-ups, at least one per 100 ms). If the op's peer is
+// asleep and beating, it is alive and waiting for another rank, the
+// suspect; the suspect's own waiter blames it, and this rank gives up by
+// itself only after twice the timeout, naming its peer and the rank it
+// waits for. Ranks that wait for each other in a cycle are a deadlock
+// (mismatched calls), reported at once. The rank that blames a stalled
+// rank marks it stalled in the segment (and bumps closeEpoch), so that
+// every local rank fails at once naming it; the stalled rank itself, should
+// it wake up, fails too.
 //
 // # Limits
 //

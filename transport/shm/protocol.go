@@ -151,6 +151,9 @@ func (e *Endpoint) Wait(ops []transport.Op) error {
 		if sleeping {
 			e.myCtl.sleepers.Add(1)
 			atomic.AddInt32(&e.localSleepers, 1)
+			if e.opts.Timeout > 0 {
+				e.publishWaiting(ops)
+			}
 		}
 		seq := e.myCtl.bell.Load()
 		e.mu.Lock()
@@ -190,6 +193,9 @@ func (e *Endpoint) Wait(ops []transport.Op) error {
 func (e *Endpoint) leave() {
 	e.mu.Lock()
 	e.waiting--
+	if e.waiting == 0 && e.seg != nil && e.seg.mem != nil {
+		e.myCtl.waitingOn.Store(0)
+	}
 	if e.closed && e.waiting == 0 {
 		e.idle.Broadcast()
 	}
@@ -228,9 +234,17 @@ func (e *Endpoint) progress() {
 			case st&ctlDead != 0:
 				p.dead = true // another rank saw it die
 				e.fail(errPeer(p, transport.ErrPeerFailed))
+			case st&ctlStalled != 0:
+				p.stalled = true
+				e.fail(errPeer(p, errStalledElsewhere))
+			case st&ctlDeadlock != 0:
+				e.fail(errPeer(p, errDeadlockElsewhere))
 			case st&ctlClosed != 0:
 				p.closing = true
 			}
+		}
+		if e.myCtl.state.Load()&ctlStalled != 0 {
+			e.fail(errSelfStalled)
 		}
 	}
 	for _, p := range e.peers {
@@ -368,17 +382,27 @@ func (e *Endpoint) rendezvous(r *req, addr uintptr, total int, slot, gen uint32)
 			return
 		}
 		err := vmRead(p.pid, op.Buf[:total], addr, &e.iov)
-		switch err {
-		case nil:
-			atomic.StoreUint64(sw, slotWord(gen, slotDone, 0))
+		reading := slotWord(gen, slotReading, 0)
+		if err == nil {
+			if !atomic.CompareAndSwapUint64(sw, reading, slotWord(gen, slotDone, 0)) {
+				// The sender gave up on this rank while it read (it
+				// found it stalled): its buffer may have changed.
+				e.finish(r, 0, errPeer(p, errSenderGaveUp))
+				return
+			}
 			e.wake(p)
 			e.finish(r, total, nil)
 			return
+		}
+		switch err {
 		case syscall.EPERM, syscall.ENOSYS, syscall.EACCES:
 			p.cma = false // not allowed after all: copy it
-			atomic.StoreUint64(sw, posted)
+			if !atomic.CompareAndSwapUint64(sw, reading, posted) {
+				e.finish(r, 0, errPeer(p, errSenderGaveUp))
+				return
+			}
 		default: // ESRCH: the sender is gone
-			atomic.StoreUint64(sw, slotWord(gen, slotFailed, 0))
+			atomic.CompareAndSwapUint64(sw, reading, slotWord(gen, slotFailed, 0))
 			e.wake(p)
 			if err == syscall.ESRCH {
 				e.finish(r, 0, errPeer(p, transport.ErrPeerFailed))
@@ -566,11 +590,17 @@ func (e *Endpoint) checkRdv() {
 				continue
 			}
 		case slotReading:
-			if !r.p.dead {
+			switch {
+			case r.p.dead:
+				err = errPeer(r.p, transport.ErrPeerFailed)
+			case r.p.stalled && r.cancel != nil && atomic.CompareAndSwapUint64(sw, w, slotWord(r.gen, slotFailed, 0)):
+				// The reader stalled in the middle of the read and this
+				// endpoint has failed: take the buffer back; should the
+				// reader wake up, it finds the slot changed and fails.
+			default:
 				i++
 				continue
 			}
-			err = errPeer(r.p, transport.ErrPeerFailed)
 		case slotDone: // delivered, whatever happened since
 			n, err = len(r.op.Buf), nil
 		case slotTrunc:
@@ -692,12 +722,23 @@ func (e *Endpoint) checkLiveness(force bool) {
 	}
 	e.lastCheck = now
 	for _, p := range e.peers {
-		if p == nil || p.closed || p.dead || p.pid == e.pid || !linuxsys.Exited(p.pidfd, p.pid) {
+		if p == nil {
+			continue
+		}
+		if b := p.ctl.beat.Load(); b != p.beat {
+			p.beat, p.beatAt = b, now
+		}
+		if p.closed || p.dead || p.pid == e.pid || !linuxsys.Exited(p.pidfd, p.pid) {
 			continue
 		}
 		if p.ctl.state.Load()&ctlClosed != 0 {
 			p.closing = true // a clean exit; progress fails what is left
 			continue
+		}
+		if e.hdr.closeEpoch.Load() != e.seenEpoch {
+			// Before it ended it may have said why (a rank it found dead
+			// or stalled): the next progress pass reads that first.
+			return
 		}
 		e.peerDied(p)
 	}
@@ -722,13 +763,103 @@ func (e *Endpoint) peerDied(p *peer) {
 }
 
 // checkTimeouts fails the endpoint if one of ops has made no progress for
-// Options.Timeout.
+// Options.Timeout, blaming the rank that stalled: the op's peer, unless
+// that peer is itself asleep in Wait for another rank. Then the rank it
+// waits for is the suspect, and the suspect's own waiter, which sees it
+// stall first-hand, blames it for everyone (ctlStalled); this rank gives
+// up by itself only after twice the timeout. Ranks that wait for each
+// other in a cycle are a deadlock (mismatched calls), reported at once.
 func (e *Endpoint) checkTimeouts(ops []transport.Op) {
 	now := e.now()
 	for i := range ops {
-		if r, ok := ops[i].Handle.(*req); ok && !ops[i].Done() && now-r.since > e.opts.Timeout {
-			e.fail(&transport.Error{Peer: ops[i].Peer, Err: transport.ErrTimeout})
+		r, ok := ops[i].Handle.(*req)
+		if !ok || ops[i].Done() || now-r.since <= e.opts.Timeout {
+			continue
+		}
+		suspect, chain, cycle := e.blame(r.p, now)
+		if e.hdr.closeEpoch.Load() != e.seenEpoch {
+			// A peer closed, died or blamed someone meanwhile (a rank
+			// that gives up stops waiting only after it says why): the
+			// next progress pass learns who, before anyone is blamed.
 			return
+		}
+		switch {
+		case cycle:
+			// Tell the others at once: they are in the cycle too, or
+			// wait for a rank that is.
+			e.myCtl.state.Or(ctlDeadlock)
+			e.hdr.closeEpoch.Add(1)
+			e.fail(&transport.Error{Peer: r.p.rank, Err: fmt.Errorf("%w: ranks %v wait for each other in a cycle: a deadlock (mismatched collective calls? GOCOLL_CHECK=1 finds them)",
+				transport.ErrTimeout, append([]int{e.rank}, chain...))})
+			for _, q := range e.peers {
+				if q != nil {
+					ringBell(q.ctl)
+				}
+			}
+		case suspect == r.p:
+			e.peerStalled(r.p)
+		case now-r.since > 2*e.opts.Timeout:
+			e.fail(&transport.Error{Peer: r.p.rank, Err: fmt.Errorf("%w: it has itself been waiting for rank %d", transport.ErrTimeout, chain[len(chain)-1])})
+		default:
+			continue
+		}
+		return
+	}
+}
+
+// blame follows the ranks that wait for one another from p, and returns
+// the first that is not asleep in Wait (the suspect) and the ranks on the
+// way, or no suspect when the chain leaves this host or closes a cycle.
+func (e *Endpoint) blame(p *peer, now time.Duration) (suspect *peer, chain []int, cycle bool) {
+	for cur := p; ; {
+		chain = append(chain, cur.rank)
+		w := int(cur.ctl.waitingOn.Load()) - 1
+		if w < 0 || now-cur.beatAt > aliveWindow {
+			return cur, chain, false // not waiting, or waiting but no longer beating
+		}
+		if w == e.rank || slices.Contains(chain, w) {
+			return nil, chain, true
+		}
+		if w >= e.size || e.lidx[w] < 0 {
+			return nil, append(chain, w), false // waits for a rank on another host
+		}
+		cur = e.peers[e.lidx[w]]
+	}
+}
+
+// aliveWindow is how recently a peer asleep in Wait must have beaten to
+// count as alive: it beats at least every checkEvery.
+const aliveWindow = time.Second
+
+// peerStalled fails the endpoint because p made no progress for the
+// timeout, and tells the other local ranks, so that all blame p.
+func (e *Endpoint) peerStalled(p *peer) {
+	p.stalled = true
+	p.ctl.state.Or(ctlStalled)
+	e.hdr.closeEpoch.Add(1)
+	e.fail(&transport.Error{Peer: p.rank, Err: transport.ErrTimeout})
+	for _, q := range e.peers {
+		if q != nil && q != p {
+			ringBell(q.ctl)
 		}
 	}
 }
+
+// publishWaiting says, in this rank's control block, which rank it
+// sleeps for (the peer of its first pending op), and beats.
+func (e *Endpoint) publishWaiting(ops []transport.Op) {
+	for i := range ops {
+		if !ops[i].Done() {
+			e.myCtl.waitingOn.Store(int32(ops[i].Peer) + 1)
+			break
+		}
+	}
+	e.myCtl.beat.Add(1)
+}
+
+var (
+	errSenderGaveUp      = fmt.Errorf("%w: it gave up on this rank (stalled) while this rank read its message", transport.ErrPeerFailed)
+	errStalledElsewhere  = fmt.Errorf("%w (another rank waited for it longer than the timeout)", transport.ErrTimeout)
+	errDeadlockElsewhere = fmt.Errorf("%w: it found ranks waiting for each other in a cycle: a deadlock (mismatched collective calls? GOCOLL_CHECK=1 finds them)", transport.ErrTimeout)
+	errSelfStalled       = &transport.Error{Peer: -1, Err: fmt.Errorf("%w: this rank's peers gave up on it: it made no progress for longer than the timeout (was it stopped?)", transport.ErrTimeout)}
+)

@@ -17,7 +17,7 @@ import (
 
 const (
 	segMagic   = 0x31_6d_68_73_6c_6c_6f_63 // "collshm1", little endian
-	segVersion = 1
+	segVersion = 2
 
 	cacheLine = 64
 	headerLen = 4096 // the header page
@@ -47,11 +47,18 @@ type header struct {
 // ctl is one local rank's control block.
 type ctl struct {
 	pid   atomic.Uint32
-	state atomic.Uint32 // ctlAttached, then ctlClosed or ctlDead
+	state atomic.Uint32 // ctlAttached, then ctlClosed, ctlDead or ctlStalled
 	rank  atomic.Uint32 // global rank
-	_     uint32
-	probe atomic.Uint64 // address of cmaProbe in the rank's process
-	_     [40]byte
+	// waitingOn is 1 + the global rank this rank waits for while it
+	// sleeps in Wait, 0 when it does not sleep there; beat counts its
+	// wake-ups meanwhile. A rank whose op with it makes no progress
+	// reads both to tell a peer that is itself waiting for another rank
+	// from one that has gone quiet (stopped, or kept out of the
+	// library), so that a stall is blamed on the rank that stalled.
+	waitingOn atomic.Int32
+	probe     atomic.Uint64 // address of cmaProbe in the rank's process
+	beat      atomic.Uint64
+	_         [32]byte
 	// bell is the futex word the rank sleeps on: anyone who gives it
 	// work (a record, a slot update, a Close) adds one and, if sleepers
 	// is not zero, wakes it.
@@ -63,8 +70,10 @@ type ctl struct {
 
 const (
 	ctlAttached = 1
-	ctlClosed   = 2 // it called Close
-	ctlDead     = 4 // a peer found its process gone without closing
+	ctlClosed   = 2  // it called Close
+	ctlDead     = 4  // a peer found its process gone without closing
+	ctlStalled  = 8  // a peer waited for it longer than its timeout
+	ctlDeadlock = 16 // it found ranks waiting for each other in a cycle
 )
 
 // ringHeader holds one single-producer, single-consumer ring's indices:

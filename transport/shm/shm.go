@@ -84,7 +84,12 @@ type peer struct {
 	closing bool   // its closed flag was seen; handle after draining
 	closed  bool   // it closed: ops with it fail
 	dead    bool   // its process exited without closing
+	stalled bool   // marked stalled (ctlStalled): a read of ours it began may never end
 	wake    bool   // in toWake
+	// beat is the peer's ctl.beat when last sampled, and beatAt when it
+	// last changed: a rank asleep in Wait beats every sleep.
+	beat   uint64
+	beatAt time.Duration
 }
 
 // cmaProbe is what New reads from each peer to learn whether

@@ -64,9 +64,12 @@
 //
 //	kind uint32 (1: data) | context uint32 | seq uint32 | round uint32 | length uint64
 //
-// (little-endian) and then length bytes of payload. A header with another
-// kind or a length over MaxMessage is a protocol error: the peer is logged
-// and failed.
+// (little-endian) and then length bytes of payload. Two control frames
+// share the header (see Failures): status (kind 2, the rank this one waits
+// for + 1 in the context field, no payload) and abandon (kind 3: context,
+// seq, the failed rank in the round field, and a payload of a cause byte
+// and up to 1 KiB of text). A header with another kind, or a length over
+// MaxMessage, is a protocol error: the peer is logged and failed.
 //
 // # Receiving
 //
@@ -116,6 +119,29 @@
 // transport.ErrTimeout, and its connection is closed so that it fails
 // too. Close fails pending ops with transport.ErrClosed, closes the
 // listener and every connection, and waits for the endpoint's goroutines.
+//
+// Failures spread, so that every rank of a collective fails soon and names
+// the rank that failed, not a neighbour that gave up because of it. An op
+// that fails because its peer died, closed or stalled abandons its call (the
+// tag's context and seq): the endpoint fails its other pending ops of that
+// call with the same error and sends every connected peer an abandon frame
+// naming the call, the failed rank and the cause; a peer that receives one
+// does the same, once per call (it remembers the last 64), and names the
+// failed rank "(reported by rank R)". If the reporting peer's connection
+// then closes, as it does when the error ends its process, that closing is
+// blamed on the rank it reported. Ops of other calls are not touched, and
+// later ops with a live peer work. Wait, returning an error, first gives
+// the writers up to 200 ms to send the frames queued.
+//
+// A stall is blamed on the rank that stalled: a rank that has waited a
+// quarter of the timeout sends its connected peers a status frame saying
+// which rank it waits for, every quarter of the timeout. Status frames are
+// not progress; but a peer that says it waits for another rank is alive, so
+// the watchdog gives up on it only after twice the timeout (meanwhile the
+// rank it waits for times out at its own waiter, whose abandon frame
+// arrives first), and at once if it says it waits for this rank, which is a
+// deadlock: then only the pending ops fail, and the connection stays up
+// for later calls.
 //
 // Steady state allocates nothing: headers and writev vectors are reused,
 // unexpected payloads come from pools, and completion goes through one

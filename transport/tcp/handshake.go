@@ -17,7 +17,7 @@ import (
 // The handshake; see the package doc for the exchange.
 const (
 	magic        = "gocollT1"
-	version      = 1
+	version      = 2 // 2: status and abandon frames
 	nonceLen     = 32
 	macLen       = sha256.Size
 	helloLen     = len(magic) + 4 + 4 + 4 + nonceLen      // dialer's hello

@@ -65,10 +65,28 @@ type peer struct {
 	// reads both.
 	active   atomic.Int32
 	progress atomic.Int64
+
+	// ctrl holds control frames (abandon.go) for the writer, which sends
+	// them between data frames. statusAt is when the peer last said it
+	// waits for another rank, statusFor that rank + 1.
+	ctrl      [][]byte
+	statusAt  atomic.Int64
+	statusFor atomic.Int32
+	// lastWords is the first abandon frame the peer sent: the failure of
+	// another rank, which explains the peer's own end if it follows.
+	lastWords error
 }
 
-// finish completes an op that was counted in active.
+// finish completes an op that was counted in active. An op failed by a
+// peer's death or stall abandons its call (abandon.go).
 func (p *peer) finish(op *transport.Op, n int, err error) {
+	tag := op.Tag
+	if p.ep.spreads(err) {
+		// Queue the news before the op completes, so that a Wait that
+		// returns this error finds the frames to flush.
+		err = p.ep.awaitCause(tag, err)
+		p.ep.abandon(tag, err)
+	}
 	p.ep.complete(op, n, err)
 	p.active.Add(-1)
 }
@@ -160,6 +178,8 @@ func (p *peer) fail(err error) error {
 	p.state = stateFailed
 	posted, sendq, c := p.posted, p.sendq, p.conn
 	p.posted, p.sendq = nil, nil
+	p.ep.ctrlPending.Add(-int32(len(p.ctrl)))
+	p.ctrl = nil
 	p.mu.Unlock()
 	if c != nil {
 		c.Close()
@@ -197,7 +217,6 @@ func (p *peer) readLoop(br *bufio.Reader) {
 			p.failRead(err)
 			return
 		}
-		p.progress.Store(p.ep.now())
 		kind := binary.LittleEndian.Uint32(hdr)
 		tag := transport.Tag{
 			Context: binary.LittleEndian.Uint32(hdr[4:]),
@@ -205,6 +224,22 @@ func (p *peer) readLoop(br *bufio.Reader) {
 			Round:   binary.LittleEndian.Uint32(hdr[12:]),
 		}
 		length := binary.LittleEndian.Uint64(hdr[16:])
+		switch {
+		case kind == kindStatus && length == 0:
+			// Not progress: a peer that only says it waits still stalls.
+			p.statusFor.Store(int32(tag.Context))
+			p.statusAt.Store(p.ep.now())
+			continue
+		case kind == kindAbandon && length > 0 && length <= maxReason:
+			payload := make([]byte, length)
+			if _, err := io.ReadFull(br, payload); err != nil {
+				p.failRead(err)
+				return
+			}
+			p.onAbandon(transport.Tag{Context: tag.Context, Seq: tag.Seq}, tag.Round, payload)
+			continue
+		}
+		p.progress.Store(p.ep.now())
 		if kind != kindData || length > MaxMessage {
 			p.ep.logf("rank %d: protocol error: frame kind %d, length %d", p.rank, kind, length)
 			p.fail(peerFailed(p.rank, "protocol error: frame kind %d, length %d", kind, length))
@@ -242,6 +277,9 @@ func (p *peer) readLoop(br *bufio.Reader) {
 
 // failRead fails the peer after a read error and returns its error.
 func (p *peer) failRead(err error) error {
+	if lw := p.explained(); lw != nil {
+		return p.fail(lw) // closed, or reset: it ended after telling us why
+	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return p.fail(peerFailed(p.rank, "connection closed"))
 	}

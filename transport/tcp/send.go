@@ -65,7 +65,7 @@ func (p *peer) startSend(op *transport.Op) {
 		op.Complete(0, &transport.Error{Peer: p.rank, Err: fmt.Errorf("message of %d bytes is longer than tcp.MaxMessage", len(op.Buf))})
 		return
 	}
-	if p.state == stateConnected && p.wstate == writeIdle && len(p.sendq) == 0 && len(op.Buf) <= inlineMax && p.inline != nil {
+	if p.state == stateConnected && p.wstate == writeIdle && len(p.sendq) == 0 && len(p.ctrl) == 0 && len(op.Buf) <= inlineMax && p.inline != nil {
 		p.wstate = writeInline
 		p.mu.Unlock()
 		p.sendInline(op)
@@ -91,7 +91,11 @@ func (p *peer) sendInline(op *transport.Op) {
 	copy(frame[headerLen:], op.Buf)
 	n, err := in.write(frame)
 	if err != nil {
-		op.Complete(0, p.fail(peerFailed(p.rank, "%v", err)))
+		err = p.failWrite(err)
+		if p.ep.spreads(err) {
+			p.ep.abandon(op.Tag, err)
+		}
+		op.Complete(0, err)
 		return
 	}
 	p.progress.Store(p.ep.now())
@@ -172,10 +176,25 @@ func (p *peer) writeLoop(c net.Conn) {
 				p.tail, p.wstate = nil, writeWriter
 				p.mu.Unlock()
 				if _, err := c.Write(tail); err != nil {
-					p.fail(peerFailed(p.rank, "%v", err))
+					p.failWrite(err)
 					return
 				}
 				p.progress.Store(p.ep.now())
+				continue
+			}
+			if len(p.ctrl) > 0 {
+				// Control frames go between data frames.
+				frames := p.ctrl
+				p.ctrl, p.wstate = nil, writeWriter
+				p.mu.Unlock()
+				for i, f := range frames {
+					if _, err := c.Write(f); err != nil {
+						p.ep.ctrlPending.Add(-int32(len(frames) - i))
+						p.failWrite(err)
+						return
+					}
+					p.ep.ctrlPending.Add(-1)
+				}
 				continue
 			}
 			k := min(len(p.sendq), maxBatch)
@@ -193,7 +212,7 @@ func (p *peer) writeLoop(c net.Conn) {
 
 			err := p.writeBatch(c, w)
 			if err != nil {
-				err = p.fail(peerFailed(p.rank, "%v", err))
+				err = p.failWrite(err)
 			}
 			for i, op := range w.batch {
 				if err != nil {
@@ -281,3 +300,12 @@ var bufLimits = sync.OnceValue(func() [2]int {
 	}
 	return l
 })
+
+// failWrite fails the peer after a write error: explained by what the
+// peer told before it ended, if it did.
+func (p *peer) failWrite(err error) error {
+	if lw := p.explained(); lw != nil {
+		return p.fail(lw)
+	}
+	return p.fail(peerFailed(p.rank, "%v", err))
+}

@@ -80,6 +80,13 @@ type Endpoint struct {
 
 	logMu sync.Mutex
 	log   io.Writer
+
+	// abandoned holds the last calls (context<<32 | seq) given up
+	// because a rank failed (abandon.go); ctrlPending counts control
+	// frames queued and not yet written.
+	abandonMu   sync.Mutex
+	abandoned   []abandonedCall
+	ctrlPending atomic.Int32
 }
 
 // New creates this rank's endpoint. It is collective over all ranks of
@@ -250,7 +257,11 @@ func (e *Endpoint) Wait(ops []transport.Op) error {
 		}
 		e.doneMu.Unlock()
 	}
-	return transport.FirstError(ops)
+	err := transport.FirstError(ops)
+	if err != nil && e.ctrlPending.Load() > 0 {
+		e.flushCtrl(200 * time.Millisecond)
+	}
+	return err
 }
 
 // complete records an op's outcome and wakes Wait.
@@ -313,6 +324,7 @@ func (e *Endpoint) watchdog() {
 	defer tick.Stop()
 	busySince := make([]int64, e.size) // 0: nothing pending at the last tick
 	limit := int64(e.timeout)
+	var lastStatus int64
 	for {
 		select {
 		case <-e.ctx.Done():
@@ -320,6 +332,7 @@ func (e *Endpoint) watchdog() {
 		case <-tick.C:
 		}
 		now := e.now()
+		waitingFor, longest := -1, int64(0)
 		for r, p := range e.peers {
 			if p == nil {
 				continue
@@ -331,9 +344,38 @@ func (e *Endpoint) watchdog() {
 			if busySince[r] == 0 {
 				busySince[r] = now
 			}
-			if now-max(p.progress.Load(), busySince[r]) >= limit {
-				p.fail(&transport.Error{Peer: r, Err: fmt.Errorf("%w: no progress for %v", transport.ErrTimeout, e.timeout)})
+			stall := now - max(p.progress.Load(), busySince[r])
+			if stall > longest {
+				waitingFor, longest = r, stall
 			}
+			if stall < limit {
+				continue
+			}
+			// A peer that says it waits for another rank is alive: the
+			// rank it waits for is the suspect, whose own waiter will
+			// blame it for everyone; give up on this one by itself only
+			// after twice the timeout. One that waits for this rank
+			// while this rank waits for it is a deadlock.
+			if st := now - p.statusAt.Load(); p.statusAt.Load() > 0 && st < limit/2 {
+				switch w := int(p.statusFor.Load()) - 1; {
+				case w == e.rank:
+					// Both are alive: keep the connection, so that the
+					// peer finds the deadlock itself, and later calls work.
+					p.failPending(&transport.Error{Peer: r, Err: fmt.Errorf("%w: rank %d waits for this rank while this rank waits for it: a deadlock (mismatched collective calls? GOCOLL_CHECK=1 finds them)", transport.ErrTimeout, r)})
+				case w >= 0 && stall < 2*limit:
+				case w >= 0:
+					p.fail(&transport.Error{Peer: r, Err: fmt.Errorf("%w: no progress for %v; it has itself been waiting for rank %d", transport.ErrTimeout, time.Duration(stall).Round(time.Millisecond), w)})
+				default:
+					p.fail(&transport.Error{Peer: r, Err: fmt.Errorf("%w: no progress for %v", transport.ErrTimeout, e.timeout)})
+				}
+				continue
+			}
+			p.fail(&transport.Error{Peer: r, Err: fmt.Errorf("%w: no progress for %v", transport.ErrTimeout, e.timeout)})
+		}
+		// Waiting for a while: say for whom, every quarter timeout.
+		if longest >= limit/4 && now-lastStatus >= limit/4 {
+			lastStatus = now
+			e.sendStatus(waitingFor)
 		}
 	}
 }

@@ -10,7 +10,7 @@
  * the test counts the GOCOLL_DEBUG=info lines against it, to prove that
  * gocoll ran the calls it should and handed the others to the host.
  *
- *   coll [-churn N] [-threads] [-fault]
+ *   coll [-churn N] [-threads] [-fault] [-quick]
  *
  * -churn N     free and recreate a communicator N times (default 10)
  * -threads     call the collectives from a second thread
@@ -18,6 +18,8 @@
  * -fault       the test sets GOCOLL_PRELOAD_FAULT=3: the third call gocoll
  *              runs panics inside Go, which must come back as an MPI
  *              error through MPI_ERRORS_RETURN, after which calls work
+ * -quick       fewer datatypes and counts (for runs where the host MPI
+ *              takes most calls: MPICH busy-polls, slow when oversubscribed)
  */
 #include <mpi.h>
 #include <pthread.h>
@@ -27,7 +29,7 @@
 #include <string.h>
 #include <complex.h>
 
-static int wrank, wsize;
+static int wrank, wsize, quick;
 static long passed, failed;
 static long expect_gocoll, expect_host, noncommutative;
 
@@ -399,8 +401,9 @@ static void test_comm(struct comm *c) {
     long ns[] = {0, 1, c->size - 1, c->size + 1, 1003};
     for (int j = 0; j < 5; j++) {
         if (j == 2 && c->size - 1 <= 1) continue; /* same as an earlier count */
+        if (quick && (j == 0 || j == 2)) continue;
         for (int inplace = 0; inplace < 2; inplace++) {
-            for (int pi = 0; pi < NPAIRS; pi++) {
+            for (int pi = 0; pi < NPAIRS; pi += quick ? 5 : 1) {
                 test_allreduce(c, pairs[pi].k, pairs[pi].o, ns[j], inplace);
                 test_reduce_scatter_block(c, pairs[pi].k, pairs[pi].o, ns[j], inplace);
                 test_reduce_scatter(c, pairs[pi].k, pairs[pi].o, ns[j], inplace);
@@ -572,6 +575,7 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "-churn") && i + 1 < argc) a.churn = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-threads")) threads = 1;
         else if (!strcmp(argv[i], "-fault")) fault = 1;
+        else if (!strcmp(argv[i], "-quick")) quick = 1;
     }
     int want = threads ? MPI_THREAD_SERIALIZED : MPI_THREAD_FUNNELED, provided;
     MPI_Init_thread(&argc, &argv, want, &provided);

@@ -1,0 +1,308 @@
+package device
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/gocoll/gocoll/gpu"
+)
+
+// Engine holds what every communicator working in one CUDA context
+// shares: the reduction kernels (compiled once), the pool of pinned
+// staging segments, the IPC handles of this process's allocations and
+// the mappings of other processes' allocations. Executors acquire it and
+// release it; the last release frees everything.
+type Engine struct {
+	rt  *gpu.Runtime
+	drv gpu.Driver
+	ctx gpu.Context
+	dev int    // the context's device ordinal
+	bus string // and its PCI bus id
+	// retained: ctx is the device's primary context, retained by the
+	// engine (the buffers' driver gave no context).
+	retained bool
+	opts     Options
+
+	mu       sync.Mutex
+	refs     int
+	module   gpu.Module
+	fns      map[string]gpu.Function
+	slots    []uintptr         // free pinned segments, Options.Segment bytes each
+	pinned   []uintptr         // every pinned segment
+	handles  map[uint64]ipcOut // this process's allocations, by buffer id
+	mappings map[gpu.IPCHandle]*ipcIn
+	lru      uint64
+	badPeer  map[string]bool // device bus ids whose handles cannot be opened here
+}
+
+type ipcOut struct {
+	h  gpu.IPCHandle
+	ok bool // false: the allocation has no handle (pool or VMM memory)
+}
+
+type ipcIn struct {
+	ptr  uintptr
+	used uint64
+}
+
+// maxMappings bounds the open IPC mappings of an engine; the least
+// recently used is closed first.
+const maxMappings = 256
+
+// Options tune the device executor. Segment must be the same on every
+// rank of a job: staged messages travel in segments of that size.
+type Options struct {
+	// Segment is the size of a staging segment in bytes (default 1 MiB).
+	Segment int
+	// Depth is the number of segments of one transfer in flight (default 4).
+	Depth int
+	// Block is the threads per block of a reduction kernel (default 256),
+	// MaxGrid the most blocks of one launch (default 4096).
+	Block, MaxGrid int
+}
+
+// DefaultSegment is Options.Segment's default.
+const DefaultSegment = 1 << 20
+
+func (o Options) withDefaults() Options {
+	if o.Segment <= 0 {
+		o.Segment = DefaultSegment
+	}
+	if o.Depth <= 0 {
+		o.Depth = 4
+	}
+	if o.Block <= 0 {
+		o.Block = 256
+	}
+	if o.MaxGrid <= 0 {
+		o.MaxGrid = 4096
+	}
+	return o
+}
+
+type engineKey struct {
+	rt  *gpu.Runtime
+	ctx gpu.Context
+	dev int
+}
+
+var engines = struct {
+	sync.Mutex
+	m map[engineKey]*Engine
+}{m: map[engineKey]*Engine{}}
+
+// acquire returns the engine of the context that holds mem, making it at
+// first use. The caller's OS thread is locked.
+func acquire(rt *gpu.Runtime, mem gpu.Memory, opts Options) (*Engine, error) {
+	drv := rt.Driver()
+	ctx, retained := mem.Context, false
+	if ctx == 0 {
+		// Some memory (VMM, pools) reports no context: use the thread's,
+		// else the device's primary context.
+		cur, err := drv.CurrentContext()
+		if err != nil {
+			return nil, err
+		}
+		ctx = cur
+	}
+	key := engineKey{rt, ctx, mem.Device}
+	engines.Lock()
+	defer engines.Unlock()
+	if e := engines.m[key]; e != nil {
+		e.mu.Lock()
+		e.refs++
+		e.mu.Unlock()
+		return e, nil
+	}
+	if ctx == 0 {
+		c, err := drv.PrimaryContextRetain(mem.Device)
+		if err != nil {
+			return nil, err
+		}
+		ctx, retained = c, true
+	}
+	e := &Engine{rt: rt, drv: drv, ctx: ctx, dev: mem.Device, retained: retained, opts: opts.withDefaults(), refs: 1,
+		fns: map[string]gpu.Function{}, handles: map[uint64]ipcOut{}, mappings: map[gpu.IPCHandle]*ipcIn{},
+		badPeer: map[string]bool{}}
+	e.bus, _ = drv.DevicePCIBusID(mem.Device)
+	engines.m[key] = e
+	return e, nil
+}
+
+// release drops a reference; the last one frees the engine's resources.
+func (e *Engine) release() error {
+	engines.Lock()
+	e.mu.Lock()
+	e.refs--
+	last := e.refs == 0
+	e.mu.Unlock()
+	if last {
+		for k, v := range engines.m {
+			if v == e {
+				delete(engines.m, k)
+			}
+		}
+	}
+	engines.Unlock()
+	if !last {
+		return nil
+	}
+	leave, err := e.enter()
+	if err != nil {
+		return err
+	}
+	defer leave()
+	var errs []error
+	for h, m := range e.mappings {
+		errs = append(errs, e.drv.IpcCloseMemHandle(m.ptr))
+		delete(e.mappings, h)
+	}
+	for _, p := range e.pinned {
+		errs = append(errs, e.drv.MemFreeHost(p))
+	}
+	e.pinned, e.slots = nil, nil
+	if e.module != 0 {
+		errs = append(errs, e.drv.ModuleUnload(e.module))
+		e.module = 0
+	}
+	if e.retained {
+		errs = append(errs, e.drv.PrimaryContextRelease(e.dev))
+	}
+	return errors.Join(errs...)
+}
+
+// enter locks the goroutine to its OS thread and makes the engine's
+// context current there; leave restores the thread's context and
+// unlocks. Every goroutine that calls the driver enters first.
+func (e *Engine) enter() (leave func(), err error) {
+	runtime.LockOSThread()
+	prev, err := e.drv.CurrentContext()
+	if err == nil && prev != e.ctx {
+		err = e.drv.SetCurrentContext(e.ctx)
+	}
+	if err != nil {
+		runtime.UnlockOSThread()
+		return nil, err
+	}
+	return func() {
+		if prev != e.ctx {
+			e.drv.SetCurrentContext(prev)
+		}
+		runtime.UnlockOSThread()
+	}, nil
+}
+
+// function returns a reduction kernel, compiling the module at first use.
+func (e *Engine) function(name string) (gpu.Function, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if f, ok := e.fns[name]; ok {
+		return f, nil
+	}
+	if e.module == 0 {
+		m, err := e.drv.ModuleLoadData(gpu.PTX())
+		if err != nil {
+			return 0, fmt.Errorf("compiling gocoll's reduction kernels: %w", err)
+		}
+		e.module = m
+	}
+	f, err := e.drv.ModuleGetFunction(e.module, name)
+	if err != nil {
+		return 0, err
+	}
+	e.fns[name] = f
+	return f, nil
+}
+
+// getSlots returns n pinned segments, allocating what the pool lacks.
+func (e *Engine) getSlots(n int) ([]uintptr, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]uintptr, 0, n)
+	for len(out) < n {
+		if k := len(e.slots); k > 0 {
+			out = append(out, e.slots[k-1])
+			e.slots = e.slots[:k-1]
+			continue
+		}
+		p, err := e.drv.MemHostAlloc(e.opts.Segment)
+		if err != nil {
+			e.slots = append(e.slots, out...)
+			return nil, fmt.Errorf("pinned staging memory: %w", err)
+		}
+		e.pinned = append(e.pinned, p)
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func (e *Engine) putSlots(s []uintptr) {
+	e.mu.Lock()
+	e.slots = append(e.slots, s...)
+	e.mu.Unlock()
+}
+
+// handle returns the IPC handle of the allocation mem, made once; false
+// when the allocation cannot be shared (managed memory, memory pools).
+func (e *Engine) handle(mem gpu.Memory) (gpu.IPCHandle, bool) {
+	if mem.Kind != gpu.Device {
+		return gpu.IPCHandle{}, false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	key := mem.BufferID
+	if key == 0 {
+		key = uint64(mem.Base)
+	}
+	if h, ok := e.handles[key]; ok {
+		return h.h, h.ok
+	}
+	h, err := e.drv.IpcGetMemHandle(mem.Base)
+	e.handles[key] = ipcOut{h, err == nil}
+	return h, err == nil
+}
+
+// forgetHandle drops the cached handle of an allocation being freed.
+func (e *Engine) forgetHandle(mem gpu.Memory) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	key := mem.BufferID
+	if key == 0 {
+		key = uint64(mem.Base)
+	}
+	delete(e.handles, key)
+}
+
+// open maps another process's allocation, once per handle.
+func (e *Engine) open(h gpu.IPCHandle, bus string) (uintptr, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.badPeer[bus] {
+		return 0, fmt.Errorf("device %s cannot be reached from this process", bus)
+	}
+	e.lru++
+	if m, ok := e.mappings[h]; ok {
+		m.used = e.lru
+		return m.ptr, nil
+	}
+	if len(e.mappings) >= maxMappings {
+		var oldest gpu.IPCHandle
+		least := ^uint64(0)
+		for k, m := range e.mappings {
+			if m.used < least {
+				oldest, least = k, m.used
+			}
+		}
+		e.drv.IpcCloseMemHandle(e.mappings[oldest].ptr)
+		delete(e.mappings, oldest)
+	}
+	p, err := e.drv.IpcOpenMemHandle(h)
+	if err != nil {
+		e.badPeer[bus] = true
+		return 0, err
+	}
+	e.mappings[h] = &ipcIn{ptr: p, used: e.lru}
+	return p, nil
+}

@@ -1,0 +1,69 @@
+/*
+ * The CUDA driver API as gocoll uses it, loaded at run time (cuda.c): no
+ * CUDA header or library is needed to build gocoll, and the library loads
+ * and runs on machines without a GPU or driver. Only the types and
+ * constants below are taken from the driver's ABI (they are facts of
+ * cuda.h); every entry point is looked up with dlsym.
+ */
+#ifndef GOCOLL_GPU_CUDA_H
+#define GOCOLL_GPU_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef int gc_curesult;                 /* CUresult */
+typedef unsigned long long gc_cuptr;     /* CUdeviceptr */
+typedef struct { char reserved[64]; } gc_ipc_handle; /* CUipcMemHandle */
+
+/* Loads libcuda.so.1 and every entry point gocoll needs. Returns 0, or -1
+ * with a message in err naming what is missing. Safe to call again. */
+int gocoll_cuda_load(char *err, int errlen);
+
+/* Set (to 1) once the driver is loaded: C code that memcpy's buffers
+ * (capi's fast path) must then ask gocoll_cuda_is_device first. */
+extern int gocoll_cuda_loaded;
+
+/* gocoll_cuda_is_device reports whether p is CUDA device or managed
+ * memory. Without the driver, or before the process initialised CUDA, it
+ * returns 0 at once. */
+int gocoll_cuda_is_device(const void *p);
+
+/* Thin wrappers: each calls one driver entry point through the pointer
+ * that gocoll_cuda_load found, and returns its CUresult. */
+const char *gocoll_cu_error_name(gc_curesult r);
+const char *gocoll_cu_error_string(gc_curesult r);
+gc_curesult gocoll_cu_init(void);
+gc_curesult gocoll_cu_device_count(int *n);
+gc_curesult gocoll_cu_device_pci_bus_id(int dev, char *buf, int len);
+gc_curesult gocoll_cu_device_by_pci_bus_id(const char *id, int *dev);
+gc_curesult gocoll_cu_can_access_peer(int dev, int peer, int *can);
+gc_curesult gocoll_cu_primary_ctx_active(int dev, int *active);
+gc_curesult gocoll_cu_primary_ctx_retain(int dev, uintptr_t *ctx);
+gc_curesult gocoll_cu_primary_ctx_release(int dev);
+gc_curesult gocoll_cu_ctx_get_current(uintptr_t *ctx);
+gc_curesult gocoll_cu_ctx_set_current(uintptr_t ctx);
+gc_curesult gocoll_cu_pointer_attributes(gc_cuptr p, unsigned *type, unsigned *managed, uintptr_t *ctx,
+                                         int *dev, unsigned long long *buffer_id, gc_cuptr *start, size_t *size);
+gc_curesult gocoll_cu_mem_alloc(size_t n, gc_cuptr *p);
+gc_curesult gocoll_cu_mem_free(gc_cuptr p);
+gc_curesult gocoll_cu_mem_host_alloc(size_t n, uintptr_t *p);
+gc_curesult gocoll_cu_mem_free_host(uintptr_t p);
+gc_curesult gocoll_cu_memcpy_async(gc_cuptr dst, gc_cuptr src, size_t n, uintptr_t stream);
+gc_curesult gocoll_cu_stream_create(uintptr_t *s);
+gc_curesult gocoll_cu_stream_destroy(uintptr_t s);
+gc_curesult gocoll_cu_stream_wait_event(uintptr_t s, uintptr_t e);
+gc_curesult gocoll_cu_event_create(uintptr_t *e);
+gc_curesult gocoll_cu_event_destroy(uintptr_t e);
+gc_curesult gocoll_cu_event_record(uintptr_t e, uintptr_t s);
+gc_curesult gocoll_cu_event_query(uintptr_t e);
+gc_curesult gocoll_cu_event_synchronize(uintptr_t e);
+gc_curesult gocoll_cu_module_load(const char *ptx, uintptr_t *mod, char *log, int loglen);
+gc_curesult gocoll_cu_module_get_function(uintptr_t mod, const char *name, uintptr_t *f);
+gc_curesult gocoll_cu_module_unload(uintptr_t mod);
+gc_curesult gocoll_cu_launch(uintptr_t f, unsigned grid, unsigned block, uintptr_t stream,
+                             gc_cuptr dst, gc_cuptr a, gc_cuptr b, unsigned long long n);
+gc_curesult gocoll_cu_ipc_get(gc_cuptr base, gc_ipc_handle *h);
+gc_curesult gocoll_cu_ipc_open(const gc_ipc_handle *h, gc_cuptr *p);
+gc_curesult gocoll_cu_ipc_close(gc_cuptr p);
+
+#endif

@@ -1,0 +1,219 @@
+package gpu
+
+import (
+	"errors"
+	"fmt"
+)
+
+//go:generate go run go.uber.org/mock/mockgen@v0.6.0 -destination mockgpu/mock_driver.go -package mockgpu -copyright_file mockgpu/header.txt github.com/gocoll/gocoll/gpu Driver
+
+// Driver is the part of the CUDA driver API gocoll uses, one method per
+// driver entry point (cu<Name>, loaded at run time by Load), with Go
+// types. Nothing else in gocoll calls CUDA, so this interface is the whole
+// of what a test double (package mockgpu, package fake) must provide.
+//
+// Contexts: like the driver, every call that allocates, copies, launches
+// or creates a stream, an event or a module acts in the calling OS
+// thread's current context. Callers lock their goroutine to its thread
+// (runtime.LockOSThread) and make the buffer's context current first.
+//
+// Errors are *Error values carrying the driver's CUresult.
+type Driver interface {
+	// Init is cuInit(0). gocoll calls it only with GOCOLL_CUDA=on: in
+	// auto mode it waits for the application to initialise CUDA.
+	Init() error
+	// DeviceCount is cuDeviceGetCount.
+	DeviceCount() (int, error)
+	// DevicePCIBusID is cuDeviceGetPCIBusId of device ordinal dev, such as
+	// "0000:3b:00.0".
+	DevicePCIBusID(dev int) (string, error)
+	// DeviceByPCIBusID is cuDeviceGetByPCIBusId: the ordinal of the device
+	// with that bus id in this process (it may not see every device).
+	DeviceByPCIBusID(busID string) (int, error)
+	// CanAccessPeer is cuDeviceCanAccessPeer(dev, peer).
+	CanAccessPeer(dev, peer int) (bool, error)
+	// PrimaryContextActive is cuDevicePrimaryCtxGetState's active flag.
+	PrimaryContextActive(dev int) (bool, error)
+	// PrimaryContextRetain is cuDevicePrimaryCtxRetain.
+	PrimaryContextRetain(dev int) (Context, error)
+	// PrimaryContextRelease is cuDevicePrimaryCtxRelease.
+	PrimaryContextRelease(dev int) error
+	// CurrentContext is cuCtxGetCurrent: 0 when the thread has none. Before
+	// anything in the process initialised CUDA it fails with
+	// ErrNotInitialized.
+	CurrentContext() (Context, error)
+	// SetCurrentContext is cuCtxSetCurrent.
+	SetCurrentContext(ctx Context) error
+
+	// PointerAttributes is cuPointerGetAttributes for the memory type,
+	// managed flag, context, device ordinal, buffer id and allocation
+	// range of ptr. Memory CUDA does not know gives Type 0 and no error.
+	PointerAttributes(ptr uintptr) (PointerAttrs, error)
+
+	// MemAlloc is cuMemAlloc: device memory of the current context.
+	MemAlloc(size int) (uintptr, error)
+	// MemFree is cuMemFree.
+	MemFree(ptr uintptr) error
+	// MemHostAlloc is cuMemHostAlloc with CU_MEMHOSTALLOC_PORTABLE: page-
+	// locked host memory the GPU copies to and from asynchronously.
+	MemHostAlloc(size int) (uintptr, error)
+	// MemFreeHost is cuMemFreeHost.
+	MemFreeHost(ptr uintptr) error
+	// MemcpyAsync is cuMemcpyAsync: n bytes from src to dst on stream s,
+	// either side host or device (unified addressing tells which).
+	MemcpyAsync(dst, src uintptr, n int, s Stream) error
+
+	// StreamCreate is cuStreamCreate with CU_STREAM_NON_BLOCKING, so that
+	// gocoll's work never waits for the application's legacy stream.
+	StreamCreate() (Stream, error)
+	// StreamDestroy is cuStreamDestroy.
+	StreamDestroy(s Stream) error
+	// StreamWaitEvent is cuStreamWaitEvent(s, e, 0): work queued on s after
+	// it waits until e's last recorded work has completed.
+	StreamWaitEvent(s Stream, e Event) error
+	// EventCreate is cuEventCreate with CU_EVENT_DISABLE_TIMING and
+	// CU_EVENT_BLOCKING_SYNC (a waiting thread sleeps instead of
+	// spinning: ranks may outnumber cores).
+	EventCreate() (Event, error)
+	// EventDestroy is cuEventDestroy.
+	EventDestroy(e Event) error
+	// EventRecord is cuEventRecord(e, s).
+	EventRecord(e Event, s Stream) error
+	// EventQuery is cuEventQuery: true once the recorded work completed,
+	// false while it is pending (CUDA_ERROR_NOT_READY).
+	EventQuery(e Event) (bool, error)
+	// EventSynchronize is cuEventSynchronize.
+	EventSynchronize(e Event) error
+
+	// ModuleLoadData is cuModuleLoadDataEx with the JIT error log: the
+	// driver compiles PTX text for the current context's GPU.
+	ModuleLoadData(ptx string) (Module, error)
+	// ModuleGetFunction is cuModuleGetFunction.
+	ModuleGetFunction(m Module, name string) (Function, error)
+	// ModuleUnload is cuModuleUnload.
+	ModuleUnload(m Module) error
+	// LaunchKernel is cuLaunchKernel of a gocoll reduction kernel (see
+	// kernels.go) on a grid x 1 x 1 of blocks of block x 1 x 1 threads,
+	// with its four parameters: dst, a, b (device addresses) and n (the
+	// element count).
+	LaunchKernel(f Function, grid, block int, s Stream, dst, a, b uintptr, n int) error
+
+	// IpcGetMemHandle is cuIpcGetMemHandle of an allocation's base.
+	IpcGetMemHandle(base uintptr) (IPCHandle, error)
+	// IpcOpenMemHandle is cuIpcOpenMemHandle with
+	// CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS: another process's allocation,
+	// mapped into the current context.
+	IpcOpenMemHandle(h IPCHandle) (uintptr, error)
+	// IpcCloseMemHandle is cuIpcCloseMemHandle of an address that
+	// IpcOpenMemHandle returned.
+	IpcCloseMemHandle(ptr uintptr) error
+}
+
+// The driver's opaque handles, as the pointers (or ints) they are in C.
+type (
+	Context  uintptr // CUcontext
+	Stream   uintptr // CUstream
+	Event    uintptr // CUevent
+	Module   uintptr // CUmodule
+	Function uintptr // CUfunction
+)
+
+// IPCHandle is a CUipcMemHandle: 64 opaque bytes that name an allocation
+// across processes of one node.
+type IPCHandle [64]byte
+
+// MemoryType is CUmemorytype, what cuPointerGetAttributes reports.
+type MemoryType uint32
+
+const (
+	MemoryUnregistered MemoryType = 0 // memory CUDA does not know: plain host memory
+	MemoryHost         MemoryType = 1 // page-locked host memory (cuMemHostAlloc, cudaHostRegister)
+	MemoryDevice       MemoryType = 2
+	MemoryArray        MemoryType = 3
+	MemoryUnified      MemoryType = 4
+)
+
+// PointerAttrs are the attributes of one address.
+type PointerAttrs struct {
+	Type     MemoryType
+	Managed  bool    // cudaMallocManaged memory (reported with Type Device)
+	Context  Context // the allocation's context; 0 for some kinds of memory
+	Device   int     // the device ordinal
+	BufferID uint64  // unique per allocation for the life of the process
+	Start    uintptr // the allocation that holds the address
+	Size     int
+}
+
+// Error is a failed driver call.
+type Error struct {
+	Call string // the driver function, such as "cuMemcpyAsync"
+	Code int    // CUresult
+	Name string // the driver's name for the code, when it has one
+	Msg  string // the driver's description, or more detail (the JIT log)
+}
+
+func (e *Error) Error() string {
+	name := e.Name
+	if name == "" {
+		name = fmt.Sprintf("CUresult %d", e.Code)
+	}
+	if e.Msg != "" {
+		return fmt.Sprintf("%s: %s (%s)", e.Call, name, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", e.Call, name)
+}
+
+// Is lets errors.Is match an *Error against the sentinel errors below by
+// CUresult.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Call == "" && t.Code == e.Code
+}
+
+// CUresult values gocoll looks at.
+const (
+	Success              = 0
+	ErrorInvalidValue    = 1
+	ErrorOutOfMemory     = 2
+	ErrorNotInitialized  = 3
+	ErrorNoDevice        = 100
+	ErrorInvalidContext  = 201
+	ErrorInvalidPTX      = 218
+	ErrorInvalidHandle   = 400
+	ErrorNotFound        = 500
+	ErrorNotReady        = 600
+	ErrorPeerUnsupported = 217
+)
+
+// Sentinels for errors.Is.
+var (
+	ErrNotInitialized = &Error{Code: ErrorNotInitialized, Name: "CUDA_ERROR_NOT_INITIALIZED"}
+	ErrNoDevice       = &Error{Code: ErrorNoDevice, Name: "CUDA_ERROR_NO_DEVICE"}
+)
+
+// errorNames are the CUresult names the fake driver and error messages
+// use when the driver cannot name a code itself.
+var errorNames = map[int]string{
+	ErrorInvalidValue:    "CUDA_ERROR_INVALID_VALUE",
+	ErrorOutOfMemory:     "CUDA_ERROR_OUT_OF_MEMORY",
+	ErrorNotInitialized:  "CUDA_ERROR_NOT_INITIALIZED",
+	ErrorNoDevice:        "CUDA_ERROR_NO_DEVICE",
+	ErrorInvalidContext:  "CUDA_ERROR_INVALID_CONTEXT",
+	ErrorInvalidPTX:      "CUDA_ERROR_INVALID_PTX",
+	ErrorInvalidHandle:   "CUDA_ERROR_INVALID_HANDLE",
+	ErrorNotFound:        "CUDA_ERROR_NOT_FOUND",
+	ErrorNotReady:        "CUDA_ERROR_NOT_READY",
+	ErrorPeerUnsupported: "CUDA_ERROR_PEER_ACCESS_UNSUPPORTED",
+}
+
+// NewError returns the error of a failed call with the standard name of
+// code: for drivers that are not the real one (the fake).
+func NewError(call string, code int, msg string) *Error {
+	return &Error{Call: call, Code: code, Name: errorNames[code], Msg: msg}
+}
+
+// IsCode reports whether err is a driver error with the given CUresult.
+func IsCode(err error, code int) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == code
+}

@@ -1,0 +1,1013 @@
+// Package fake is a CUDA driver made of host memory and goroutines, for
+// running gocoll's device code paths end to end on machines without a GPU.
+//
+// A Machine is a node: its devices, their memory and the registry of IPC
+// handles. Each Process on it is one process's driver (a gpu.Driver), with
+// its own contexts, streams, events and modules; the ranks of a test job
+// are Processes of one Machine, so that IPC handles made by one can be
+// opened by another, as on a real node.
+//
+// It is strict where that finds bugs:
+//   - device memory lives at addresses the CPU cannot touch (a PROT_NONE
+//     reservation); the bytes are kept elsewhere and reached only through
+//     the driver's calls, so code that reads or writes device memory
+//     directly faults at once;
+//   - streams run asynchronously, each on its own goroutine, optionally
+//     with random delays (Options.Jitter), so a missing event or wait
+//     shows up as a wrong result;
+//   - calls that need a context fail with CUDA_ERROR_INVALID_CONTEXT
+//     unless the calling OS thread has one current;
+//   - every call is counted (Stats), so tests can see which path ran:
+//     kernel launches by name, copies by direction, IPC opens and closes.
+//
+// Kernels: ModuleLoadData checks the PTX as package fake's ParsePTX does
+// and keeps its entries; a launch of gocoll_<op>_<type> runs package ops'
+// kernel of the same op and type on the device bytes.
+package fake
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/gocoll/gocoll/gpu"
+	"github.com/gocoll/gocoll/ops"
+)
+
+// Options describe a fake node.
+type Options struct {
+	// Devices is the number of GPUs (default 1).
+	Devices int
+	// NoPeerAccess makes every pair of distinct devices unable to reach
+	// each other (cuDeviceCanAccessPeer false; opening an IPC handle of
+	// another device fails).
+	NoPeerAccess bool
+	// Jitter, when set, delays each stream operation by a random time up
+	// to it.
+	Jitter time.Duration
+}
+
+// Machine is a fake node.
+type Machine struct {
+	opts Options
+	id   uint32
+
+	mu      sync.RWMutex
+	maps    []*mapping // sorted by va: device allocations and IPC mappings
+	allocID uint64
+	procs   int
+
+	statsMu sync.Mutex
+	stats   Stats
+}
+
+// mapping is a range of device addresses and the bytes behind it.
+type mapping struct {
+	va    uintptr
+	size  int
+	a     *allocation
+	proc  *Process // the process that allocated or opened it
+	alias bool     // an IPC mapping of another process's allocation
+	refs  int      // IPC opens of the same handle by proc
+	id    uint64   // buffer id
+}
+
+type allocation struct {
+	id      uint64
+	data    []byte
+	dev     int // machine device index
+	managed bool
+	freed   bool
+	owner   *Process
+}
+
+// Stats counts what the fake did.
+type Stats struct {
+	Launches                     map[string]int // kernel launches by entry name
+	Elements                     map[string]int // elements reduced, by entry name
+	HtoD, DtoH, DtoD, HtoH       int            // cuMemcpyAsync calls by direction
+	BytesHtoD, BytesDtoH         int64
+	BytesDtoD                    int64
+	IPCGets, IPCOpens, IPCCloses int
+	PointerQueries               int
+	ModuleLoads                  int
+}
+
+// The device address space of every fake machine: one reservation the
+// CPU may not touch, handed out without reuse.
+var space struct {
+	sync.Mutex
+	base, next, end uintptr
+}
+
+const spaceSize = 1 << 36
+
+func reserve(n int) uintptr {
+	space.Lock()
+	defer space.Unlock()
+	if space.base == 0 {
+		b, err := syscall.Mmap(-1, 0, spaceSize, syscall.PROT_NONE, syscall.MAP_PRIVATE|syscall.MAP_ANON|syscall.MAP_NORESERVE)
+		if err != nil {
+			panic(fmt.Sprintf("fake: cannot reserve device address space: %v", err))
+		}
+		space.base = uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+		space.next, space.end = space.base, space.base+spaceSize
+	}
+	p := space.next
+	space.next += (uintptr(max(n, 1)) + 4095) &^ 4095
+	if space.next > space.end {
+		panic("fake: device address space exhausted")
+	}
+	return p
+}
+
+func inSpace(p uintptr) bool {
+	space.Lock()
+	defer space.Unlock()
+	return space.base != 0 && p >= space.base && p < space.end
+}
+
+var machines atomic.Uint32
+
+// NewMachine returns a fake node.
+func NewMachine(opts Options) *Machine {
+	if opts.Devices <= 0 {
+		opts.Devices = 1
+	}
+	m := &Machine{opts: opts, id: machines.Add(1)}
+	m.stats.Launches, m.stats.Elements = map[string]int{}, map[string]int{}
+	return m
+}
+
+// BusID returns the PCI bus id of machine device i.
+func (m *Machine) BusID(i int) string { return fmt.Sprintf("0000:%02x:00.0", 0x10+i) }
+
+// Stats returns a copy of the counters.
+func (m *Machine) Stats() Stats {
+	m.statsMu.Lock()
+	defer m.statsMu.Unlock()
+	s := Stats{
+		Launches: map[string]int{}, Elements: map[string]int{},
+		HtoD: m.stats.HtoD, DtoH: m.stats.DtoH, DtoD: m.stats.DtoD, HtoH: m.stats.HtoH,
+		BytesHtoD: m.stats.BytesHtoD, BytesDtoH: m.stats.BytesDtoH, BytesDtoD: m.stats.BytesDtoD,
+		IPCGets: m.stats.IPCGets, IPCOpens: m.stats.IPCOpens, IPCCloses: m.stats.IPCCloses,
+		PointerQueries: m.stats.PointerQueries, ModuleLoads: m.stats.ModuleLoads,
+	}
+	for k, v := range m.stats.Launches {
+		s.Launches[k] = v
+	}
+	for k, v := range m.stats.Elements {
+		s.Elements[k] = v
+	}
+	return s
+}
+
+func (m *Machine) count(f func(s *Stats)) {
+	m.statsMu.Lock()
+	f(&m.stats)
+	m.statsMu.Unlock()
+}
+
+// OpenMappings returns the number of IPC mappings still open on the node.
+func (m *Machine) OpenMappings() int {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	n := 0
+	for _, mp := range m.maps {
+		if mp.alias {
+			n++
+		}
+	}
+	return n
+}
+
+// find returns the mapping that holds [p, p+n), or nil.
+func (m *Machine) find(p uintptr, n int) *mapping {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	i, _ := slices.BinarySearchFunc(m.maps, p, func(mp *mapping, p uintptr) int {
+		switch {
+		case mp.va+uintptr(mp.size) <= p:
+			return -1
+		case mp.va > p:
+			return 1
+		}
+		return 0
+	})
+	if i < len(m.maps) {
+		mp := m.maps[i]
+		if mp.va <= p && p+uintptr(n) <= mp.va+uintptr(mp.size) {
+			return mp
+		}
+	}
+	return nil
+}
+
+func (m *Machine) insert(mp *mapping) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	i, _ := slices.BinarySearchFunc(m.maps, mp.va, func(o *mapping, v uintptr) int {
+		if o.va < v {
+			return -1
+		}
+		if o.va > v {
+			return 1
+		}
+		return 0
+	})
+	m.maps = slices.Insert(m.maps, i, mp)
+}
+
+func (m *Machine) remove(mp *mapping) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.maps = slices.DeleteFunc(m.maps, func(o *mapping) bool { return o == mp })
+}
+
+// Process is one process's driver on a fake node. It implements
+// gpu.Driver; the methods that are not part of it play the application
+// (AppInit, Malloc, Write, Read).
+type Process struct {
+	m       *Machine
+	pid     int
+	visible []int // process device ordinal -> machine device index
+
+	mu          sync.Mutex
+	initialized bool
+	primary     map[int]int // machine device -> retain count (active when > 0 or app-initialised)
+	appActive   map[int]bool
+	current     map[int]gpu.Context // OS thread id -> current context
+	streams     map[gpu.Stream]*stream
+	events      map[gpu.Event]*event
+	modules     map[gpu.Module]map[string]gpu.Function
+	functions   map[gpu.Function]string
+	pinned      map[uintptr][]byte
+	next        uintptr
+	asyncErr    error
+}
+
+// NewProcess returns a process on the node that sees the given machine
+// devices, in that order (all of them when none are given), as
+// CUDA_VISIBLE_DEVICES would.
+func (m *Machine) NewProcess(visible ...int) *Process {
+	if len(visible) == 0 {
+		for i := range m.opts.Devices {
+			visible = append(visible, i)
+		}
+	}
+	m.mu.Lock()
+	m.procs++
+	pid := m.procs
+	m.mu.Unlock()
+	return &Process{
+		m: m, pid: pid, visible: visible,
+		primary: map[int]int{}, appActive: map[int]bool{}, current: map[int]gpu.Context{},
+		streams: map[gpu.Stream]*stream{}, events: map[gpu.Event]*event{},
+		modules: map[gpu.Module]map[string]gpu.Function{}, functions: map[gpu.Function]string{},
+		pinned: map[uintptr][]byte{}, next: 1,
+	}
+}
+
+var _ gpu.Driver = (*Process)(nil)
+
+func fail(call string, code int, format string, a ...any) error {
+	return gpu.NewError(call, code, fmt.Sprintf(format, a...))
+}
+
+// ctxOf returns the primary context of process ordinal dev.
+func (p *Process) ctxOf(dev int) gpu.Context {
+	return gpu.Context(uintptr(p.m.id)<<32 | uintptr(p.pid)<<8 | uintptr(dev+1))
+}
+
+// devOf returns the process ordinal of one of its contexts, or -1.
+func (p *Process) devOf(c gpu.Context) int {
+	for d := range p.visible {
+		if p.ctxOf(d) == c {
+			return d
+		}
+	}
+	return -1
+}
+
+// ordinal returns the process ordinal of a machine device, or -1.
+func (p *Process) ordinal(machineDev int) int {
+	return slices.Index(p.visible, machineDev)
+}
+
+// need checks that CUDA is initialised and the calling thread has one of
+// the process's contexts current, and returns its device ordinal.
+func (p *Process) need(call string) (int, error) {
+	tid := syscall.Gettid()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.initialized {
+		return -1, fail(call, gpu.ErrorNotInitialized, "cuInit was not called")
+	}
+	c := p.current[tid]
+	d := p.devOf(c)
+	if d < 0 {
+		return -1, fail(call, gpu.ErrorInvalidContext, "no current context on thread %d", tid)
+	}
+	return d, nil
+}
+
+// AppInit plays an application that initialises CUDA on device ordinal
+// dev and uses it through the runtime API: the driver is initialised and
+// dev's primary context is active (but current on no thread of ours).
+func (p *Process) AppInit(dev int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.initialized = true
+	p.appActive[p.visible[dev]] = true
+}
+
+// Malloc plays cudaMalloc on device ordinal dev (no context needed).
+func (p *Process) Malloc(dev, n int) uintptr { return p.alloc(dev, n, false) }
+
+// MallocManaged plays cudaMallocManaged on device ordinal dev.
+func (p *Process) MallocManaged(dev, n int) uintptr { return p.alloc(dev, n, true) }
+
+func (p *Process) alloc(dev, n int, managed bool) uintptr {
+	m := p.m
+	m.mu.Lock()
+	m.allocID++
+	a := &allocation{id: m.allocID, data: make([]byte, max(n, 1)), dev: p.visible[dev], managed: managed, owner: p}
+	m.mu.Unlock()
+	mp := &mapping{va: reserve(n), size: max(n, 1), a: a, proc: p, id: a.id}
+	m.insert(mp)
+	return mp.va
+}
+
+// Free plays cudaFree.
+func (p *Process) Free(ptr uintptr) error { return p.free("cudaFree", ptr) }
+
+func (p *Process) free(call string, ptr uintptr) error {
+	mp := p.m.find(ptr, 1)
+	if mp == nil || mp.alias || mp.va != ptr || mp.proc != p {
+		return fail(call, gpu.ErrorInvalidValue, "%#x is not an allocation of this process", ptr)
+	}
+	mp.a.freed = true
+	p.m.remove(mp)
+	return nil
+}
+
+// Write plays cudaMemcpy from host to device, synchronously.
+func (p *Process) Write(ptr uintptr, data []byte) {
+	b, err := p.m.bytes(ptr, len(data))
+	if err != nil {
+		panic(err)
+	}
+	copy(b, data)
+}
+
+// Read plays cudaMemcpy from device to host, synchronously.
+func (p *Process) Read(ptr uintptr, n int) []byte {
+	b, err := p.m.bytes(ptr, n)
+	if err != nil {
+		panic(err)
+	}
+	return slices.Clone(b)
+}
+
+// bytes returns the backing bytes of device range [ptr, ptr+n).
+func (m *Machine) bytes(ptr uintptr, n int) ([]byte, error) {
+	mp := m.find(ptr, n)
+	if mp == nil {
+		return nil, fmt.Errorf("fake: [%#x, +%d) is not device memory", ptr, n)
+	}
+	if mp.a.freed {
+		return nil, fmt.Errorf("fake: [%#x, +%d) was freed", ptr, n)
+	}
+	off := int(ptr - mp.va)
+	return mp.a.data[off : off+n], nil
+}
+
+// host returns host memory [ptr, ptr+n) as bytes.
+func host(ptr uintptr, n int) []byte {
+	return unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&ptr))), n)
+}
+
+// mem returns the bytes behind an address the driver was given: device
+// memory through its backing store, anything else as host memory.
+func (m *Machine) mem(ptr uintptr, n int) ([]byte, bool, error) {
+	if n == 0 {
+		return nil, false, nil
+	}
+	if inSpace(ptr) {
+		b, err := m.bytes(ptr, n)
+		return b, true, err
+	}
+	if ptr == 0 {
+		return nil, false, fmt.Errorf("fake: NULL pointer")
+	}
+	return host(ptr, n), false, nil
+}
+
+// ---- gpu.Driver ----
+
+func (p *Process) Init() error {
+	p.mu.Lock()
+	p.initialized = true
+	p.mu.Unlock()
+	return nil
+}
+
+func (p *Process) initCheck(call string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.initialized {
+		return fail(call, gpu.ErrorNotInitialized, "cuInit was not called")
+	}
+	return nil
+}
+
+func (p *Process) DeviceCount() (int, error) {
+	if err := p.initCheck("cuDeviceGetCount"); err != nil {
+		return 0, err
+	}
+	return len(p.visible), nil
+}
+
+func (p *Process) DevicePCIBusID(dev int) (string, error) {
+	if err := p.initCheck("cuDeviceGetPCIBusId"); err != nil {
+		return "", err
+	}
+	if dev < 0 || dev >= len(p.visible) {
+		return "", fail("cuDeviceGetPCIBusId", 101, "no device %d", dev)
+	}
+	return p.m.BusID(p.visible[dev]), nil
+}
+
+func (p *Process) DeviceByPCIBusID(id string) (int, error) {
+	if err := p.initCheck("cuDeviceGetByPCIBusId"); err != nil {
+		return 0, err
+	}
+	for d, md := range p.visible {
+		if p.m.BusID(md) == id {
+			return d, nil
+		}
+	}
+	return 0, fail("cuDeviceGetByPCIBusId", 101, "no visible device %s", id)
+}
+
+func (p *Process) CanAccessPeer(dev, peer int) (bool, error) {
+	if err := p.initCheck("cuDeviceCanAccessPeer"); err != nil {
+		return false, err
+	}
+	return dev != peer && !p.m.opts.NoPeerAccess, nil
+}
+
+func (p *Process) PrimaryContextActive(dev int) (bool, error) {
+	if err := p.initCheck("cuDevicePrimaryCtxGetState"); err != nil {
+		return false, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	md := p.visible[dev]
+	return p.primary[md] > 0 || p.appActive[md], nil
+}
+
+func (p *Process) PrimaryContextRetain(dev int) (gpu.Context, error) {
+	if err := p.initCheck("cuDevicePrimaryCtxRetain"); err != nil {
+		return 0, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.primary[p.visible[dev]]++
+	return p.ctxOf(dev), nil
+}
+
+func (p *Process) PrimaryContextRelease(dev int) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	md := p.visible[dev]
+	if p.primary[md] == 0 {
+		return fail("cuDevicePrimaryCtxRelease", gpu.ErrorInvalidContext, "not retained")
+	}
+	p.primary[md]--
+	return nil
+}
+
+func (p *Process) CurrentContext() (gpu.Context, error) {
+	if err := p.initCheck("cuCtxGetCurrent"); err != nil {
+		return 0, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.current[syscall.Gettid()], nil
+}
+
+func (p *Process) SetCurrentContext(c gpu.Context) error {
+	if err := p.initCheck("cuCtxSetCurrent"); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c != 0 && p.devOf(c) < 0 {
+		return fail("cuCtxSetCurrent", gpu.ErrorInvalidContext, "%#x is not a context of this process", c)
+	}
+	p.current[syscall.Gettid()] = c
+	return nil
+}
+
+func (p *Process) PointerAttributes(ptr uintptr) (gpu.PointerAttrs, error) {
+	if err := p.initCheck("cuPointerGetAttributes"); err != nil {
+		return gpu.PointerAttrs{}, err
+	}
+	p.m.count(func(s *Stats) { s.PointerQueries++ })
+	if mp := p.m.find(ptr, 1); mp != nil && !mp.a.freed && (mp.proc == p) {
+		d := p.ordinal(mp.a.dev)
+		return gpu.PointerAttrs{Type: gpu.MemoryDevice, Managed: mp.a.managed, Context: p.ctxOf(d), Device: d,
+			BufferID: mp.id, Start: mp.va, Size: mp.size}, nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for base, b := range p.pinned {
+		if ptr >= base && ptr < base+uintptr(len(b)) {
+			return gpu.PointerAttrs{Type: gpu.MemoryHost, Start: base, Size: len(b), Device: -1}, nil
+		}
+	}
+	return gpu.PointerAttrs{Device: -1}, nil
+}
+
+func (p *Process) MemAlloc(size int) (uintptr, error) {
+	d, err := p.need("cuMemAlloc")
+	if err != nil {
+		return 0, err
+	}
+	return p.alloc(d, size, false), nil
+}
+
+func (p *Process) MemFree(ptr uintptr) error {
+	if _, err := p.need("cuMemFree"); err != nil {
+		return err
+	}
+	return p.free("cuMemFree", ptr)
+}
+
+func (p *Process) MemHostAlloc(size int) (uintptr, error) {
+	if _, err := p.need("cuMemHostAlloc"); err != nil {
+		return 0, err
+	}
+	b := make([]byte, max(size, 1))
+	ptr := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	p.mu.Lock()
+	p.pinned[ptr] = b
+	p.mu.Unlock()
+	return ptr, nil
+}
+
+func (p *Process) MemFreeHost(ptr uintptr) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.pinned[ptr]; !ok {
+		return fail("cuMemFreeHost", gpu.ErrorInvalidValue, "%#x is not pinned memory", ptr)
+	}
+	delete(p.pinned, ptr)
+	return nil
+}
+
+func (p *Process) MemcpyAsync(dst, src uintptr, n int, s gpu.Stream) error {
+	const call = "cuMemcpyAsync"
+	if _, err := p.need(call); err != nil {
+		return err
+	}
+	st, err := p.stream(call, s)
+	if err != nil {
+		return err
+	}
+	_, dd, err := p.m.mem(dst, n)
+	if err != nil {
+		return fail(call, gpu.ErrorInvalidValue, "dst: %v", err)
+	}
+	_, sd, err := p.m.mem(src, n)
+	if err != nil {
+		return fail(call, gpu.ErrorInvalidValue, "src: %v", err)
+	}
+	p.m.count(func(s *Stats) {
+		switch {
+		case dd && sd:
+			s.DtoD++
+			s.BytesDtoD += int64(n)
+		case dd:
+			s.HtoD++
+			s.BytesHtoD += int64(n)
+		case sd:
+			s.DtoH++
+			s.BytesDtoH += int64(n)
+		default:
+			s.HtoH++
+		}
+	})
+	st.enqueue(func() error {
+		d, _, err := p.m.mem(dst, n)
+		if err != nil {
+			return err
+		}
+		sb, _, err := p.m.mem(src, n)
+		if err != nil {
+			return err
+		}
+		copy(d, sb)
+		return nil
+	})
+	return nil
+}
+
+// ---- streams and events ----
+
+type stream struct {
+	p      *Process
+	ops    chan func() error
+	closed bool
+}
+
+func (st *stream) enqueue(op func() error) { st.ops <- op }
+
+func (st *stream) run() {
+	for op := range st.ops {
+		if j := st.p.m.opts.Jitter; j > 0 {
+			time.Sleep(time.Duration(rand.Int64N(int64(j))))
+		}
+		if err := op(); err != nil {
+			st.p.mu.Lock()
+			if st.p.asyncErr == nil {
+				st.p.asyncErr = err
+			}
+			st.p.mu.Unlock()
+		}
+	}
+}
+
+type event struct {
+	mu  sync.Mutex
+	rec chan struct{} // closed when the last recorded work completes; nil if never recorded
+}
+
+func (p *Process) handle() uintptr {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.next++
+	return uintptr(p.m.id)<<40 | uintptr(p.pid)<<24 | p.next
+}
+
+func (p *Process) stream(call string, s gpu.Stream) (*stream, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := p.streams[s]
+	if st == nil || st.closed {
+		return nil, fail(call, gpu.ErrorInvalidHandle, "no stream %#x", s)
+	}
+	return st, nil
+}
+
+func (p *Process) event(call string, e gpu.Event) (*event, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ev := p.events[e]
+	if ev == nil {
+		return nil, fail(call, gpu.ErrorInvalidHandle, "no event %#x", e)
+	}
+	return ev, nil
+}
+
+func (p *Process) StreamCreate() (gpu.Stream, error) {
+	if _, err := p.need("cuStreamCreate"); err != nil {
+		return 0, err
+	}
+	s := gpu.Stream(p.handle())
+	st := &stream{p: p, ops: make(chan func() error, 1024)}
+	go st.run()
+	p.mu.Lock()
+	p.streams[s] = st
+	p.mu.Unlock()
+	return s, nil
+}
+
+func (p *Process) StreamDestroy(s gpu.Stream) error {
+	st, err := p.stream("cuStreamDestroy", s)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	st.closed = true
+	delete(p.streams, s)
+	p.mu.Unlock()
+	close(st.ops) // queued work still runs, as with the driver
+	return nil
+}
+
+func (p *Process) StreamWaitEvent(s gpu.Stream, e gpu.Event) error {
+	st, err := p.stream("cuStreamWaitEvent", s)
+	if err != nil {
+		return err
+	}
+	ev, err := p.event("cuStreamWaitEvent", e)
+	if err != nil {
+		return err
+	}
+	ev.mu.Lock()
+	rec := ev.rec
+	ev.mu.Unlock()
+	if rec != nil {
+		st.enqueue(func() error { <-rec; return nil })
+	}
+	return nil
+}
+
+func (p *Process) EventCreate() (gpu.Event, error) {
+	if _, err := p.need("cuEventCreate"); err != nil {
+		return 0, err
+	}
+	e := gpu.Event(p.handle())
+	p.mu.Lock()
+	p.events[e] = &event{}
+	p.mu.Unlock()
+	return e, nil
+}
+
+func (p *Process) EventDestroy(e gpu.Event) error {
+	if _, err := p.event("cuEventDestroy", e); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	delete(p.events, e)
+	p.mu.Unlock()
+	return nil
+}
+
+func (p *Process) EventRecord(e gpu.Event, s gpu.Stream) error {
+	if _, err := p.need("cuEventRecord"); err != nil {
+		return err
+	}
+	ev, err := p.event("cuEventRecord", e)
+	if err != nil {
+		return err
+	}
+	st, err := p.stream("cuEventRecord", s)
+	if err != nil {
+		return err
+	}
+	rec := make(chan struct{})
+	ev.mu.Lock()
+	ev.rec = rec
+	ev.mu.Unlock()
+	st.enqueue(func() error { close(rec); return nil })
+	return nil
+}
+
+func (p *Process) asyncError() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.asyncErr != nil {
+		return fail("(asynchronous)", 700, "%v", p.asyncErr) // CUDA_ERROR_ILLEGAL_ADDRESS
+	}
+	return nil
+}
+
+func (p *Process) EventQuery(e gpu.Event) (bool, error) {
+	ev, err := p.event("cuEventQuery", e)
+	if err != nil {
+		return false, err
+	}
+	ev.mu.Lock()
+	rec := ev.rec
+	ev.mu.Unlock()
+	if rec == nil {
+		return true, p.asyncError()
+	}
+	select {
+	case <-rec:
+		return true, p.asyncError()
+	default:
+		return false, nil
+	}
+}
+
+func (p *Process) EventSynchronize(e gpu.Event) error {
+	ev, err := p.event("cuEventSynchronize", e)
+	if err != nil {
+		return err
+	}
+	ev.mu.Lock()
+	rec := ev.rec
+	ev.mu.Unlock()
+	if rec != nil {
+		<-rec
+	}
+	return p.asyncError()
+}
+
+// ---- modules and kernels ----
+
+func (p *Process) ModuleLoadData(ptx string) (gpu.Module, error) {
+	if _, err := p.need("cuModuleLoadDataEx"); err != nil {
+		return 0, err
+	}
+	entries, err := ParsePTX(ptx)
+	if err != nil {
+		return 0, fail("cuModuleLoadDataEx", gpu.ErrorInvalidPTX, "JIT log: %v", err)
+	}
+	p.m.count(func(s *Stats) { s.ModuleLoads++ })
+	mod := gpu.Module(p.handle())
+	fns := map[string]gpu.Function{}
+	for _, e := range entries {
+		f := gpu.Function(p.handle())
+		fns[e.Name] = f
+		p.mu.Lock()
+		p.functions[f] = e.Name
+		p.mu.Unlock()
+	}
+	p.mu.Lock()
+	p.modules[mod] = fns
+	p.mu.Unlock()
+	return mod, nil
+}
+
+func (p *Process) ModuleGetFunction(mod gpu.Module, name string) (gpu.Function, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fns, ok := p.modules[mod]
+	if !ok {
+		return 0, fail("cuModuleGetFunction", gpu.ErrorInvalidHandle, "no module %#x", mod)
+	}
+	f, ok := fns[name]
+	if !ok {
+		return 0, fail("cuModuleGetFunction", gpu.ErrorNotFound, "no entry %s", name)
+	}
+	return f, nil
+}
+
+func (p *Process) ModuleUnload(mod gpu.Module) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.modules[mod]; !ok {
+		return fail("cuModuleUnload", gpu.ErrorInvalidHandle, "no module %#x", mod)
+	}
+	delete(p.modules, mod)
+	return nil
+}
+
+// hostType is the ops datatype whose kernel a GPU element type runs.
+var hostType = map[gpu.Elem]ops.Type{
+	gpu.F16: ops.Float16, gpu.BF16: ops.BFloat16, gpu.F32: ops.Float, gpu.F64: ops.Double,
+	gpu.S32: ops.Int32, gpu.S64: ops.Int64, gpu.U32: ops.Uint32, gpu.U64: ops.Uint64,
+}
+
+func (p *Process) LaunchKernel(f gpu.Function, grid, block int, s gpu.Stream, dst, a, b uintptr, n int) error {
+	const call = "cuLaunchKernel"
+	if _, err := p.need(call); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	name, ok := p.functions[f]
+	p.mu.Unlock()
+	if !ok {
+		return fail(call, gpu.ErrorInvalidHandle, "no function %#x", f)
+	}
+	if grid < 1 || block < 1 || block > 1024 || grid > 1<<31-1 {
+		return fail(call, gpu.ErrorInvalidValue, "grid %d, block %d", grid, block)
+	}
+	op, elem, ok := gpu.ParseKernelName(name)
+	if !ok {
+		return fail(call, gpu.ErrorInvalidValue, "fake cannot run %s", name)
+	}
+	k, err := ops.Lookup(op, hostType[elem])
+	if err != nil {
+		return fail(call, gpu.ErrorInvalidValue, "%v", err)
+	}
+	st, err := p.stream(call, s)
+	if err != nil {
+		return err
+	}
+	size := n * elem.Size()
+	for _, ptr := range []uintptr{dst, a, b} {
+		if _, dev, err := p.m.mem(ptr, size); err != nil || (!dev && size > 0) {
+			return fail(call, gpu.ErrorInvalidValue, "kernel operand %#x is not device memory", ptr)
+		}
+	}
+	p.m.count(func(s *Stats) {
+		s.Launches[name]++
+		s.Elements[name] += n
+	})
+	st.enqueue(func() error {
+		if size == 0 {
+			return nil
+		}
+		d, _, err := p.m.mem(dst, size)
+		if err != nil {
+			return err
+		}
+		x, _, err := p.m.mem(a, size)
+		if err != nil {
+			return err
+		}
+		y, _, err := p.m.mem(b, size)
+		if err != nil {
+			return err
+		}
+		k(d, x, y)
+		return nil
+	})
+	return nil
+}
+
+// ---- IPC ----
+
+const handleMagic = 0x67636f6c // "gcol"
+
+func (p *Process) IpcGetMemHandle(base uintptr) (gpu.IPCHandle, error) {
+	const call = "cuIpcGetMemHandle"
+	var h gpu.IPCHandle
+	if _, err := p.need(call); err != nil {
+		return h, err
+	}
+	mp := p.m.find(base, 1)
+	if mp == nil || mp.va != base || mp.alias || mp.proc != p || mp.a.freed {
+		return h, fail(call, gpu.ErrorInvalidValue, "%#x is not the base of an allocation of this process", base)
+	}
+	if mp.a.managed {
+		return h, fail(call, gpu.ErrorInvalidValue, "managed memory has no IPC handle")
+	}
+	binary.LittleEndian.PutUint32(h[0:], handleMagic)
+	binary.LittleEndian.PutUint32(h[4:], p.m.id)
+	binary.LittleEndian.PutUint64(h[8:], mp.a.id)
+	binary.LittleEndian.PutUint32(h[16:], uint32(p.pid))
+	p.m.count(func(s *Stats) { s.IPCGets++ })
+	return h, nil
+}
+
+func (p *Process) IpcOpenMemHandle(h gpu.IPCHandle) (uintptr, error) {
+	const call = "cuIpcOpenMemHandle"
+	d, err := p.need(call)
+	if err != nil {
+		return 0, err
+	}
+	if binary.LittleEndian.Uint32(h[0:]) != handleMagic || binary.LittleEndian.Uint32(h[4:]) != p.m.id {
+		return 0, fail(call, gpu.ErrorInvalidValue, "not a handle of this node")
+	}
+	id, pid := binary.LittleEndian.Uint64(h[8:]), int(binary.LittleEndian.Uint32(h[16:]))
+	if pid == p.pid {
+		return 0, fail(call, gpu.ErrorInvalidContext, "a process cannot open its own IPC handle")
+	}
+	m := p.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var orig *mapping
+	for _, mp := range m.maps {
+		if mp.a.id == id && !mp.alias {
+			orig = mp
+		}
+		if mp.a.id == id && mp.alias && mp.proc == p {
+			mp.refs++ // opened before: the same mapping
+			m.count(func(s *Stats) { s.IPCOpens++ })
+			return mp.va, nil
+		}
+	}
+	if orig == nil || orig.a.freed {
+		return 0, fail(call, gpu.ErrorInvalidValue, "the allocation behind the handle was freed")
+	}
+	if orig.a.dev != p.visible[d] && m.opts.NoPeerAccess {
+		return 0, fail(call, gpu.ErrorPeerUnsupported, "device %d cannot reach device %d", p.visible[d], orig.a.dev)
+	}
+	m.allocID++
+	mp := &mapping{va: reserve(orig.size), size: orig.size, a: orig.a, proc: p, alias: true, refs: 1, id: m.allocID}
+	i, _ := slices.BinarySearchFunc(m.maps, mp.va, func(o *mapping, v uintptr) int {
+		if o.va < v {
+			return -1
+		}
+		if o.va > v {
+			return 1
+		}
+		return 0
+	})
+	m.maps = slices.Insert(m.maps, i, mp)
+	m.count(func(s *Stats) { s.IPCOpens++ })
+	return mp.va, nil
+}
+
+func (p *Process) IpcCloseMemHandle(ptr uintptr) error {
+	const call = "cuIpcCloseMemHandle"
+	if _, err := p.need(call); err != nil {
+		return err
+	}
+	m := p.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i, mp := range m.maps {
+		if mp.va == ptr && mp.alias && mp.proc == p {
+			m.count(func(s *Stats) { s.IPCCloses++ })
+			if mp.refs--; mp.refs == 0 {
+				m.maps = slices.Delete(m.maps, i, i+1)
+			}
+			return nil
+		}
+	}
+	return fail(call, gpu.ErrorInvalidValue, "%#x is not an open IPC mapping of this process", ptr)
+}

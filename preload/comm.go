@@ -1,0 +1,292 @@
+package main
+
+/*
+#include "preload.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"github.com/gocoll/gocoll/bootstrap"
+	"github.com/gocoll/gocoll/coll"
+	"github.com/gocoll/gocoll/transport"
+	"github.com/gocoll/gocoll/transport/hostmpi"
+	"github.com/gocoll/gocoll/transport/inproc"
+	"github.com/gocoll/gocoll/transport/route"
+	"github.com/gocoll/gocoll/transport/shm"
+)
+
+// commState is gocoll's side of one user communicator: its private
+// duplicate, its transports and its coll.Comm. It is made at the first
+// call gocoll runs on the communicator and freed by the delete callback
+// of the communicator's attribute (MPI_Comm_free), or at MPI_Finalize.
+type commState struct {
+	id         C.int
+	cs         *C.struct_gc_comm // the C half's state (C memory)
+	name       string
+	rank, size int
+	dup        C.gc_handle // 0 for a one-rank communicator
+	t          transport.Transport
+	c          *coll.Comm
+	counts     []int // Reduce_scatter's recvcounts, reused
+	transports string
+	oneHost    bool // every rank shares this host
+}
+
+// comms holds every live commState by id, and counts them for the
+// finalize report.
+var comms = struct {
+	sync.Mutex
+	byID                        map[C.int]*commState
+	next                        C.int
+	setUp, freed, dups, dupsOut int
+}{byID: map[C.int]*commState{}}
+
+// stateOf returns the call's commState, setting the communicator up at
+// its first call (fresh is then true).
+func stateOf(c *C.struct_gc_call) (st *commState, fresh bool, err error) {
+	if id := c.cs.id; id != 0 {
+		comms.Lock()
+		st := comms.byID[id]
+		comms.Unlock()
+		if st == nil {
+			return nil, false, fmt.Errorf("gocoll: communicator state %d is gone", id)
+		}
+		return st, false, nil
+	}
+	st, err = setUp(c)
+	if err != nil {
+		return nil, false, err
+	}
+	comms.Lock()
+	comms.next++
+	id := comms.next
+	comms.Unlock()
+	if st.name == "" {
+		st.name = fmt.Sprintf("comm%d", id)
+	}
+	c0, err := coll.NewComm(st.t, identity(st.size), 1, st.name, cfg.coll)
+	if err != nil {
+		st.close()
+		return nil, false, err
+	}
+	st.c = c0
+	if st.size > 1 && st.oneHost {
+		// The shm algorithms' shared segment: collective over the new
+		// communicator, all or none.
+		if err := c0.AttachShared(); err != nil {
+			st.transports += fmt.Sprintf("; no shared segment: %v", err)
+		} else {
+			st.transports += "; shared segment"
+		}
+	}
+	st.id = id
+	comms.Lock()
+	comms.byID[id] = st
+	comms.setUp++
+	if st.dup != 0 {
+		comms.dups++
+	}
+	comms.Unlock()
+	c.cs.id = id
+	if cfg.debug {
+		fmt.Fprintf(os.Stderr, "gocoll: rank %d: %s set up: p=%d, %s\n", st.rank, st.name, st.size, st.transports)
+	}
+	return st, true, nil
+}
+
+func identity(n int) []int {
+	r := make([]int, n)
+	for i := range r {
+		r[i] = i
+	}
+	return r
+}
+
+// setUp makes gocoll's side of the call's communicator. It is collective
+// over the communicator (every rank is in the same call): it duplicates
+// it, exchanges host names over the duplicate, builds shared memory
+// between the ranks of each host and the host MPI's point-to-point
+// between hosts, and finally agrees, with an allreduce on the user's
+// communicator, that every rank succeeded. If one did not, every rank
+// gives up gocoll on this communicator, so that all hand it to the host.
+func setUp(c *C.struct_gc_call) (*commState, error) {
+	st := &commState{cs: c.cs, rank: int(c.cs.rank), size: int(c.cs.size), name: commName(c.comm)}
+	err := st.build(c.comm)
+	ok := C.int(1)
+	if err != nil {
+		ok = 0
+	}
+	if rc := C.gc_allreduce_min_int(c.comm, &ok); rc != 0 && err == nil {
+		err = check("MPI_Allreduce", rc)
+	}
+	if err == nil && ok == 0 {
+		err = errors.New("another rank could not set gocoll up")
+	}
+	if err != nil {
+		st.close()
+		return nil, err
+	}
+	return st, nil
+}
+
+func (st *commState) build(comm C.gc_handle) error {
+	if st.size == 1 {
+		st.t = inproc.New(1)[0]
+		st.transports = "one rank"
+		return nil
+	}
+	if err := check("MPI_Comm_create", C.gc_dup(comm, &st.dup)); err != nil {
+		st.dup = 0
+		return err
+	}
+	kvs := bootstrap.Gathered(st.rank, st.size, allgatherOn(st.dup, st.size))
+	var sm *shm.Endpoint
+	if cfg.transport != "hostmpi" {
+		var err error
+		if sm, err = shm.New(kvs, shm.Options{Timeout: cfg.timeout}); err != nil {
+			return fmt.Errorf("shared-memory transport: %w", err)
+		}
+	}
+	var local, remote []int
+	for p := range st.size {
+		if p == st.rank {
+			continue
+		}
+		if sm != nil && sm.Reaches(p) {
+			local = append(local, p)
+		} else {
+			remote = append(remote, p)
+		}
+	}
+	st.transports = fmt.Sprintf("shm to %v, hostmpi to %v", local, remote)
+	if len(remote) == 0 {
+		st.t, st.oneHost = sm, true
+		return nil
+	}
+	if cfg.transport == "shm" {
+		if sm != nil {
+			sm.Close()
+		}
+		return fmt.Errorf("GOCOLL_TRANSPORT=shm, but ranks %v are on other hosts", remote)
+	}
+	m, err := newPMPIComm(st.dup, st.rank, st.size)
+	if err != nil {
+		if sm != nil {
+			sm.Close()
+		}
+		return err
+	}
+	var idle func()
+	if sm != nil && len(local) > 0 {
+		// While waiting for other hosts, keep serving this one (see
+		// package hostmpi, "Progress").
+		idle = func() { sm.Start(nil) }
+	}
+	hm, err := hostmpi.New(m, hostmpi.Options{Idle: idle})
+	if err != nil {
+		if sm != nil {
+			sm.Close()
+		}
+		return err
+	}
+	if sm == nil || len(local) == 0 {
+		if sm != nil {
+			sm.Close()
+		}
+		st.t = hm
+		return nil
+	}
+	// Same host over shared memory, else the host MPI: symmetric, as
+	// route requires, since sharing a host is.
+	st.t = route.New(st.rank, st.size, []transport.Transport{sm, hm}, func(peer int) int {
+		if sm.Reaches(peer) {
+			return 0
+		}
+		return 1
+	})
+	return nil
+}
+
+// close releases the transports and the duplicate.
+func (st *commState) close() {
+	if st.c != nil {
+		st.c.Close()
+	}
+	if st.t != nil {
+		st.t.Close()
+	}
+	if st.dup != 0 {
+		C.gc_comm_free(&st.dup)
+		st.dup = 0
+		comms.Lock()
+		comms.dupsOut++
+		comms.Unlock()
+	}
+}
+
+// commName is the name in debug lines: MPI_COMM_WORLD, MPI_COMM_SELF, the
+// MPI_Comm_set_name name, or, set later, comm<id>.
+func commName(h C.gc_handle) string {
+	switch h {
+	case C.gc_world():
+		return "MPI_COMM_WORLD"
+	case C.gc_self():
+		return "MPI_COMM_SELF"
+	}
+	var buf [256]C.char
+	if C.gc_comm_name(h, &buf[0], C.int(len(buf))) != 0 {
+		return ""
+	}
+	name := C.GoString(&buf[0])
+	return strings.Map(func(r rune) rune {
+		if r <= ' ' {
+			return '_'
+		}
+		return r
+	}, name)
+}
+
+// free drops a communicator's state (its attribute is being deleted).
+func free(id C.int) {
+	comms.Lock()
+	st := comms.byID[id]
+	delete(comms.byID, id)
+	if st != nil {
+		comms.freed++
+	}
+	comms.Unlock()
+	if st != nil {
+		st.close()
+	}
+}
+
+// finish frees every communicator still alive, at MPI_Finalize, and says
+// what the library did (GOCOLL_DEBUG=info).
+func finish() {
+	comms.Lock()
+	live := make([]*commState, 0, len(comms.byID))
+	for id, st := range comms.byID {
+		live = append(live, st)
+		delete(comms.byID, id)
+	}
+	setUp, freed, dups, dupsOut := comms.setUp, comms.freed, comms.dups, comms.dupsOut
+	comms.Unlock()
+	liveDups := dups - dupsOut
+	for _, st := range live {
+		st.cs.id = 0 // its attribute is deleted later, with nothing left to free
+		st.close()
+	}
+	if cfg != nil && cfg.debug {
+		fmt.Fprintf(os.Stderr, "gocoll: rank %d: finalize: communicators set up %d, freed %d, live %d; private duplicates made %d, freed %d, live %d; calls run by gocoll %d, by the host MPI %d\n",
+			int(C.gc_world_rank()), setUp, freed, len(live), dups, dupsOut, liveDups, gocollCalls.Load(), uint64(C.gc_native_calls))
+	}
+}
+
+var _ unsafe.Pointer

@@ -1,0 +1,167 @@
+// Command preload is libgocoll-preload.so: gocoll's collectives for an
+// application already built with Open MPI or MPICH, in C or Fortran,
+// without relinking it:
+//
+//	mpirun.openmpi -np 8 -x LD_PRELOAD=$GOCOLL/build/lib/libgocoll-preload.so ./app
+//	mpiexec.mpich  -n 8 -genv LD_PRELOAD $GOCOLL/build/lib/libgocoll-preload.so ./app
+//
+// # Interception
+//
+// The library defines MPI_Allreduce, MPI_Reduce_scatter,
+// MPI_Reduce_scatter_block and MPI_Allgather, their MPI-4 large-count
+// _c forms, and the Fortran names Open MPI's bindings use (mpi_allreduce_,
+// mpi_allreduce, mpi_allreduce__, MPI_ALLREDUCE and the mpi_f08 module's
+// mpi_allreduce_f08_, and the same for the other three), and nothing else:
+// a linker version script (exports.map) keeps the Go runtime's and cgo's
+// symbols local, so the library can interpose on nothing but these.
+// Preloaded, its definitions come before the host library's; every other
+// MPI call goes straight to the host. Open MPI's Fortran libraries call
+// PMPI_ functions directly, hence the Fortran names (fortran.c: handles
+// converted with PMPI_Comm_f2c, PMPI_Type_f2c, PMPI_Op_f2c; Fortran
+// MPI_IN_PLACE and MPI_BOTTOM recognised by the addresses of
+// mpi_fortran_in_place_ and mpi_fortran_bottom_). MPICH's Fortran library
+// calls the C MPI_ functions, so under MPICH the Fortran names forward to
+// MPICH's own and the C interception does the rest.
+//
+// # Detection
+//
+// Nothing happens at load time: the library has no load-time reference
+// to any MPI symbol and no constructor, so it loads into shells,
+// launchers and any process that never calls MPI, and into programs that
+// load libmpi with RTLD_LOCAL (Python's mpi4py). At the first intercepted
+// call it finds the host library with dlopen(RTLD_NOLOAD) of its soname
+// (libmpi.so.40: Open MPI; libmpich.so.12: MPICH), falling back to the
+// global scope (ompi_mpi_comm_world, MPIR_Dup_fn), and looks up the
+// PMPI_ functions it needs with dlsym on that handle (pmpi.c). It starts
+// gocoll only once PMPI_Initialized says MPI is running: a call before
+// MPI_Init or after MPI_Finalize goes to the host, which reports it.
+//
+// # Handles
+//
+// The two ABIs disagree on every handle, so the C half carries handles
+// as 64-bit integers (gc_handle). MPICH's are ints: the upper half of the
+// register is garbage and is masked off. Predefined datatypes and ops are
+// recognised by handle in small hash tables filled at start-up: MPICH's
+// are fixed integers (the MPICH ABI, as in gocoll's own mpi.h); Open MPI's
+// are the addresses of its predefined objects (ompi_mpi_double,
+// ompi_mpi_op_sum, ...), looked up with dlsym(RTLD_DEFAULT) first, since an
+// executable has its own copy-relocated copies and the application's
+// handles point there. A datatype is registered only if the host agrees
+// with gocoll on its extent. MPI_IN_PLACE is (void*)1 on Open MPI and
+// (void*)-1 on MPICH; MPI_ANY_SOURCE, status layouts and error classes
+// differ too (pmpi.c). Rank and size come from PMPI_Comm_rank and
+// PMPI_Comm_size.
+//
+// # Communicators
+//
+// gocoll keeps its state of a user communicator as an attribute of it
+// (PMPI_Comm_set_attr): one lookup per call finds it, its copy callback
+// keeps it off MPI_Comm_dup's copies, and its delete callback frees it
+// with the communicator. At the first call gocoll runs on a communicator
+// (a collective moment: every rank is in the same call), it makes a
+// private communicator with the same group (PMPI_Comm_create, so that the
+// application's attribute copy callbacks never run for it), errors on it
+// returning to gocoll; gocoll's own traffic uses only that communicator,
+// so it can never match the application's receives, wildcards included.
+// The delete callback frees it. MPI_Finalize deletes MPI_COMM_SELF's
+// attributes first, while MPI still works: an attribute there frees
+// whatever is left and, with GOCOLL_DEBUG=info, prints a report per rank
+// (communicators set up and freed, private duplicates made, freed and
+// live, calls run by gocoll and by the host).
+//
+// # Transports
+//
+// Setting a communicator up exchanges host names (bootstrap.HostID) with
+// a key-value space whose fence is a PMPI_Allgather over the private
+// communicator (bootstrap.Gathered). Ranks of one host talk through
+// gocoll's shared-memory transport (transport/shm); ranks on other hosts
+// through the host MPI's own PMPI_Isend/Irecv/Test on the private
+// communicator (transport/hostmpi), so gocoll runs on any network the
+// host MPI runs on; transport/route picks per pair (same host or not is
+// symmetric). When every rank shares the host, the communicator also gets
+// a shared segment (coll.Comm.AttachShared) for the shm algorithms.
+// Setup ends with a PMPI_Allreduce on the user's communicator in which
+// every rank says whether it succeeded: if any did not, all of them give
+// the communicator to the host for good, so that no rank waits in gocoll
+// for ranks that went to the host. GOCOLL_TRANSPORT=hostmpi uses the host
+// MPI between every pair (for tests, and for comparisons).
+//
+// Every PMPI call gocoll makes runs on the goroutine that entered Go from
+// the intercepted call, and a C -> Go -> C call stays on one OS thread, so
+// the application's thread is the only one calling MPI: programs
+// initialized with MPI_THREAD_FUNNELED or SERIALIZED keep their promise.
+//
+// # Fallback
+//
+// A call goes to the host's PMPI_ function, decided in C before entering
+// Go wherever possible (entering Go costs about 0.2 us, a small native
+// collective about 0.5 us), when: MPI is not running; the communicator is
+// MPI_COMM_NULL or an intercommunicator; GOCOLL_<COLLECTIVE>_ALGORITHM is
+// native; a datatype is derived or one gocoll does not know; the op is
+// MPI_OP_NULL, MPI_REPLACE or MPI_NO_OP, or a predefined op gocoll does not
+// define on the datatype; allgather's send and receive sizes differ; a
+// buffer with data is NULL; a buffer is CUDA device memory (device.c: if
+// the process has loaded libcuda, cuPointerGetAttribute says so; the CUDA
+// work will replace this); the communicator could not be set up; or the
+// tuner chose native. User-defined ops are gocoll's: it applies them with
+// PMPI_Reduce_local, so C and Fortran functions alike, and honours
+// PMPI_Op_commutative (non-commutative ops are reduced in rank order).
+// With GOCOLL_DEBUG=info each call prints one line, gocoll's
+//
+//	gocoll: rank R: MPI_Allreduce comm=NAME bytes=B p=P algorithm=X (tuned|forced)
+//
+// or the host's, with the reason:
+//
+//	gocoll: rank R: MPI_Allreduce -> host MPI (intercommunicator)
+//
+// Every rank of a communicator must make the same choice for a call, or
+// some would wait in gocoll for ranks in the host's collective. The
+// tuner's choice depends only on what all ranks share (collective, total
+// bytes, ranks, op commutativity, whether they share a host). Fallbacks
+// are per rank: the MPI standard already requires the same datatype and
+// op on every rank of a reduction, but a program that passes a derived
+// datatype (or device memory) on some ranks and a predefined one (host
+// memory) on others, legal for MPI_Allgather, would hang.
+//
+// # Choosing native or gocoll
+//
+// The tuner (tuner.NewWithOptions with Options.Native) considers the host
+// MPI's collective as one more algorithm, "native". With
+// GOCOLL_*_ALGORITHM=auto the rules are GOCOLL_TUNING_FILE's, then the
+// crossovers measured on the reference machine for this host MPI
+// (rules.go, generated by preload/tune), then tuner.Defaults. The C half
+// caches the tuner's answer per communicator, collective, size and op
+// commutativity, so a repeated call never enters Go to be handed to the
+// host. Before a communicator is set up the tuner assumes its ranks share
+// a host; once set up it knows, and is asked again.
+//
+// # Robustness
+//
+// No Go panic crosses into C: every exported Go function recovers, and a
+// panic in a collective becomes MPI_ERR_INTERN through the communicator's
+// error handler (PMPI_Comm_call_errhandler), as every gocoll error does,
+// after a message on stderr unless the handler is MPI_ERRORS_RETURN.
+// GOCOLL_PRELOAD_FAULT=N injects a panic into the Nth call, for tests.
+// Bad GOCOLL_ variables are reported once and fail every collective the
+// same way.
+//
+// # Signals
+//
+// Loading a Go library installs the Go runtime's handlers for SIGSEGV,
+// SIGBUS, SIGFPE, SIGPIPE and the signals it uses itself (SIGURG for
+// preemption), chaining to handlers installed before it. Open MPI then
+// finds those signals taken and does not install its own backtrace
+// handlers: a crash under the preload prints no Open MPI backtrace (run
+// without the preload to get one). MPICH's and UCX's handlers, installed
+// before, are chained and still run. A crash in the application's own
+// code is still a crash; a crash inside gocoll's Go code prints a Go
+// stack trace.
+//
+// # Costs
+//
+// Each rank gains the Go runtime's few threads and a few MB of memory;
+// each communicator gocoll runs on, a private communicator, a
+// shared-memory segment per host (4 MiB for 4 local ranks) and, on one
+// host, the shm algorithms' segment; they are freed with the
+// communicator.
+package main

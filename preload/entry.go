@@ -1,0 +1,359 @@
+package main
+
+/*
+#include "preload.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"os"
+	"runtime/debug"
+	"strings"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/gocoll/gocoll/algorithms"
+	"github.com/gocoll/gocoll/coll"
+	"github.com/gocoll/gocoll/mpierr"
+	"github.com/gocoll/gocoll/ops"
+	"github.com/gocoll/gocoll/tuner"
+)
+
+// The Go half's entry points, called by shim.c. Each recovers from any
+// panic: none crosses into C.
+
+var (
+	cfg         *config
+	gocollCalls atomic.Uint64
+)
+
+// internal reports a recovered panic and returns its MPI error class.
+func internal(where string, v any) C.int {
+	fmt.Fprintf(os.Stderr, "gocoll: %s: internal error: %v\n%s", where, v, debug.Stack())
+	return C.int(mpierr.Intern)
+}
+
+// gc_go_start reads the configuration and registers the host's
+// predefined datatypes and ops with the C half, at the first collective
+// call after MPI_Init. It returns 0, or -1 after printing what is wrong
+// with the environment.
+//
+//export gc_go_start
+func gc_go_start() (rc C.int) {
+	defer func() {
+		if v := recover(); v != nil {
+			rc = -internal("starting", v)
+		}
+	}()
+	flavor := "openmpi"
+	if C.gc_flavor == C.GC_MPICH {
+		flavor = "mpich"
+	}
+	c, err := loadConfig(os.Getenv, flavor)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "gocoll: %v; every collective call fails (LD_PRELOAD mode)\n", err)
+		return -1
+	}
+	n := registerHandles(func(h C.gc_handle) (int64, int64, bool) {
+		var lb, ext C.int64_t
+		ok := C.gc_type_extent(h, &lb, &ext) == 0
+		return int64(lb), int64(ext), ok
+	})
+	for i, cl := range algorithms.Collectives {
+		if c.tuner.Forced(cl) == tuner.Native {
+			C.gc_forced_native[i] = 1
+		}
+	}
+	cfg = c
+	if c.debug {
+		fmt.Fprintf(os.Stderr, "gocoll: rank %d: preloaded over %s (%s), %d datatypes, %d measured rules\n",
+			int(C.gc_world_rank()), flavor, C.GoString(C.gc_library_version()), n, len(measuredRules[flavor]))
+	}
+	return 0
+}
+
+// query is the tuner's view of a call. Whether the ranks share a host
+// (and so a segment for the shm algorithms) is known once the
+// communicator is set up; before, at its first calls, the tuner assumes
+// they do, and asks again after the setup (gc_go_run), so that a
+// communicator whose rules favour the shm algorithms gets set up at all.
+// Either way every rank asks the same question.
+func query(c *C.struct_gc_call, shared bool) tuner.Query {
+	return tuner.Query{
+		Collective: algorithms.Collective(c.coll),
+		Bytes:      int64(c.bytes),
+		Params: algorithms.Params{P: int(c.cs.size), Rank: int(c.cs.rank), Commutative: c.commutative != 0,
+			SharedMemory: shared && c.cs.size > 1},
+	}
+}
+
+// gc_go_decide asks the tuner about a call: the index of gocoll's
+// algorithm (c.how set), -1 for the host MPI, -2 when the call must fail
+// (GOCOLL_FALLBACK=error), after saying why.
+//
+//export gc_go_decide
+func gc_go_decide(c *C.struct_gc_call) (rc C.int) {
+	defer func() {
+		if v := recover(); v != nil {
+			internal("choosing an algorithm", v)
+			rc = -2
+		}
+	}()
+	shared := true
+	if c.cs.id != 0 {
+		comms.Lock()
+		st := comms.byID[c.cs.id]
+		comms.Unlock()
+		shared = st != nil && st.c.Shared()
+	}
+	return decide(c, shared)
+}
+
+func decide(c *C.struct_gc_call, shared bool) C.int {
+	q := query(c, shared)
+	ch, err := cfg.tuner.Choose(q)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "gocoll: rank %d: %s: %v\n", int(c.cs.rank), q.Collective, err)
+		return -2
+	}
+	if ch.Native {
+		if cfg.debug {
+			// ch.How is "tuned", or "tuned (forced X cannot run: why)".
+			why := ""
+			if rest, ok := strings.CutPrefix(ch.How, "tuned ("); ok {
+				why = "; " + strings.TrimSuffix(rest, ")")
+			}
+			fmt.Fprintf(os.Stderr, "gocoll: rank %d: %s -> host MPI (tuned: native for %d bytes at p=%d%s)\n",
+				int(c.cs.rank), q.Collective, q.Bytes, q.Params.P, why)
+		}
+		return -1
+	}
+	switch {
+	case ch.How == "tuned":
+		c.how = 0
+	case ch.How == "forced":
+		c.how = 1
+	default:
+		c.how = 2
+	}
+	return C.int(cfg.algIndex(int(c.coll), ch.Alg.Name))
+}
+
+// reasons are the texts of the C half's fallback reasons.
+var reasons = [...]string{
+	C.GC_R_NOT_READY: "MPI not initialized, or gocoll stopped",
+	C.GC_R_COMM:      "MPI_COMM_NULL or not a communicator",
+	C.GC_R_INTER:     "intercommunicator",
+	C.GC_R_FORCED:    "forced: native",
+	C.GC_R_DATATYPE:  "derived or unsupported datatype",
+	C.GC_R_OP:        "MPI_OP_NULL, MPI_REPLACE, MPI_NO_OP or not an op",
+	C.GC_R_OP_TYPE:   "op not defined on the datatype by gocoll",
+	C.GC_R_DEVICE:    "CUDA device buffer",
+	C.GC_R_BUFFER:    "NULL buffer with data",
+	C.GC_R_SIZES:     "send and receive sizes differ",
+	C.GC_R_SETUP:     "gocoll could not set this communicator up",
+	C.GC_R_LARGE:     "count too large for the host's point-to-point calls",
+	C.GC_R_TUNED:     "tuned: native",
+}
+
+// gc_go_note prints why the C half handed a call to the host MPI
+// (GOCOLL_DEBUG=info).
+//
+//export gc_go_note
+func gc_go_note(coll, rank, why C.int) {
+	defer func() {
+		if v := recover(); v != nil {
+			internal("logging", v)
+		}
+	}()
+	reason := fmt.Sprintf("reason %d", int(why))
+	if int(why) < len(reasons) && reasons[why] != "" {
+		reason = reasons[why]
+	}
+	fmt.Fprintf(os.Stderr, "gocoll: rank %d: %s -> host MPI (%s)\n", int(rank), algorithms.Collective(coll), reason)
+}
+
+// gc_go_run runs a call with gocoll: 0, an MPI error class (gocoll's
+// values; the C half maps them to the host's and calls the error
+// handler), -1 when the communicator cannot be set up and the host must
+// run the call (and every later one on it), or -2 when, the communicator
+// now set up, the tuner gives this call to the host after all.
+//
+//export gc_go_run
+func gc_go_run(c *C.struct_gc_call) (rc C.int) {
+	cl := algorithms.Collective(c.coll)
+	defer func() {
+		if v := recover(); v != nil {
+			rc = internal(cl.String(), v)
+		}
+	}()
+	st, fresh, err := stateOf(c)
+	if err != nil {
+		c.cs.native = 1
+		fmt.Fprintf(os.Stderr, "gocoll: rank %d: %s: cannot run gocoll on this communicator, the host MPI's collectives will: %v\n", int(c.cs.rank), cl, err)
+		return -1
+	}
+	if fresh {
+		// Decided before the setup: ask again, now that the tuner knows
+		// whether there is a shared segment, and forget earlier answers.
+		C.gc_forget(c.cs)
+		switch alg := decide(c, st.c.Shared()); {
+		case alg == -1:
+			return -2
+		case alg < 0:
+			return C.int(mpierr.Arg)
+		default:
+			c.alg = alg
+		}
+	}
+	n := gocollCalls.Add(1)
+	if cfg.fault > 0 && int64(n) == cfg.fault {
+		panic(fmt.Sprintf("GOCOLL_PRELOAD_FAULT=%d: a panic on purpose", cfg.fault))
+	}
+	a, err := st.args(c)
+	if err == nil {
+		a.Algorithm = cfg.names[c.coll][c.alg]
+		if cfg.debug {
+			fmt.Fprintf(os.Stderr, "gocoll: rank %d: %s comm=%s bytes=%d p=%d algorithm=%s (%s)\n",
+				st.rank, cl, st.name, int64(c.bytes), st.size, a.Algorithm, how(c, cl, st.c.Shared()))
+		}
+		switch cl {
+		case algorithms.Allreduce:
+			err = st.c.Allreduce(a)
+		case algorithms.ReduceScatter:
+			err = st.c.ReduceScatter(a)
+		case algorithms.ReduceScatterBlock:
+			err = st.c.ReduceScatterBlock(a)
+		case algorithms.Allgather:
+			err = st.c.Allgather(a)
+		}
+	}
+	if err == nil {
+		return 0
+	}
+	if C.gc_errhandler_returns(c.comm) == 0 {
+		fmt.Fprintf(os.Stderr, "gocoll: %v (rank %d of %s)\n", err, st.rank, st.name)
+	}
+	return C.int(mpierr.ClassOf(err))
+}
+
+// how is the debug line's "tuned" or "forced".
+func how(c *C.struct_gc_call, cl algorithms.Collective, shared bool) string {
+	switch c.how {
+	case 0:
+		return "tuned"
+	case 1:
+		return "forced"
+	}
+	forced := cfg.tuner.Forced(cl)
+	if a, err := algorithms.Lookup(cl, forced); err == nil {
+		if r := a.Check(query(c, shared).Params); r != nil {
+			return fmt.Sprintf("tuned (forced %s cannot run: %v)", forced, r)
+		}
+	}
+	return "tuned"
+}
+
+// cbytes views n bytes of C memory.
+func cbytes(p unsafe.Pointer, n int64) []byte {
+	if n <= 0 || p == nil {
+		return nil
+	}
+	return unsafe.Slice((*byte)(p), n)
+}
+
+// args converts a call to coll's arguments.
+func (st *commState) args(c *C.struct_gc_call) (coll.Args, error) {
+	a := coll.Args{Type: ops.Type(c._type), InPlace: c.inplace != 0}
+	if c.op != 0 {
+		a.Op = coll.Op{Builtin: ops.Op(c.op)}
+	} else {
+		a.Op = userOp(c)
+	}
+	elem, count, p := int64(c.elem), int64(c.count), int64(st.size)
+	send, recv := unsafe.Pointer(c.sbuf), unsafe.Pointer(c.rbuf)
+	switch algorithms.Collective(c.coll) {
+	case algorithms.Allreduce:
+		a.Count = int(count)
+		a.Recv = cbytes(recv, count*elem)
+		if !a.InPlace {
+			a.Send = cbytes(send, count*elem)
+		}
+	case algorithms.ReduceScatterBlock:
+		a.Count = int(count)
+		if a.InPlace {
+			a.Recv = cbytes(recv, count*elem*p)
+		} else {
+			a.Recv = cbytes(recv, count*elem)
+			a.Send = cbytes(send, count*elem*p)
+		}
+	case algorithms.ReduceScatter:
+		if cap(st.counts) < st.size {
+			st.counts = make([]int, st.size)
+		}
+		a.Counts = st.counts[:st.size]
+		var total int64
+		for i := range a.Counts {
+			if c.counts64 != 0 {
+				a.Counts[i] = int(*(*int64)(unsafe.Add(c.counts, 8*i)))
+			} else {
+				a.Counts[i] = int(*(*C.int)(unsafe.Add(c.counts, 4*i)))
+			}
+			total += int64(a.Counts[i])
+		}
+		if a.InPlace {
+			a.Recv = cbytes(recv, total*elem)
+		} else {
+			a.Recv = cbytes(recv, int64(a.Counts[st.rank])*elem)
+			a.Send = cbytes(send, total*elem)
+		}
+	case algorithms.Allgather:
+		a.Count = int(count)
+		a.Recv = cbytes(recv, count*elem*p)
+		if !a.InPlace {
+			a.Send = cbytes(send, count*elem)
+		}
+	}
+	return a, nil
+}
+
+// userOp applies a user-defined op with the host's MPI_Reduce_local, so
+// that C and Fortran functions alike are called as the host calls them.
+func userOp(c *C.struct_gc_call) coll.Op {
+	dt, op, elem := c.dt, c.mpiop, int(c.elem)
+	return coll.Op{Commutative: c.commutative != 0, User: func(ops.Type) ops.Kernel {
+		return ops.UserKernel(func(in, inout []byte, n int) {
+			if n == 0 {
+				return
+			}
+			if rc := C.gc_reduce_local(ptr(in), ptr(inout), C.int64_t(n), dt, op); rc != 0 {
+				panic(fmt.Sprintf("MPI_Reduce_local failed (host MPI error %d)", int(rc)))
+			}
+		}, elem)
+	}}
+}
+
+// gc_go_free drops the state of a communicator being freed.
+//
+//export gc_go_free
+func gc_go_free(id C.int) {
+	defer func() {
+		if v := recover(); v != nil {
+			internal("MPI_Comm_free", v)
+		}
+	}()
+	free(id)
+}
+
+// gc_go_finish runs at MPI_Finalize.
+//
+//export gc_go_finish
+func gc_go_finish() {
+	defer func() {
+		if v := recover(); v != nil {
+			internal("MPI_Finalize", v)
+		}
+	}()
+	finish()
+}

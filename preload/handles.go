@@ -1,0 +1,136 @@
+package main
+
+/*
+#include <stdlib.h>
+#include "preload.h"
+*/
+import "C"
+
+import (
+	"unsafe"
+
+	"github.com/gocoll/gocoll/ops"
+)
+
+// Open MPI's predefined datatypes and ops are global objects; a handle is
+// an object's address, found at run time by name (gc_sym_handle, which
+// prefers the executable's copy-relocated object, the one the
+// application's handles point at). Datatypes gocoll has no ops.Type for
+// (MPI_LOGICAL1, MPI_2COMPLEX, ...) are absent and fall back to the host.
+var ompiTypes = map[string]ops.Type{
+	"ompi_mpi_char": ops.Char, "ompi_mpi_signed_char": ops.SignedChar, "ompi_mpi_unsigned_char": ops.UnsignedChar,
+	"ompi_mpi_byte": ops.Byte, "ompi_mpi_wchar": ops.WChar, "ompi_mpi_short": ops.Short,
+	"ompi_mpi_unsigned_short": ops.UnsignedShort, "ompi_mpi_int": ops.Int, "ompi_mpi_unsigned": ops.Unsigned,
+	"ompi_mpi_long": ops.Long, "ompi_mpi_unsigned_long": ops.UnsignedLong, "ompi_mpi_long_long_int": ops.LongLong,
+	"ompi_mpi_unsigned_long_long": ops.UnsignedLongLong, "ompi_mpi_float": ops.Float, "ompi_mpi_double": ops.Double,
+	"ompi_mpi_long_double": ops.LongDouble, "ompi_mpi_packed": ops.Packed,
+	"ompi_mpi_int8_t": ops.Int8, "ompi_mpi_int16_t": ops.Int16, "ompi_mpi_int32_t": ops.Int32, "ompi_mpi_int64_t": ops.Int64,
+	"ompi_mpi_uint8_t": ops.Uint8, "ompi_mpi_uint16_t": ops.Uint16, "ompi_mpi_uint32_t": ops.Uint32, "ompi_mpi_uint64_t": ops.Uint64,
+	"ompi_mpi_aint": ops.Aint, "ompi_mpi_offset": ops.Offset, "ompi_mpi_count": ops.Count,
+	"ompi_mpi_c_bool": ops.CBool, "ompi_mpi_c_float_complex": ops.CFloatComplex,
+	"ompi_mpi_c_double_complex": ops.CDoubleComplex, "ompi_mpi_c_long_double_complex": ops.CLongDoubleComplex,
+	"ompi_mpi_cxx_bool": ops.CXXBool, "ompi_mpi_cxx_cplex": ops.CXXFloatComplex,
+	"ompi_mpi_cxx_dblcplex": ops.CXXDoubleComplex, "ompi_mpi_cxx_ldblcplex": ops.CXXLongDoubleComplex,
+	"ompi_mpi_float_int": ops.FloatInt, "ompi_mpi_double_int": ops.DoubleInt, "ompi_mpi_long_int": ops.LongInt,
+	"ompi_mpi_2int": ops.TwoInt, "ompi_mpi_short_int": ops.ShortInt, "ompi_mpi_longdbl_int": ops.LongDoubleInt,
+	// Fortran
+	"ompi_mpi_character": ops.Character, "ompi_mpi_logical": ops.Logical, "ompi_mpi_logical4": ops.Logical,
+	"ompi_mpi_integer": ops.Integer, "ompi_mpi_real": ops.Real, "ompi_mpi_dblprec": ops.DoublePrecision,
+	"ompi_mpi_cplex": ops.Complex, "ompi_mpi_dblcplex": ops.DoubleComplex,
+	"ompi_mpi_integer1": ops.Integer1, "ompi_mpi_integer2": ops.Integer2, "ompi_mpi_integer4": ops.Integer4,
+	"ompi_mpi_integer8": ops.Integer8, "ompi_mpi_integer16": ops.Integer16,
+	"ompi_mpi_real2": ops.Real2, "ompi_mpi_real4": ops.Real4, "ompi_mpi_real8": ops.Real8, "ompi_mpi_real16": ops.Real16,
+	"ompi_mpi_complex8": ops.Complex8, "ompi_mpi_complex16": ops.Complex16, "ompi_mpi_complex32": ops.Complex32,
+	"ompi_mpi_2real": ops.TwoReal, "ompi_mpi_2dblprec": ops.TwoDoublePrecision, "ompi_mpi_2integer": ops.TwoInteger,
+}
+
+var ompiOps = map[string]ops.Op{
+	"ompi_mpi_op_max": ops.Max, "ompi_mpi_op_min": ops.Min, "ompi_mpi_op_sum": ops.Sum, "ompi_mpi_op_prod": ops.Prod,
+	"ompi_mpi_op_land": ops.Land, "ompi_mpi_op_band": ops.Band, "ompi_mpi_op_lor": ops.Lor, "ompi_mpi_op_bor": ops.Bor,
+	"ompi_mpi_op_lxor": ops.Lxor, "ompi_mpi_op_bxor": ops.Bxor, "ompi_mpi_op_maxloc": ops.Maxloc, "ompi_mpi_op_minloc": ops.Minloc,
+}
+
+// MPICH's handles are integers fixed by its ABI (mpi.h); gocoll's own
+// mpi.h uses the same values (capi/handles.go holds the same table). Only
+// the datatypes MPICH 4.0 defines are here: asking an MPICH about a
+// builtin handle it does not know fails an assertion and aborts, so
+// MPI_INTEGER16, MPI_REAL2, MPI_COMPLEX4 and MPIX_BFLOAT16 (later
+// MPICH versions) fall back to the host.
+var mpichTypes = map[uint32]ops.Type{
+	0x4c000101: ops.Char, 0x4c000118: ops.SignedChar, 0x4c000102: ops.UnsignedChar,
+	0x4c00010d: ops.Byte, 0x4c00040e: ops.WChar, 0x4c000203: ops.Short,
+	0x4c000204: ops.UnsignedShort, 0x4c000405: ops.Int, 0x4c000406: ops.Unsigned,
+	0x4c000807: ops.Long, 0x4c000808: ops.UnsignedLong, 0x4c00040a: ops.Float,
+	0x4c00080b: ops.Double, 0x4c00100c: ops.LongDouble, 0x4c000809: ops.LongLong,
+	0x4c000819: ops.UnsignedLongLong, 0x4c00010f: ops.Packed,
+	0x8c000000: ops.FloatInt, 0x8c000001: ops.DoubleInt, 0x8c000002: ops.LongInt,
+	0x8c000003: ops.ShortInt, 0x4c000816: ops.TwoInt, 0x8c000004: ops.LongDoubleInt,
+	0x4c000137: ops.Int8, 0x4c000238: ops.Int16, 0x4c000439: ops.Int32, 0x4c00083a: ops.Int64,
+	0x4c00013b: ops.Uint8, 0x4c00023c: ops.Uint16, 0x4c00043d: ops.Uint32, 0x4c00083e: ops.Uint64,
+	0x4c00013f: ops.CBool, 0x4c000840: ops.CFloatComplex, 0x4c001041: ops.CDoubleComplex,
+	0x4c002042: ops.CLongDoubleComplex, 0x4c000133: ops.CXXBool, 0x4c000834: ops.CXXFloatComplex,
+	0x4c001035: ops.CXXDoubleComplex, 0x4c002036: ops.CXXLongDoubleComplex,
+	0x4c000843: ops.Aint, 0x4c000844: ops.Offset, 0x4c000845: ops.Count,
+	0x4c00011a: ops.Character, 0x4c00041d: ops.Logical, 0x4c00041b: ops.Integer,
+	0x4c00041c: ops.Real, 0x4c00081f: ops.DoublePrecision, 0x4c00081e: ops.Complex,
+	0x4c001022: ops.DoubleComplex, 0x4c000820: ops.TwoInteger, 0x4c000821: ops.TwoReal,
+	0x4c001023: ops.TwoDoublePrecision, 0x4c00012d: ops.Integer1, 0x4c00022f: ops.Integer2,
+	0x4c000430: ops.Integer4, 0x4c000831: ops.Integer8, 0x4c00102b: ops.Real16,
+	0x4c000427: ops.Real4, 0x4c000829: ops.Real8, 0x4c000828: ops.Complex8,
+	0x4c00102a: ops.Complex16, 0x4c00202c: ops.Complex32,
+	0x4c000246: ops.Float16,
+}
+
+var mpichOps = map[uint32]ops.Op{
+	0x58000001: ops.Max, 0x58000002: ops.Min, 0x58000003: ops.Sum, 0x58000004: ops.Prod,
+	0x58000005: ops.Land, 0x58000006: ops.Band, 0x58000007: ops.Lor, 0x58000008: ops.Bor,
+	0x58000009: ops.Lxor, 0x5800000a: ops.Bxor, 0x5800000b: ops.Minloc, 0x5800000c: ops.Maxloc,
+}
+
+// registerHandles tells the C half which handles are gocoll's datatypes
+// and ops, and which (op, datatype) pairs gocoll reduces. A datatype is
+// registered only if the host agrees with gocoll on its layout (extent,
+// lower bound 0), so that a platform difference falls back instead of
+// corrupting data. It returns the number of datatypes registered.
+func registerHandles(extent func(C.gc_handle) (lb, ext int64, ok bool)) int {
+	n := 0
+	reg := func(h C.gc_handle, t ops.Type) {
+		if h == 0 {
+			return
+		}
+		if lb, ext, ok := extent(h); !ok || lb != 0 || ext != int64(t.Size()) {
+			return
+		}
+		C.gc_register_type(h, C.int(t), C.int(t.Size()))
+		n++
+	}
+	if C.gc_flavor == C.GC_OMPI {
+		for name, t := range ompiTypes {
+			reg(symHandle(name), t)
+		}
+		for name, o := range ompiOps {
+			C.gc_register_op(symHandle(name), C.int(o))
+		}
+	} else {
+		for h, t := range mpichTypes {
+			reg(C.gc_handle(h), t)
+		}
+		for h, o := range mpichOps {
+			C.gc_register_op(C.gc_handle(h), C.int(o))
+		}
+	}
+	for _, o := range ops.Ops() {
+		for _, t := range ops.Types() {
+			if _, err := ops.Lookup(o, t); err == nil {
+				C.gc_allow(C.int(o), C.int(t))
+			}
+		}
+	}
+	return n
+}
+
+func symHandle(name string) C.gc_handle {
+	cs := C.CString(name)
+	defer C.free(unsafe.Pointer(cs))
+	return C.gc_sym_handle(cs)
+}

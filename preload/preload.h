@@ -1,0 +1,120 @@
+/*
+ * Declarations shared by the C half of libgocoll-preload.so (shim.c,
+ * pmpi.c, fortran.c) and its Go half (the cgo preambles). Declarations
+ * only: cgo copies the preambles of files with //export into
+ * _cgo_export.h, which every .c file of the package includes.
+ *
+ * The library is built without any MPI header: it serves Open MPI and
+ * MPICH, whose headers disagree on every handle type, so a handle is
+ * carried as a gc_handle, wide enough for both (a pointer on Open MPI, an
+ * int on MPICH, zero-extended).
+ */
+#ifndef GOCOLL_PRELOAD_H
+#define GOCOLL_PRELOAD_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+typedef uint64_t gc_handle;
+
+/* The host MPI, decided at the first call. */
+enum { GC_UNKNOWN = 0, GC_OMPI = 1, GC_MPICH = 2 };
+
+/* The collectives, in the order of Go's algorithms.Collective. */
+enum { GC_ALLREDUCE = 0, GC_REDUCE_SCATTER = 1, GC_REDUCE_SCATTER_BLOCK = 2, GC_ALLGATHER = 3, GC_NCOLL = 4 };
+
+/*
+ * Why a call went to the host MPI, decided in C (gc_go_note prints them).
+ * GC_R_TUNED is decided in Go (the tuner chose native).
+ */
+enum {
+    GC_R_NONE = 0,
+    GC_R_NOT_READY,     /* before MPI_Init, after MPI_Finalize, or gocoll could not start */
+    GC_R_COMM,          /* MPI_COMM_NULL or an unknown communicator */
+    GC_R_INTER,         /* an intercommunicator */
+    GC_R_FORCED,        /* GOCOLL_<COLLECTIVE>_ALGORITHM=native */
+    GC_R_DATATYPE,      /* a derived (or unknown) datatype */
+    GC_R_OP,            /* MPI_OP_NULL, MPI_REPLACE, MPI_NO_OP or an unknown op */
+    GC_R_OP_TYPE,       /* a predefined op gocoll does not define on the datatype */
+    GC_R_DEVICE,        /* a CUDA device buffer */
+    GC_R_BUFFER,        /* a NULL buffer (MPI_BOTTOM) with data */
+    GC_R_SIZES,         /* allgather's send and receive sizes differ */
+    GC_R_SETUP,         /* gocoll could not set up the communicator */
+    GC_R_LARGE,         /* a count beyond what the host's point-to-point calls take */
+    GC_R_TUNED,         /* the tuner chose native */
+    GC_NREASONS
+};
+
+/*
+ * gocoll's state of one user communicator, kept by the host MPI as an
+ * attribute (so it is found in one lookup and freed with the
+ * communicator, by the attribute's delete callback).
+ */
+#define GC_CACHE 8
+struct gc_decision {
+    int64_t bytes;      /* -1: empty */
+    int8_t commutative;
+    int8_t how;         /* 0 tuned, 1 forced, 2 tuned after a forced one could not run */
+    int16_t alg;        /* index in the collective's sorted algorithm names; -1 native */
+};
+struct gc_comm {
+    int inter;          /* an intercommunicator: always the host's */
+    int rank, size;
+    int id;             /* gocoll's communicator (Go side), 0 until set up */
+    int native;         /* setup failed: always the host's */
+    struct gc_decision cache[GC_NCOLL][GC_CACHE];
+};
+
+/* One intercepted call, as C hands it to Go. */
+struct gc_call {
+    int coll;
+    int alg, how;              /* the tuner's choice (see gc_decision) */
+    int inplace;
+    const void *sbuf;
+    void *rbuf;
+    int64_t count;             /* Allreduce: count; _block: recvcount; Allgather: recvcount */
+    const void *counts;        /* Reduce_scatter's recvcounts: int[] or, if counts64, int64_t[] */
+    int counts64;
+    int64_t bytes;             /* the size the tuner sees */
+    int type;                  /* gocoll's ops.Type */
+    int elem;                  /* its size (extent) in bytes */
+    int op;                    /* gocoll's ops.Op; 0 for a user-defined op */
+    int commutative;
+    gc_handle dt, mpiop, comm; /* the caller's handles */
+    struct gc_comm *cs;
+};
+
+/* What the Go half needs from the C half. */
+extern int gc_flavor;
+extern int gc_debug;
+extern int gc_forced_native[GC_NCOLL];
+extern uint64_t gc_native_calls;
+void gc_register_type(gc_handle h, int type, int size);
+void gc_register_op(gc_handle h, int op);
+void gc_allow(int op, int type);
+gc_handle gc_sym_handle(const char *name);
+void gc_forget(struct gc_comm *cs);
+gc_handle gc_world(void);
+gc_handle gc_self(void);
+int gc_host_class(int gocoll_class);
+
+/* PMPI helpers for the Go half (pmpi.c); each returns an MPI error code. */
+int gc_dup(gc_handle comm, gc_handle *dup);
+int gc_comm_free(gc_handle *comm);
+int gc_tag_ub(int *ub);
+int gc_type_extent(gc_handle dt, int64_t *lb, int64_t *extent);
+int gc_comm_name(gc_handle comm, char *name, int len);
+int gc_allgather_int(gc_handle comm, int mine, int *all);
+int gc_allgatherv_bytes(gc_handle comm, const void *mine, int n, void *all, const int *counts, const int *displs);
+int gc_allreduce_min_int(gc_handle comm, int *v);
+int gc_isend(const void *buf, int64_t n, int peer, int tag, gc_handle comm, gc_handle *req);
+int gc_irecv(void *buf, int64_t n, int peer, int tag, gc_handle comm, gc_handle *req);
+int gc_test(gc_handle *req, int *flag, int64_t *n, int *source, int *err, int *cancelled);
+int gc_cancel(gc_handle *req);
+int gc_reduce_local(const void *in, void *inout, int64_t count, gc_handle dt, gc_handle op);
+int gc_errhandler_returns(gc_handle comm);
+int gc_world_rank(void);
+int gc_large_p2p(void);
+const char *gc_library_version(void);
+
+#endif

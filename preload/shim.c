@@ -1,0 +1,411 @@
+/*
+ * The C entry points of libgocoll-preload.so: MPI_Allreduce,
+ * MPI_Reduce_scatter, MPI_Reduce_scatter_block, MPI_Allgather and their
+ * MPI-4 large-count _c forms. Each decides here, in C, whatever it can
+ * without Go (entering Go costs about 0.2 us, a small native collective
+ * 0.5 us): whether MPI is running, whether the communicator, datatype and
+ * op are ones gocoll handles, and, from a per-communicator cache, what the
+ * tuner chose last time for this size. Only calls that gocoll runs, and
+ * the first call of each size, enter Go. Everything else goes to the host
+ * MPI's PMPI_ function.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+#include "_cgo_export.h"
+
+int gc_debug;
+int gc_forced_native[GC_NCOLL];
+uint64_t gc_native_calls;
+
+/* Life cycle: waiting for MPI_Init, running, or off for good. */
+enum { S_WAITING = 0, S_RUNNING = 1, S_OFF = 2, S_BADCONFIG = 3 };
+static int state;
+static int found = 1;
+static pthread_once_t lookup_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t start_mu = PTHREAD_MUTEX_INITIALIZER;
+static int comm_key, self_key;
+
+/* ---- predefined datatypes and ops, by handle ---- */
+
+#define TSLOTS 1024
+#define OSLOTS 64
+static struct { H h; int16_t type, size; } types[TSLOTS];
+static struct { H h; int op; } ops[OSLOTS];
+static uint8_t allowed[32][128];
+
+static unsigned slot(H h, unsigned n) { return (unsigned)((h ^ (h >> 7) ^ (h >> 17) ^ (h >> 29)) & (n - 1)); }
+
+void gc_register_type(gc_handle h, int type, int size) {
+    if (!h) return;
+    for (unsigned i = slot(h, TSLOTS), k = 0; k < TSLOTS; i = (i + 1) & (TSLOTS - 1), k++) {
+        if (types[i].h == h) return;
+        if (!types[i].h) {
+            types[i].h = h, types[i].type = (int16_t)type, types[i].size = (int16_t)size;
+            return;
+        }
+    }
+}
+
+void gc_register_op(gc_handle h, int op) {
+    if (!h) return;
+    for (unsigned i = slot(h, OSLOTS), k = 0; k < OSLOTS; i = (i + 1) & (OSLOTS - 1), k++) {
+        if (ops[i].h == h) return;
+        if (!ops[i].h) {
+            ops[i].h = h, ops[i].op = op;
+            return;
+        }
+    }
+}
+
+void gc_allow(int op, int type) {
+    if (op >= 0 && op < 32 && type >= 0 && type < 128) allowed[op][type] = 1;
+}
+
+static int type_of(H h, int *type, int *size) {
+    for (unsigned i = slot(h, TSLOTS), k = 0; k < TSLOTS && types[i].h; i = (i + 1) & (TSLOTS - 1), k++)
+        if (types[i].h == h) {
+            *type = types[i].type, *size = types[i].size;
+            return 1;
+        }
+    return 0;
+}
+
+static int op_of(H h) {
+    for (unsigned i = slot(h, OSLOTS), k = 0; k < OSLOTS && ops[i].h; i = (i + 1) & (OSLOTS - 1), k++)
+        if (ops[i].h == h) return ops[i].op;
+    return -1;
+}
+
+/* ---- start-up ---- */
+
+static void lookup(void) { found = gc_lookup_functions() == 0; }
+
+/* The communicator attribute's callbacks: never copied to a duplicate;
+ * deleting it (MPI_Comm_free, MPI_Finalize) frees gocoll's state. */
+static int comm_copy(H comm, int key, void *extra, void *in, void *out, int *flag) {
+    (void)comm, (void)key, (void)extra, (void)in, (void)out;
+    *flag = 0;
+    return 0;
+}
+
+static int comm_delete(H comm, int key, void *val, void *extra) {
+    (void)comm, (void)key, (void)extra;
+    struct gc_comm *cs = val;
+    if (cs && cs->id) gc_go_free(cs->id);
+    free(cs);
+    return 0;
+}
+
+/* MPI_Finalize deletes MPI_COMM_SELF's attributes first, while MPI still
+ * works: gocoll frees its communicators there and stops. */
+static int self_delete(H comm, int key, void *val, void *extra) {
+    (void)comm, (void)key, (void)val, (void)extra;
+    __atomic_store_n(&state, S_OFF, __ATOMIC_RELEASE);
+    gc_go_finish();
+    return 0;
+}
+
+/* start reports whether gocoll may handle calls now, starting it at the
+ * first call made while MPI is initialized. */
+static int start(void) {
+    int s = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
+    if (s != S_WAITING) return s == S_RUNNING;
+    pthread_once(&lookup_once, lookup);
+    if (!found) return 0;
+    int init = 0, fin = 0;
+    if (gc_p.Initialized(&init) != 0 || !init) return 0;
+    if (gc_p.Finalized(&fin) != 0 || fin) return 0;
+    pthread_mutex_lock(&start_mu);
+    if (state == S_WAITING) {
+        int ns = S_OFF;
+        const char *d = getenv("GOCOLL_DEBUG");
+        gc_debug = d && !strcasecmp(d, "info");
+        if (gc_lookup_handles() != 0) {
+            fprintf(stderr, "gocoll: cannot find the host MPI's predefined objects; using its collectives\n");
+        } else if (gc_p.Comm_create_keyval((void *)comm_copy, (void *)comm_delete, &comm_key, NULL) != 0 ||
+                   gc_p.Comm_create_keyval((void *)comm_copy, (void *)self_delete, &self_key, NULL) != 0 ||
+                   gc_p.Comm_set_attr(gc_c.comm_self, self_key, NULL) != 0) {
+            fprintf(stderr, "gocoll: cannot create communicator attributes; using the host MPI's collectives\n");
+        } else {
+            ns = gc_go_start() == 0 ? S_RUNNING : S_BADCONFIG;
+        }
+        __atomic_store_n(&state, ns, __ATOMIC_RELEASE);
+    }
+    int running = state == S_RUNNING;
+    pthread_mutex_unlock(&start_mu);
+    return running;
+}
+
+/* comm_state returns gocoll's state of a communicator, making it at the
+ * first call; NULL for MPI_COMM_NULL. */
+static struct gc_comm *comm_state(H comm) {
+    if (comm == gc_c.comm_null || (gc_flavor == GC_OMPI && comm == 0)) return NULL;
+    void *v = NULL;
+    int flag = 0;
+    if (gc_p.Comm_get_attr(comm, comm_key, &v, &flag) != 0) return NULL;
+    if (flag && v) return v;
+    struct gc_comm *cs = calloc(1, sizeof *cs);
+    if (!cs) return NULL;
+    gc_p.Comm_test_inter(comm, &cs->inter);
+    gc_p.Comm_rank(comm, &cs->rank);
+    gc_p.Comm_size(comm, &cs->size);
+    gc_forget(cs);
+    if (gc_p.Comm_set_attr(comm, comm_key, cs) != 0) {
+        free(cs);
+        return NULL;
+    }
+    return cs;
+}
+
+/* gc_forget empties a communicator's decision cache. */
+void gc_forget(struct gc_comm *cs) {
+    for (int c = 0; c < GC_NCOLL; c++)
+        for (int i = 0; i < GC_CACHE; i++) cs->cache[c][i].bytes = -1;
+}
+
+/* ---- deciding ---- */
+
+/* why_comm checks the communicator of a call. */
+static int why_comm(struct gc_call *c, H comm) {
+    c->comm = comm;
+    c->cs = comm_state(comm);
+    if (!c->cs) return GC_R_COMM;
+    if (c->cs->inter) return GC_R_INTER;
+    if (gc_forced_native[c->coll]) return GC_R_FORCED;
+    if (c->cs->native) return GC_R_SETUP;
+    return GC_R_NONE;
+}
+
+/* why_reduce checks the datatype and op of a reducing call. */
+static int why_reduce(struct gc_call *c, H dt, H op) {
+    c->dt = dt, c->mpiop = op;
+    if (!type_of(dt, &c->type, &c->elem)) return GC_R_DATATYPE;
+    int o = op_of(op);
+    if (o > 0) {
+        if (!allowed[o][c->type]) return GC_R_OP_TYPE;
+        c->op = o, c->commutative = 1;
+        return GC_R_NONE;
+    }
+    if (op == gc_c.op_null || op == gc_c.op_replace || op == gc_c.op_no_op || (gc_flavor == GC_OMPI && op == 0))
+        return GC_R_OP;
+    /* A user-defined op: gocoll applies it with MPI_Reduce_local. */
+    int commute = 0;
+    if (gc_p.Op_commutative(op, &commute) != 0) return GC_R_OP;
+    c->op = 0, c->commutative = commute != 0;
+    return GC_R_NONE;
+}
+
+/* decide asks the tuner, through the communicator's cache: GC_R_NONE
+ * when gocoll runs the call (c->alg set), GC_R_TUNED when the host does,
+ * -1 when the call must fail (GOCOLL_FALLBACK=error and a forced
+ * algorithm that cannot run it). */
+static int decide(struct gc_call *c) {
+    struct gc_decision *d = &c->cs->cache[c->coll][(unsigned)(c->bytes ^ (c->bytes >> 9)) & (GC_CACHE - 1)];
+    if (!gc_debug && d->bytes == c->bytes && d->commutative == c->commutative) {
+        c->alg = d->alg, c->how = d->how;
+    } else {
+        c->alg = gc_go_decide(c);
+        if (c->alg < -1) return -1; /* the call must fail (reported) */
+        d->bytes = c->bytes, d->commutative = (int8_t)c->commutative, d->alg = (int16_t)c->alg, d->how = (int8_t)c->how;
+    }
+    return c->alg < 0 ? GC_R_TUNED : GC_R_NONE;
+}
+
+/* why_device checks the buffers gocoll would touch, once it would run. */
+static int why_device(const struct gc_call *c) {
+    if (c->bytes == 0) return GC_R_NONE;
+    if (!c->inplace && gc_is_device(c->sbuf)) return GC_R_DEVICE;
+    if (gc_is_device(c->rbuf)) return GC_R_DEVICE;
+    return GC_R_NONE;
+}
+
+/* note counts a call handed to the host and, with GOCOLL_DEBUG=info,
+ * says why (the tuner's choices are logged by the tuner's caller). */
+static void note(const struct gc_call *c, int why) {
+    __atomic_fetch_add(&gc_native_calls, 1, __ATOMIC_RELAXED);
+    if (gc_debug && why != GC_R_TUNED && state == S_RUNNING)
+        gc_go_note(c->coll, c->cs ? c->cs->rank : -1, why);
+}
+
+/* run hands the call to Go. It returns MPI_SUCCESS, a host error code
+ * (after calling the communicator's error handler), -1 when gocoll could
+ * not set the communicator up, or -2 when the tuner, asked again once the
+ * communicator is set up, gives the call to the host. */
+static int run(struct gc_call *c) {
+    int rc = gc_go_run(c);
+    if (rc <= 0) return rc;
+    int code = gc_host_class(rc);
+    gc_p.Comm_call_errhandler(c->comm, code);
+    return code;
+}
+
+/* fail_call fails a call with MPI_ERR_ARG through the communicator's
+ * error handler: GOCOLL_ variables are wrong (reported once, at the
+ * first call), or GOCOLL_FALLBACK=error refuses the call (reported). */
+static int fail_call(H comm) {
+    int code = gc_host_class(12); /* MPI_ERR_ARG */
+    gc_p.Comm_call_errhandler(comm, code);
+    return code;
+}
+
+static int missing(const char *name) {
+    fprintf(stderr, "gocoll: the host MPI has no %s\n", name);
+    return 16;
+}
+
+#define HOST(fn) (gc_p.fn ? gc_p.fn : (__typeof__(gc_p.fn))dlsym(RTLD_NEXT, "PMPI_" #fn))
+
+/* ---- the collectives ---- */
+
+int gc_allreduce(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, int large) {
+    struct gc_call c = {.coll = GC_ALLREDUCE, .sbuf = sbuf, .rbuf = rbuf, .count = count};
+    int why = GC_R_NOT_READY;
+    if (start()) {
+        dt = gc_fix(dt), op = gc_fix(op), comm = gc_fix(comm);
+        c.inplace = sbuf == gc_c.in_place;
+        if (!(why = why_comm(&c, comm)) && !(why = why_reduce(&c, dt, op))) {
+            c.bytes = count * c.elem;
+            if (count > 0 && (!rbuf || (!c.inplace && !sbuf))) why = GC_R_BUFFER;
+            else if ((why = decide(&c)) < 0) return fail_call(comm);
+            else if (!why && !(why = why_device(&c))) {
+                int rc = run(&c);
+                if (rc >= 0) return rc;
+                why = rc == -2 ? GC_R_TUNED : GC_R_SETUP;
+            }
+        }
+    } else if (state == S_BADCONFIG) {
+        return fail_call(gc_fix(comm));
+    }
+    note(&c, why);
+    if (large) return HOST(Allreduce_c) ? HOST(Allreduce_c)(sbuf, rbuf, count, dt, op, comm) : missing("MPI_Allreduce_c");
+    return HOST(Allreduce) ? HOST(Allreduce)(sbuf, rbuf, (int)count, dt, op, comm) : missing("MPI_Allreduce");
+}
+
+int gc_reduce_scatter_block(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, int large) {
+    struct gc_call c = {.coll = GC_REDUCE_SCATTER_BLOCK, .sbuf = sbuf, .rbuf = rbuf, .count = count};
+    int why = GC_R_NOT_READY;
+    if (start()) {
+        dt = gc_fix(dt), op = gc_fix(op), comm = gc_fix(comm);
+        c.inplace = sbuf == gc_c.in_place;
+        if (!(why = why_comm(&c, comm)) && !(why = why_reduce(&c, dt, op))) {
+            c.bytes = count * c.elem * c.cs->size;
+            if (count > 0 && (!rbuf || (!c.inplace && !sbuf))) why = GC_R_BUFFER;
+            else if ((why = decide(&c)) < 0) return fail_call(comm);
+            else if (!why && !(why = why_device(&c))) {
+                int rc = run(&c);
+                if (rc >= 0) return rc;
+                why = rc == -2 ? GC_R_TUNED : GC_R_SETUP;
+            }
+        }
+    } else if (state == S_BADCONFIG) {
+        return fail_call(gc_fix(comm));
+    }
+    note(&c, why);
+    if (large)
+        return HOST(Reduce_scatter_block_c) ? HOST(Reduce_scatter_block_c)(sbuf, rbuf, count, dt, op, comm)
+                                            : missing("MPI_Reduce_scatter_block_c");
+    return HOST(Reduce_scatter_block) ? HOST(Reduce_scatter_block)(sbuf, rbuf, (int)count, dt, op, comm)
+                                      : missing("MPI_Reduce_scatter_block");
+}
+
+int gc_reduce_scatter(const void *sbuf, void *rbuf, const void *counts, int counts64, H dt, H op, H comm) {
+    struct gc_call c = {.coll = GC_REDUCE_SCATTER, .sbuf = sbuf, .rbuf = rbuf, .counts = counts, .counts64 = counts64};
+    int why = GC_R_NOT_READY;
+    if (start()) {
+        dt = gc_fix(dt), op = gc_fix(op), comm = gc_fix(comm);
+        c.inplace = sbuf == gc_c.in_place;
+        if (!(why = why_comm(&c, comm)) && !(why = why_reduce(&c, dt, op))) {
+            int64_t total = 0, mine = 0;
+            int bad = !counts;
+            for (int i = 0; !bad && i < c.cs->size; i++) {
+                int64_t n = counts64 ? ((const int64_t *)counts)[i] : ((const int *)counts)[i];
+                if (n < 0) bad = 1;
+                total += n;
+                if (i == c.cs->rank) mine = n;
+            }
+            c.bytes = total * c.elem;
+            if (bad || (mine > 0 && !rbuf) || (total > 0 && c.inplace && !rbuf) || (total > 0 && !c.inplace && !sbuf))
+                why = GC_R_BUFFER;
+            else if ((why = decide(&c)) < 0) return fail_call(comm);
+            else if (!why && !(why = why_device(&c))) {
+                int rc = run(&c);
+                if (rc >= 0) return rc;
+                why = rc == -2 ? GC_R_TUNED : GC_R_SETUP;
+            }
+        }
+    } else if (state == S_BADCONFIG) {
+        return fail_call(gc_fix(comm));
+    }
+    note(&c, why);
+    if (counts64)
+        return HOST(Reduce_scatter_c) ? HOST(Reduce_scatter_c)(sbuf, rbuf, counts, dt, op, comm)
+                                      : missing("MPI_Reduce_scatter_c");
+    return HOST(Reduce_scatter) ? HOST(Reduce_scatter)(sbuf, rbuf, counts, dt, op, comm) : missing("MPI_Reduce_scatter");
+}
+
+int gc_allgather(const void *sbuf, C64 scount, H stype, void *rbuf, C64 rcount, H rtype, H comm, int large) {
+    struct gc_call c = {.coll = GC_ALLGATHER, .sbuf = sbuf, .rbuf = rbuf, .count = rcount, .commutative = 1};
+    int why = GC_R_NOT_READY;
+    if (start()) {
+        stype = gc_fix(stype), rtype = gc_fix(rtype), comm = gc_fix(comm);
+        c.inplace = sbuf == gc_c.in_place;
+        if (!(why = why_comm(&c, comm))) {
+            int st = 0, ssize = 0;
+            c.dt = rtype;
+            if (!type_of(rtype, &c.type, &c.elem) || (!c.inplace && !type_of(stype, &st, &ssize)))
+                why = GC_R_DATATYPE;
+            else if (!c.inplace && scount * ssize != rcount * c.elem)
+                why = GC_R_SIZES;
+            else {
+                c.bytes = rcount * c.elem * c.cs->size;
+                if (rcount > 0 && (!rbuf || (!c.inplace && !sbuf))) why = GC_R_BUFFER;
+                else if ((why = decide(&c)) < 0) return fail_call(comm);
+                else if (!why && !(why = why_device(&c))) {
+                    int rc = run(&c);
+                    if (rc >= 0) return rc;
+                    why = rc == -2 ? GC_R_TUNED : GC_R_SETUP;
+                }
+            }
+        }
+    } else if (state == S_BADCONFIG) {
+        return fail_call(gc_fix(comm));
+    }
+    note(&c, why);
+    if (large)
+        return HOST(Allgather_c) ? HOST(Allgather_c)(sbuf, scount, stype, rbuf, rcount, rtype, comm)
+                                 : missing("MPI_Allgather_c");
+    return HOST(Allgather) ? HOST(Allgather)(sbuf, (int)scount, stype, rbuf, (int)rcount, rtype, comm)
+                           : missing("MPI_Allgather");
+}
+
+/* ---- the exported C names ---- */
+
+int MPI_Allreduce(const void *sbuf, void *rbuf, int count, H dt, H op, H comm) {
+    return gc_allreduce(sbuf, rbuf, count, dt, op, comm, 0);
+}
+int MPI_Allreduce_c(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm) {
+    return gc_allreduce(sbuf, rbuf, count, dt, op, comm, 1);
+}
+int MPI_Reduce_scatter_block(const void *sbuf, void *rbuf, int count, H dt, H op, H comm) {
+    return gc_reduce_scatter_block(sbuf, rbuf, count, dt, op, comm, 0);
+}
+int MPI_Reduce_scatter_block_c(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm) {
+    return gc_reduce_scatter_block(sbuf, rbuf, count, dt, op, comm, 1);
+}
+int MPI_Reduce_scatter(const void *sbuf, void *rbuf, const int counts[], H dt, H op, H comm) {
+    return gc_reduce_scatter(sbuf, rbuf, counts, 0, dt, op, comm);
+}
+int MPI_Reduce_scatter_c(const void *sbuf, void *rbuf, const C64 counts[], H dt, H op, H comm) {
+    return gc_reduce_scatter(sbuf, rbuf, counts, 1, dt, op, comm);
+}
+int MPI_Allgather(const void *sbuf, int scount, H stype, void *rbuf, int rcount, H rtype, H comm) {
+    return gc_allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, 0);
+}
+int MPI_Allgather_c(const void *sbuf, C64 scount, H stype, void *rbuf, C64 rcount, H rtype, H comm) {
+    return gc_allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, 1);
+}

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/gocoll/gocoll/tuner"
+)
+
+// measure builds one rank count's samples from per-size times.
+func measure(times map[string][]float64, sizes []int64) map[string]map[string]map[int64][]float64 {
+	out := map[string]map[string]map[int64][]float64{}
+	for _, c := range collectives {
+		cols := map[string]map[int64][]float64{}
+		for name, ts := range times {
+			cols[name] = map[int64][]float64{}
+			for i, b := range sizes {
+				cols[name][b] = []float64{ts[i], ts[i] * 1.01, ts[i] * 0.99}
+			}
+		}
+		out[c.bench] = cols
+	}
+	return out
+}
+
+// The host wins small sizes, a restricted algorithm (shm: one host only)
+// larger ones, with the best unrestricted algorithm or the host behind it;
+// a margin keeps near-ties with the host, and the previous size's winner
+// when it is within the margin of the fastest.
+func TestDerive(t *testing.T) {
+	*margin = 0.1
+	sizes := []int64{8, 16, 32, 64, 128}
+	data := map[int]map[string]map[string]map[int64][]float64{
+		2: measure(map[string][]float64{
+			"native":             {1, 1, 10, 10, 10},
+			"shm":                {2, 0.95, 5, 5, 5}, // 0.95: within the margin of the host at 16 B
+			"recursive_doubling": {3, 3, 8, 20, 20},  // beats the host at 32 B only
+			"ring":               {3, 3, 30, 4.9, 3}, // commutative only; 4.9: a near-tie with shm
+		}, sizes),
+		4: measure(map[string][]float64{"native": {1, 1, 1, 1, 1}, "shm": {2, 2, 2, 2, 2}}, sizes),
+	}
+	rules := derive(data, []int{2, 4})
+	var allreduce []tuner.Rule
+	for _, r := range rules {
+		if r.Collective == "allreduce" {
+			allreduce = append(allreduce, r)
+		}
+	}
+	want := []tuner.Rule{
+		{Collective: "allreduce", MaxBytes: 24, MaxRanks: 2, Algorithm: "native"},
+		{Collective: "allreduce", MinBytes: 25, MaxBytes: 48, MaxRanks: 2, Algorithm: "shm"},
+		{Collective: "allreduce", MinBytes: 25, MaxBytes: 48, MaxRanks: 2, Algorithm: "recursive_doubling"},
+		{Collective: "allreduce", MinBytes: 49, MaxBytes: 96, MaxRanks: 2, Algorithm: "shm"},
+		{Collective: "allreduce", MinBytes: 49, MaxBytes: 96, MaxRanks: 2, Algorithm: "native"},
+		{Collective: "allreduce", MinBytes: 97, MaxRanks: 2, Algorithm: "ring"},
+		{Collective: "allreduce", MinBytes: 97, MaxRanks: 2, Algorithm: "native"},
+		{Collective: "allreduce", MinRanks: 3, Algorithm: "native"},
+	}
+	if len(allreduce) != len(want) {
+		t.Fatalf("got %d rules, want %d:\n%+v", len(allreduce), len(want), allreduce)
+	}
+	for i := range want {
+		if allreduce[i] != want[i] {
+			t.Errorf("rule %d: got %+v, want %+v", i, allreduce[i], want[i])
+		}
+	}
+	// Reduce_scatter copies reduce_scatter_block's, and every rule names
+	// an algorithm the tuner accepts.
+	var rs, rsb int
+	for _, r := range rules {
+		switch r.Collective {
+		case "reduce_scatter":
+			rs++
+		case "reduce_scatter_block":
+			rsb++
+		}
+	}
+	if rs == 0 || rs != rsb {
+		t.Errorf("%d reduce_scatter rules for %d reduce_scatter_block ones", rs, rsb)
+	}
+	if _, err := tuner.NewWithOptions(func(string) string { return "" }, tuner.Options{Native: true, Rules: rules}); err != nil {
+		t.Errorf("the tuner refuses the rules: %v", err)
+	}
+}

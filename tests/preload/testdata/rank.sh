@@ -1,0 +1,18 @@
+#!/bin/sh
+# rank.sh DIR PROG [ARGS...]: one rank of a preload test job. Runs PROG
+# with its standard error in DIR/rank-N, N its world rank (so that
+# GOCOLL_DEBUG lines are counted per rank, never cut by the launcher's
+# output forwarding), and, if PRELOAD_TEST_HOSTS=k is set, with
+# GOCOLL_HOST naming one of k emulated hosts (rank mod k), so that ranks
+# of one machine use both of gocoll's transports. Runs under LD_PRELOAD
+# itself: a shell that never calls MPI must not mind the library.
+dir=$1
+shift
+r=${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}
+if [ -n "$PRELOAD_TEST_HOSTS" ]; then
+	GOCOLL_HOST=host$((r % PRELOAD_TEST_HOSTS))
+	export GOCOLL_HOST
+fi
+# The file name carries the process id too: no two processes can ever
+# share (and truncate) one file.
+exec "$@" 2>"$dir/rank-$r.$$"
