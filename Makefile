@@ -62,6 +62,10 @@ fmt-check:
 
 test: build vet fmt-check
 	$(GO) test -timeout 20m ./...
+	@# Real fuzzing, bounded: 10 s on top of the committed corpus (which
+	@# go test ./... has just replayed). New findings land in the Go
+	@# build cache's fuzz corpus; a crasher is written to coll/testdata.
+	$(GO) test -run XXX -fuzz FuzzCollectives -fuzztime 10s ./coll
 	@cat $(BUILD)/tests-preload.txt 2>/dev/null || true
 
 bench:

@@ -284,8 +284,8 @@ func finish() {
 		st.close()
 	}
 	if cfg != nil && cfg.debug {
-		fmt.Fprintf(os.Stderr, "gocoll: rank %d: finalize: communicators set up %d, freed %d, live %d; private duplicates made %d, freed %d, live %d; calls run by gocoll %d, by the host MPI %d\n",
-			int(C.gc_world_rank()), setUp, freed, len(live), dups, dupsOut, liveDups, gocollCalls.Load(), uint64(C.gc_native_calls))
+		fmt.Fprintf(os.Stderr, "gocoll: rank %d: finalize: communicators set up %d, freed %d, live %d; private duplicates made %d, freed %d, live %d; calls run by gocoll %d (on device memory %d), by the host MPI %d\n",
+			int(C.gc_world_rank()), setUp, freed, len(live), dups, dupsOut, liveDups, gocollCalls.Load(), deviceCalls.Load(), uint64(C.gc_native_calls))
 	}
 }
 

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -18,9 +20,17 @@ type config struct {
 	// algorithms: GOCOLL_*_ALGORITHM, GOCOLL_TUNING_FILE, then Rules
 	// (the measured crossovers), then tuner.Defaults.
 	tuner *tuner.Tuner
+	// device chooses for calls on CUDA device memory, which gocoll runs
+	// on its device executor: the same forced algorithms, GOCOLL_FALLBACK
+	// and rules, less every native one (the host MPI may not be
+	// CUDA-aware; GOCOLL_*_ALGORITHM=native is honoured in C, before the
+	// tuner is asked). Params.DeviceMemory keeps the shm algorithms out.
+	device *tuner.Tuner
 	// coll is the configuration of gocoll's communicators. Its tuner only
 	// looks up the algorithm the preload tuner chose (passed as
-	// coll.Args.Algorithm), so it reads no environment.
+	// coll.Args.Algorithm), so it reads no environment. Its Device is
+	// GOCOLL_CUDA's and GOCOLL_CUDA_IPC's (coll.Config.LoadDevice): with a
+	// runtime, gocoll runs calls on device memory itself.
 	coll      *coll.Config
 	debug     bool
 	transport string // auto, shm or hostmpi
@@ -44,7 +54,11 @@ func loadConfig(env func(string) string, flavor string) (*config, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &config{tuner: t, transport: "auto", timeout: 300 * time.Second}
+	dt, err := deviceTuner(env, measuredRules[flavor])
+	if err != nil {
+		return nil, err
+	}
+	c := &config{tuner: t, device: dt, transport: "auto", timeout: 300 * time.Second}
 	for i, cl := range algorithms.Collectives {
 		c.names[i] = algorithms.Names(cl)
 	}
@@ -89,6 +103,12 @@ func loadConfig(env func(string) string, flavor string) (*config, error) {
 		return nil, fmt.Errorf("GOCOLL_CHECK=%s: want 0 or 1", v)
 	}
 	c.coll = &coll.Config{Tuner: plain, JobID: "preload", Timeout: c.timeout, SharedSlot: slot, Check: check}
+	if err := c.coll.LoadDevice(env); err != nil {
+		if !strings.HasPrefix(err.Error(), "GOCOLL_CUDA") {
+			err = fmt.Errorf("GOCOLL_CUDA: %v", err)
+		}
+		return nil, err
+	}
 	if v := env("GOCOLL_PRELOAD_FAULT"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 1 {
@@ -97,6 +117,70 @@ func loadConfig(env func(string) string, flavor string) (*config, error) {
 		c.fault = n
 	}
 	return c, nil
+}
+
+// deviceTuner returns the tuner of calls on device memory (config.device):
+// GOCOLL_TUNING_FILE's rules, then rules (the measured ones), without
+// native, then tuner.Defaults.
+func deviceTuner(env func(string) string, rules []tuner.Rule) (*tuner.Tuner, error) {
+	var all []tuner.Rule
+	if path := env("GOCOLL_TUNING_FILE"); path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("GOCOLL_TUNING_FILE: %v", err)
+		}
+		var f tuner.File
+		dec := json.NewDecoder(strings.NewReader(string(data)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&f); err != nil {
+			return nil, fmt.Errorf("GOCOLL_TUNING_FILE: %s: %v", path, err)
+		}
+		all = append(all, f.Rules...)
+	}
+	all = append(all, rules...)
+	gocoll := make([]tuner.Rule, 0, len(all))
+	for _, r := range all {
+		if r.Algorithm != tuner.Native {
+			gocoll = append(gocoll, r)
+		}
+	}
+	denv := func(name string) string {
+		v := env(name)
+		switch {
+		case name == "GOCOLL_TUNING_FILE":
+			return "" // read above
+		case strings.HasSuffix(name, "_ALGORITHM") && strings.TrimSpace(v) == tuner.Native:
+			return "" // such calls never reach the tuner
+		}
+		return v
+	}
+	return tuner.NewWithOptions(denv, tuner.Options{Rules: gocoll})
+}
+
+// choose asks the tuner of a call's memory: the device tuner for device
+// memory (q.Params.DeviceMemory).
+func (c *config) choose(q tuner.Query) (tuner.Choice, error) {
+	if q.Params.DeviceMemory {
+		return c.device.Choose(q)
+	}
+	return c.tuner.Choose(q)
+}
+
+// cudaOn reports whether gocoll has a CUDA runtime: calls on device
+// memory are then gocoll's; without one (GOCOLL_CUDA=off, or no driver)
+// they go to the host MPI.
+func (c *config) cudaOn() bool { return c.coll.Device.Runtime != nil }
+
+// cudaNote says, in the start-up line of GOCOLL_DEBUG=info, what happens
+// to device memory.
+func (c *config) cudaNote() string {
+	switch {
+	case !c.cudaOn():
+		return "CUDA off (device buffers go to the host MPI)"
+	case c.coll.Device.NoIPC:
+		return fmt.Sprintf("CUDA %s (device buffers run in gocoll, staged)", c.coll.Device.Runtime.Mode())
+	}
+	return fmt.Sprintf("CUDA %s (device buffers run in gocoll)", c.coll.Device.Runtime.Mode())
 }
 
 // algIndex returns the index of name among collective i's algorithms.

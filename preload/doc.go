@@ -100,15 +100,16 @@
 // native; a datatype is derived or one gocoll does not know; the op is
 // MPI_OP_NULL, MPI_REPLACE or MPI_NO_OP, or a predefined op gocoll does not
 // define on the datatype; allgather's send and receive sizes differ; a
-// buffer with data is NULL; a buffer is CUDA device memory (device.c: if
-// the process has loaded libcuda, cuPointerGetAttribute says so; the CUDA
-// work will replace this); the communicator could not be set up; or the
-// tuner chose native. User-defined ops are gocoll's: it applies them with
+// buffer with data is NULL; a buffer is CUDA device memory and gocoll has
+// no CUDA runtime (GOCOLL_CUDA=off, or no driver; device.c: if the
+// process has loaded libcuda, cuPointerGetAttribute says so); the
+// communicator could not be set up; or the tuner chose native (never for
+// device memory, see below). User-defined ops are gocoll's: it applies them with
 // PMPI_Reduce_local, so C and Fortran functions alike, and honours
 // PMPI_Op_commutative (non-commutative ops are reduced in rank order).
 // With GOCOLL_DEBUG=info each call prints one line, gocoll's
 //
-//	gocoll: rank R: MPI_Allreduce comm=NAME bytes=B p=P algorithm=X (tuned|forced)
+//	gocoll: rank R: MPI_Allreduce comm=NAME bytes=B p=P algorithm=X (tuned|forced)[ memory=device]
 //
 // or the host's, with the reason:
 //
@@ -123,6 +124,37 @@
 // datatype (or device memory) on some ranks and a predefined one (host
 // memory) on others, legal for MPI_Allgather, would hang.
 //
+// # CUDA device memory
+//
+// loadConfig reads GOCOLL_CUDA and GOCOLL_CUDA_IPC (coll.Config.LoadDevice):
+// unless GOCOLL_CUDA is off, the driver is loaded (dlopen of libcuda.so.1,
+// never initialised in auto mode) at the first collective after MPI_Init,
+// and gc_go_start tells the C half (gc_cuda) whether gocoll has a CUDA
+// runtime. With one, gocoll runs calls on device memory itself, whether
+// the host MPI is CUDA-aware or not: coll.Comm classifies the buffers and
+// runs the schedule on the device executor (staged through pinned host
+// memory, or CUDA IPC between the processes of a node; user-defined ops
+// are applied with PMPI_Reduce_local to staged host segments). The C half
+// asks the driver about the buffers before its decision cache
+// (gocoll_cuda_is_device, the question capi's fast path and gocoll's
+// classification ask: nothing until the process has initialised CUDA,
+// then one cuPointerGetAttributes per buffer); a call on device memory is
+// marked (gc_call.device), bypasses the cache, which holds the choices
+// for host memory, and is decided in Go with Params.DeviceMemory by the
+// device tuner: the same GOCOLL_*_ALGORITHM, GOCOLL_FALLBACK, tuning file
+// and measured rules, less every native one, so that it never picks the
+// host MPI (which may not be CUDA-aware) nor an shm algorithm (the CPU
+// cannot touch device memory); a forced shm algorithm falls back to its
+// choice, as GOCOLL_FALLBACK says. GOCOLL_<COLLECTIVE>_ALGORITHM=native
+// still sends such calls to the host: the user asked. Before running a
+// device call, Go checks that gocoll's own classification agrees (it
+// fails the call rather than let the host executor touch device memory).
+// Without a runtime (GOCOLL_CUDA=off, or no driver) device buffers go to
+// the host MPI, as in the fallback list above. GOCOLL_DEBUG=info ends the
+// line of a device call with memory=device, and the finalize report
+// counts the device calls gocoll ran. As with host memory, every rank of
+// a call must pass device memory, or every rank host memory.
+//
 // # Choosing native or gocoll
 //
 // The tuner (tuner.NewWithOptions with Options.Native) considers the host
@@ -133,7 +165,8 @@
 // caches the tuner's answer per communicator, collective, size and op
 // commutativity, so a repeated call never enters Go to be handed to the
 // host. Before a communicator is set up the tuner assumes its ranks share
-// a host; once set up it knows, and is asked again.
+// a host; once set up it knows, and is asked again. Calls on device
+// memory are never cached (see CUDA device memory).
 //
 // # Robustness
 //
@@ -162,6 +195,7 @@
 // Each rank gains the Go runtime's few threads and a few MB of memory;
 // each communicator gocoll runs on, a private communicator, a
 // shared-memory segment per host (4 MiB for 4 local ranks) and, on one
-// host, the shm algorithms' segment; they are freed with the
-// communicator.
+// host, the shm algorithms' segment; at its first call on device memory,
+// the device executor's streams and pinned staging buffers; they are
+// freed with the communicator.
 package main

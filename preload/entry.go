@@ -26,6 +26,7 @@ import (
 var (
 	cfg         *config
 	gocollCalls atomic.Uint64
+	deviceCalls atomic.Uint64 // of gocollCalls, those on CUDA device memory
 )
 
 // internal reports a recovered panic and returns its MPI error class.
@@ -66,9 +67,12 @@ func gc_go_start() (rc C.int) {
 		}
 	}
 	cfg = c
+	if c.cudaOn() {
+		C.gc_cuda = 1
+	}
 	if c.debug {
-		fmt.Fprintf(os.Stderr, "gocoll: rank %d: preloaded over %s (%s), %d datatypes, %d measured rules\n",
-			int(C.gc_world_rank()), flavor, C.GoString(C.gc_library_version()), n, len(measuredRules[flavor]))
+		fmt.Fprintf(os.Stderr, "gocoll: rank %d: preloaded over %s (%s), %d datatypes, %d measured rules, %s\n",
+			int(C.gc_world_rank()), flavor, C.GoString(C.gc_library_version()), n, len(measuredRules[flavor]), c.cudaNote())
 	}
 	return 0
 }
@@ -84,13 +88,15 @@ func query(c *C.struct_gc_call, shared bool) tuner.Query {
 		Collective: algorithms.Collective(c.coll),
 		Bytes:      int64(c.bytes),
 		Params: algorithms.Params{P: int(c.cs.size), Rank: int(c.cs.rank), Commutative: c.commutative != 0,
-			SharedMemory: shared && c.cs.size > 1},
+			SharedMemory: shared && c.cs.size > 1, DeviceMemory: c.device != 0},
 	}
 }
 
 // gc_go_decide asks the tuner about a call: the index of gocoll's
 // algorithm (c.how set), -1 for the host MPI, -2 when the call must fail
-// (GOCOLL_FALLBACK=error), after saying why.
+// (GOCOLL_FALLBACK=error), after saying why. A device call (c.device) is
+// asked of the device tuner, which never answers native nor an shm
+// algorithm.
 //
 //export gc_go_decide
 func gc_go_decide(c *C.struct_gc_call) (rc C.int) {
@@ -112,7 +118,7 @@ func gc_go_decide(c *C.struct_gc_call) (rc C.int) {
 
 func decide(c *C.struct_gc_call, shared bool) C.int {
 	q := query(c, shared)
-	ch, err := cfg.tuner.Choose(q)
+	ch, err := cfg.choose(q)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "gocoll: rank %d: %s: %v\n", int(c.cs.rank), q.Collective, err)
 		return -2
@@ -211,12 +217,20 @@ func gc_go_run(c *C.struct_gc_call) (rc C.int) {
 	if cfg.fault > 0 && int64(n) == cfg.fault {
 		panic(fmt.Sprintf("GOCOLL_PRELOAD_FAULT=%d: a panic on purpose", cfg.fault))
 	}
+	memory := ""
+	if c.device != 0 {
+		deviceCalls.Add(1)
+		memory = " memory=device"
+	}
 	a, err := st.args(c)
+	if err == nil && c.device != 0 {
+		err = st.checkDevice(c)
+	}
 	if err == nil {
 		a.Algorithm = cfg.names[c.coll][c.alg]
 		if cfg.debug {
-			fmt.Fprintf(os.Stderr, "gocoll: rank %d: %s comm=%s bytes=%d p=%d algorithm=%s (%s)\n",
-				st.rank, cl, st.name, int64(c.bytes), st.size, a.Algorithm, how(c, cl, st.c.Shared()))
+			fmt.Fprintf(os.Stderr, "gocoll: rank %d: %s comm=%s bytes=%d p=%d algorithm=%s (%s)%s\n",
+				st.rank, cl, st.name, int64(c.bytes), st.size, a.Algorithm, how(c, cl, st.c.Shared()), memory)
 		}
 		switch cl {
 		case algorithms.Allreduce:
@@ -253,6 +267,19 @@ func how(c *C.struct_gc_call, cl algorithms.Collective, shared bool) string {
 		}
 	}
 	return "tuned"
+}
+
+// checkDevice makes sure that gocoll's classification (coll.Comm.Memory)
+// agrees with the C half's that a device call's buffers are device
+// memory: a disagreement (the driver knows the memory, but gocoll's
+// runtime sees no CUDA context) must not let the host executor touch
+// device memory with the CPU.
+func (st *commState) checkDevice(c *C.struct_gc_call) error {
+	if st.c.Memory(uintptr(c.rbuf)).OnDevice() || (c.inplace == 0 && st.c.Memory(uintptr(c.sbuf)).OnDevice()) {
+		return nil
+	}
+	return &mpierr.Error{Call: algorithms.Collective(c.coll).String(), Class: mpierr.Other,
+		Msg: "the CUDA driver says a buffer is device memory, but gocoll's CUDA runtime sees host memory (no CUDA context current on this thread?)"}
 }
 
 // cbytes views n bytes of C memory.

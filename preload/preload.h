@@ -36,7 +36,7 @@ enum {
     GC_R_DATATYPE,      /* a derived (or unknown) datatype */
     GC_R_OP,            /* MPI_OP_NULL, MPI_REPLACE, MPI_NO_OP or an unknown op */
     GC_R_OP_TYPE,       /* a predefined op gocoll does not define on the datatype */
-    GC_R_DEVICE,        /* a CUDA device buffer */
+    GC_R_DEVICE,        /* a CUDA device buffer, gocoll's CUDA runtime off */
     GC_R_BUFFER,        /* a NULL buffer (MPI_BOTTOM) with data */
     GC_R_SIZES,         /* allgather's send and receive sizes differ */
     GC_R_SETUP,         /* gocoll could not set up the communicator */
@@ -80,6 +80,7 @@ struct gc_call {
     int elem;                  /* its size (extent) in bytes */
     int op;                    /* gocoll's ops.Op; 0 for a user-defined op */
     int commutative;
+    int device;                /* a buffer is CUDA device memory and gocoll's CUDA runtime is on */
     gc_handle dt, mpiop, comm; /* the caller's handles */
     struct gc_comm *cs;
 };
@@ -87,6 +88,7 @@ struct gc_call {
 /* What the Go half needs from the C half. */
 extern int gc_flavor;
 extern int gc_debug;
+extern int gc_cuda; /* gocoll's CUDA runtime is on: device buffers are gocoll's (set by gc_go_start) */
 extern int gc_forced_native[GC_NCOLL];
 extern uint64_t gc_native_calls;
 void gc_register_type(gc_handle h, int type, int size);

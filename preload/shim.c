@@ -5,9 +5,10 @@
  * without Go (entering Go costs about 0.2 us, a small native collective
  * 0.5 us): whether MPI is running, whether the communicator, datatype and
  * op are ones gocoll handles, and, from a per-communicator cache, what the
- * tuner chose last time for this size. Only calls that gocoll runs, and
- * the first call of each size, enter Go. Everything else goes to the host
- * MPI's PMPI_ function.
+ * tuner chose last time for this size. Only calls that gocoll runs, the
+ * first call of each size, and calls on CUDA device memory (which gocoll
+ * runs on its device executor, deciding afresh each time) enter Go.
+ * Everything else goes to the host MPI's PMPI_ function.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -200,11 +201,28 @@ static int why_reduce(struct gc_call *c, H dt, H op) {
     return GC_R_NONE;
 }
 
+/* on_device: whether a buffer gocoll would touch is CUDA device memory. */
+static int on_device(const struct gc_call *c) {
+    if (c->bytes == 0) return 0;
+    return (!c->inplace && gc_is_device(c->sbuf)) || gc_is_device(c->rbuf);
+}
+
 /* decide asks the tuner, through the communicator's cache: GC_R_NONE
  * when gocoll runs the call (c->alg set), GC_R_TUNED when the host does,
  * -1 when the call must fail (GOCOLL_FALLBACK=error and a forced
- * algorithm that cannot run it). */
+ * algorithm that cannot run it). With gocoll's CUDA runtime on, a call on
+ * device memory is a device call (c->device): the tuner is asked every
+ * time, with Params.DeviceMemory, and never through the cache, which
+ * holds the choices for host memory (the device tuner never answers
+ * native, nor an shm algorithm). So every call asks the driver about its
+ * buffers once CUDA is initialised (gocoll's classification asks too). */
 static int decide(struct gc_call *c) {
+    if (gc_cuda && on_device(c)) {
+        c->device = 1;
+        c->alg = gc_go_decide(c);
+        if (c->alg < -1) return -1;
+        return c->alg < 0 ? GC_R_TUNED : GC_R_NONE;
+    }
     struct gc_decision *d = &c->cs->cache[c->coll][(unsigned)(c->bytes ^ (c->bytes >> 9)) & (GC_CACHE - 1)];
     if (!gc_debug && d->bytes == c->bytes && d->commutative == c->commutative) {
         c->alg = d->alg, c->how = d->how;
@@ -216,12 +234,12 @@ static int decide(struct gc_call *c) {
     return c->alg < 0 ? GC_R_TUNED : GC_R_NONE;
 }
 
-/* why_device checks the buffers gocoll would touch, once it would run. */
+/* why_device: with gocoll's CUDA runtime off (GOCOLL_CUDA=off, or no
+ * driver), a device buffer goes to the host MPI, which may be
+ * CUDA-aware; checked once gocoll would run the call. With the runtime
+ * on, decide has classified the buffers. */
 static int why_device(const struct gc_call *c) {
-    if (c->bytes == 0) return GC_R_NONE;
-    if (!c->inplace && gc_is_device(c->sbuf)) return GC_R_DEVICE;
-    if (gc_is_device(c->rbuf)) return GC_R_DEVICE;
-    return GC_R_NONE;
+    return !gc_cuda && on_device(c) ? GC_R_DEVICE : GC_R_NONE;
 }
 
 /* note counts a call handed to the host and, with GOCOLL_DEBUG=info,

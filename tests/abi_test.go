@@ -16,126 +16,31 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocoll/gocoll/algorithms"
+	"github.com/gocoll/gocoll/tests/internal/harness"
 	"github.com/gocoll/gocoll/tuner"
 )
 
+func TestMain(m *testing.M) { harness.Main(m, 1, "build", nil) }
+
 var (
-	root    string // the repository
-	binDir  string // build/bin
-	workDir string // compiled test programs
+	run          = harness.Run
+	gocollrun    = harness.Gocollrun
+	expectCounts = harness.ExpectCounts
 )
 
-// TestMain builds the library, the wrappers and gocollrun (make build),
-// then compiles the test programs once.
-func TestMain(m *testing.M) {
-	wd, _ := os.Getwd()
-	root = filepath.Dir(wd)
-	binDir = filepath.Join(root, "build", "bin")
-	cmd := exec.Command("make", "-s", "-C", root, "build")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "tests: make build failed:", err)
-		os.Exit(1)
-	}
-	dir, err := os.MkdirTemp("", "gocoll-tests-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	workDir = dir
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-// compile builds src (relative to the repository) with the given compiler
-// into the work directory, once, and returns the binary's path.
+// compile builds src (relative to the repository) with compiler, once.
 func compile(t *testing.T, compiler, src, name string) string {
-	t.Helper()
-	out := filepath.Join(workDir, name)
-	if _, err := os.Stat(out); err == nil {
-		return out
-	}
-	args := []string{"-O2", "-o", out, filepath.Join(root, src), "-lm"}
-	if strings.HasSuffix(compiler, "mpif90") {
-		args = append([]string{"-w"}, args...)
-	}
-	cmd := exec.Command(compiler, args...)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%s %s: %v\n%s", compiler, src, err, b)
-	}
-	return out
+	return harness.Compile(t, compiler, name, []string{"-lm"}, src)
 }
 
-// run launches argv with a time limit and returns its combined output and
-// exit status.
-func run(t *testing.T, limit time.Duration, env []string, argv ...string) (string, int) {
-	t.Helper()
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Dir = workDir
-	done := make(chan struct{})
-	var out []byte
-	var err error
-	go func() { out, err = cmd.CombinedOutput(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(limit):
-		cmd.Process.Kill()
-		<-done
-		t.Fatalf("%v: still running after %v (hang)\n%s", argv, limit, out)
-	}
-	code := 0
-	if err != nil {
-		ee, ok := err.(*exec.ExitError)
-		if !ok {
-			t.Fatalf("%v: %v", argv, err)
-		}
-		code = ee.ExitCode()
-	}
-	return string(out), code
-}
-
-var counts = regexp.MustCompile(`(?m)^(\d+) passed, (\d+) failed$`)
-
-// expectCounts checks a program's final `N passed, N failed` line.
-func expectCounts(t *testing.T, what, out string, code int) {
-	t.Helper()
-	m := counts.FindAllStringSubmatch(out, -1)
-	if len(m) == 0 {
-		t.Fatalf("%s: no `N passed, N failed` line (exit %d):\n%s", what, code, out)
-	}
-	passed, _ := strconv.Atoi(m[len(m)-1][1])
-	failed, _ := strconv.Atoi(m[len(m)-1][2])
-	if failed != 0 || passed == 0 || code != 0 {
-		t.Fatalf("%s: %d passed, %d failed, exit %d:\n%s", what, passed, failed, code, out)
-	}
-}
-
-func gocollrun(n int, prog string, args ...string) []string {
-	return append([]string{filepath.Join(binDir, "gocollrun"), "-n", strconv.Itoa(n), prog}, args...)
-}
-
-// forcedRounds returns environments that together force every algorithm
-// of every collective: round i forces the i-th algorithm of each.
+// forcedRounds are tuner.ForcedRounds, with GOCOLL_FALLBACK=silent: an
+// algorithm that cannot run a call leaves it to the tuner quietly.
 func forcedRounds() [][]string {
 	var rounds [][]string
-	for i := 0; ; i++ {
-		var env []string
-		any := false
-		for _, c := range algorithms.Collectives {
-			names := algorithms.Names(c)
-			if i < len(names) {
-				any = true
-			}
-			env = append(env, tuner.ForceVar(c)+"="+names[i%len(names)])
-		}
-		if !any {
-			return rounds
-		}
+	for _, env := range tuner.ForcedRounds() {
 		rounds = append(rounds, append(env, "GOCOLL_FALLBACK=silent"))
 	}
+	return rounds
 }
 
 // The examples print PASS at every rank count.
@@ -146,7 +51,7 @@ func TestExamples(t *testing.T) {
 		"allgather":      "examples/c/allgather.c",
 	}
 	for name, src := range progs {
-		bin := compile(t, filepath.Join(binDir, "mpicc"), src, name)
+		bin := compile(t, filepath.Join(harness.Bin, "mpicc"), src, name)
 		for n := 1; n <= 8; n++ {
 			out, code := run(t, time.Minute, nil, gocollrun(n, bin)...)
 			if code != 0 || !strings.Contains(out, "PASS") || strings.Contains(out, "FAIL") {
@@ -154,7 +59,7 @@ func TestExamples(t *testing.T) {
 			}
 		}
 	}
-	f := compile(t, filepath.Join(binDir, "mpif90"), "examples/fortran/allreduce.f90", "fallreduce")
+	f := compile(t, filepath.Join(harness.Bin, "mpif90"), "examples/fortran/allreduce.f90", "fallreduce")
 	for _, n := range []int{1, 2, 3, 4} {
 		if out, code := run(t, time.Minute, nil, gocollrun(n, f)...); code != 0 || !strings.Contains(out, "PASS") {
 			t.Errorf("fortran allreduce on %d ranks: exit %d:\n%s", n, code, out)
@@ -164,7 +69,7 @@ func TestExamples(t *testing.T) {
 
 // The whole exported subset at p = 1..8, under every forced algorithm.
 func TestSubsetEveryAlgorithm(t *testing.T) {
-	bin := compile(t, filepath.Join(binDir, "mpicc"), "tests/c/subset.c", "subset")
+	bin := compile(t, filepath.Join(harness.Bin, "mpicc"), "tests/c/subset.c", "subset")
 	for i, env := range forcedRounds() {
 		for n := 1; n <= 8; n++ {
 			out, code := run(t, 2*time.Minute, env, gocollrun(n, bin)...)
@@ -177,7 +82,7 @@ func TestSubsetEveryAlgorithm(t *testing.T) {
 // takes, around its size limit, mixed with calls that go through Go),
 // and the same program with forced algorithms, which never take it.
 func TestFastPath(t *testing.T) {
-	bin := compile(t, filepath.Join(binDir, "mpicc"), "tests/c/fastpath.c", "fastpath")
+	bin := compile(t, filepath.Join(harness.Bin, "mpicc"), "tests/c/fastpath.c", "fastpath")
 	envs := append([][]string{nil}, forcedRounds()...)
 	for i, env := range envs {
 		for _, n := range []int{1, 2, 3, 5} {
@@ -189,8 +94,8 @@ func TestFastPath(t *testing.T) {
 
 // The Fortran bindings: `use mpi` and fixed-form mpif.h.
 func TestFortran(t *testing.T) {
-	sub := compile(t, filepath.Join(binDir, "mpif90"), "tests/fortran/subset.f90", "fsubset")
-	fixed := compile(t, filepath.Join(binDir, "mpif90"), "tests/fortran/fixed.f", "ffixed")
+	sub := compile(t, filepath.Join(harness.Bin, "mpif90"), "tests/fortran/subset.f90", "fsubset")
+	fixed := compile(t, filepath.Join(harness.Bin, "mpif90"), "tests/fortran/fixed.f", "ffixed")
 	for _, n := range []int{1, 2, 3, 5} {
 		out, code := run(t, time.Minute, nil, gocollrun(n, sub)...)
 		expectCounts(t, fmt.Sprintf("fortran subset on %d ranks", n), out, code)
@@ -207,9 +112,9 @@ func TestMPICHBinaryRunsOnGocoll(t *testing.T) {
 		t.Fatal("mpicc.mpich is missing: `make deps` installs it")
 	}
 	bin := compile(t, "mpicc.mpich", "tests/c/subset.c", "subset-mpich")
-	env := []string{"LD_LIBRARY_PATH=" + filepath.Join(root, "build", "lib", "mpich-abi")}
+	env := []string{"LD_LIBRARY_PATH=" + filepath.Join(harness.Root, "build", "lib", "mpich-abi")}
 	out, _ := run(t, time.Minute, env, "ldd", bin)
-	if !strings.Contains(out, filepath.Join(root, "build", "lib", "mpich-abi", "libmpich.so.12")) {
+	if !strings.Contains(out, filepath.Join(harness.Root, "build", "lib", "mpich-abi", "libmpich.so.12")) {
 		t.Fatalf("the MPICH binary does not load gocoll:\n%s", out)
 	}
 	for _, n := range []int{1, 2, 4} {
@@ -223,7 +128,7 @@ func TestHydraLaunchesGocoll(t *testing.T) {
 	if _, err := exec.LookPath("mpiexec.mpich"); err != nil {
 		t.Fatal("mpiexec.mpich is missing: `make deps` installs it")
 	}
-	bin := compile(t, filepath.Join(binDir, "mpicc"), "tests/c/subset.c", "subset")
+	bin := compile(t, filepath.Join(harness.Bin, "mpicc"), "tests/c/subset.c", "subset")
 	for _, n := range []int{1, 3} {
 		out, code := run(t, time.Minute, nil, "mpiexec.mpich", "-n", strconv.Itoa(n), bin)
 		expectCounts(t, fmt.Sprintf("subset under mpiexec.mpich -n %d", n), out, code)
@@ -233,7 +138,7 @@ func TestHydraLaunchesGocoll(t *testing.T) {
 // With the default error handler a bad argument ends the whole job,
 // naming the call, the error and the rank.
 func TestFatalErrorAbortsTheJob(t *testing.T) {
-	bin := compile(t, filepath.Join(binDir, "mpicc"), "tests/c/fatal.c", "fatal")
+	bin := compile(t, filepath.Join(harness.Bin, "mpicc"), "tests/c/fatal.c", "fatal")
 	out, code := run(t, time.Minute, nil, gocollrun(3, bin)...)
 	if code == 0 || strings.Contains(out, "still running") {
 		t.Fatalf("exit %d:\n%s", code, out)
@@ -246,9 +151,9 @@ func TestFatalErrorAbortsTheJob(t *testing.T) {
 // A rank killed in the middle of collectives makes gocollrun end the job
 // within seconds, naming the rank, and no shared-memory segment is left.
 func TestKilledRankEndsTheJob(t *testing.T) {
-	bin := compile(t, filepath.Join(binDir, "mpicc"), "tests/c/spin.c", "spin")
+	bin := compile(t, filepath.Join(harness.Bin, "mpicc"), "tests/c/spin.c", "spin")
 	jobID := fmt.Sprintf("killtest%d", time.Now().UnixNano())
-	cmd := exec.Command(filepath.Join(binDir, "gocollrun"), "-n", "4", bin)
+	cmd := exec.Command(filepath.Join(harness.Bin, "gocollrun"), "-n", "4", bin)
 	cmd.Env = append(os.Environ(), "GOCOLL_JOB_ID="+jobID)
 	stdout, _ := cmd.StdoutPipe()
 	var stderr strings.Builder
@@ -299,33 +204,33 @@ func TestKilledRankEndsTheJob(t *testing.T) {
 // do), and -show prints the command.
 func TestWrappers(t *testing.T) {
 	for _, w := range []string{"mpicc", "mpicxx", "mpif90"} {
-		path := filepath.Join(binDir, w)
+		path := filepath.Join(harness.Bin, w)
 		out, code := run(t, 30*time.Second, []string{"CC=" + path, "CXX=" + path, "FC=" + path}, path, "-show", "x.c")
-		if code != 0 || !strings.Contains(out, "-lgocoll") || !strings.Contains(out, filepath.Join(root, "include")) {
+		if code != 0 || !strings.Contains(out, "-lgocoll") || !strings.Contains(out, filepath.Join(harness.Root, "include")) {
 			t.Errorf("%s -show: exit %d: %s", w, code, out)
 		}
 	}
-	src := filepath.Join(workDir, "hello.c")
+	src := filepath.Join(harness.Work, "hello.c")
 	os.WriteFile(src, []byte("#include <mpi.h>\nint main(int c, char **v) { MPI_Init(&c, &v); MPI_Finalize(); return 0; }\n"), 0o644)
-	cc := filepath.Join(binDir, "mpicc")
-	if out, code := run(t, time.Minute, []string{"CC=" + cc}, cc, "-o", filepath.Join(workDir, "hello"), src); code != 0 {
+	cc := filepath.Join(harness.Bin, "mpicc")
+	if out, code := run(t, time.Minute, []string{"CC=" + cc}, cc, "-o", filepath.Join(harness.Work, "hello"), src); code != 0 {
 		t.Fatalf("mpicc with CC=mpicc: exit %d: %s", code, out)
 	}
 }
 
 // A program started without any launcher runs as a single rank.
 func TestSingletonWithoutLauncher(t *testing.T) {
-	bin := compile(t, filepath.Join(binDir, "mpicc"), "tests/c/subset.c", "subset")
+	bin := compile(t, filepath.Join(harness.Bin, "mpicc"), "tests/c/subset.c", "subset")
 	out, code := run(t, time.Minute, nil, bin)
 	expectCounts(t, "subset without a launcher", out, code)
 }
 
 // Calling MPI before MPI_Init is an error that names the call.
 func TestCallBeforeInit(t *testing.T) {
-	src := filepath.Join(workDir, "early.c")
+	src := filepath.Join(harness.Work, "early.c")
 	os.WriteFile(src, []byte("#include <mpi.h>\nint main(void) { int r; MPI_Comm_rank(MPI_COMM_WORLD, &r); return 0; }\n"), 0o644)
-	bin := filepath.Join(workDir, "early")
-	if out, code := run(t, time.Minute, nil, filepath.Join(binDir, "mpicc"), "-o", bin, src); code != 0 {
+	bin := filepath.Join(harness.Work, "early")
+	if out, code := run(t, time.Minute, nil, filepath.Join(harness.Bin, "mpicc"), "-o", bin, src); code != 0 {
 		t.Fatal(out)
 	}
 	out, code := run(t, time.Minute, nil, bin)

@@ -1,6 +1,8 @@
 package tests
 
 import (
+	"github.com/gocoll/gocoll/tests/internal/harness"
+
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -50,8 +52,8 @@ func emulatedHosts(t *testing.T) (a, b, addrA string) {
 // ranks with `ip netns exec`.
 func TestTwoHostsOverTCP(t *testing.T) {
 	a, b, addrA := emulatedHosts(t)
-	bin := compile(t, binDir+"/mpicc", "tests/c/subset.c", "subset")
-	argv := []string{"ip", "netns", "exec", a, binDir + "/gocollrun", "-n", "4",
+	bin := compile(t, harness.Bin+"/mpicc", "tests/c/subset.c", "subset")
+	argv := []string{"ip", "netns", "exec", a, harness.Bin + "/gocollrun", "-n", "4",
 		"--host", a + ":2," + b + ":2", "--launcher", "ip netns exec %h", "--bind", addrA, bin}
 	out, code := run(t, 2*time.Minute, []string{"GOCOLL_DEBUG=info"}, argv...)
 	expectCounts(t, "subset on two emulated hosts", out, code)

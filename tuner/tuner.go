@@ -188,6 +188,30 @@ func (t *Tuner) checkName(c algorithms.Collective, name string) error {
 // algorithm, e.g. GOCOLL_ALLREDUCE_ALGORITHM.
 func ForceVar(c algorithms.Collective) string { return "GOCOLL_" + c.EnvName() + "_ALGORITHM" }
 
+// ForcedRounds returns environments that together force every algorithm
+// of every collective: round i sets each collective's variable to its
+// i-th algorithm (wrapping around for collectives with fewer), so that
+// len(result) runs of a program try every algorithm once. Tests and
+// benchmarks iterate over it.
+func ForcedRounds() [][]string {
+	var rounds [][]string
+	for i := 0; ; i++ {
+		var env []string
+		more := false
+		for _, c := range algorithms.Collectives {
+			names := algorithms.Names(c)
+			if i < len(names) {
+				more = true
+			}
+			env = append(env, ForceVar(c)+"="+names[i%len(names)])
+		}
+		if !more {
+			return rounds
+		}
+		rounds = append(rounds, env)
+	}
+}
+
 // ReadFile reads and validates a tuning file.
 func ReadFile(path string) ([]Rule, error) { return readFile(path, false) }
 

@@ -177,3 +177,26 @@ func TestTuningFile(t *testing.T) {
 		t.Error("missing tuning file accepted")
 	}
 }
+
+// Every algorithm of every collective is forced in exactly one round.
+func TestForcedRoundsCoverEveryAlgorithm(t *testing.T) {
+	rounds := tuner.ForcedRounds()
+	for _, c := range algorithms.Collectives {
+		seen := map[string]int{}
+		for _, env := range rounds {
+			for _, kv := range env {
+				if v, ok := strings.CutPrefix(kv, tuner.ForceVar(c)+"="); ok {
+					seen[v]++
+				}
+			}
+		}
+		for _, name := range algorithms.Names(c) {
+			if seen[name] == 0 {
+				t.Errorf("%v: %s is never forced", c, name)
+			}
+		}
+		if max := len(algorithms.Names(c)); len(rounds) < max {
+			t.Errorf("%v: %d rounds for %d algorithms", c, len(rounds), max)
+		}
+	}
+}

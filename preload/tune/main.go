@@ -88,21 +88,10 @@ type config struct {
 
 func configs() []config {
 	cs := []config{{name: "native"}, {name: "auto", preload: true}}
-	for i := 0; ; i++ {
-		var env []string
-		more := false
-		for _, c := range algorithms.Collectives {
-			names := algorithms.Names(c)
-			if i < len(names) {
-				more = true
-			}
-			env = append(env, tuner.ForceVar(c)+"="+names[i%len(names)])
-		}
-		if !more {
-			return cs
-		}
+	for i, env := range tuner.ForcedRounds() {
 		cs = append(cs, config{name: fmt.Sprintf("forced%d", i), env: env, preload: true})
 	}
+	return cs
 }
 
 // algorithm returns the algorithm a config runs for collective c.

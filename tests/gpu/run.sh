@@ -8,7 +8,11 @@
 # and runs it on 2 and 4 ranks sharing the GPU, under gocollrun (gocoll's
 # own mpi.h) and under LD_PRELOAD over the host MPI (Open MPI or MPICH;
 # there, NaNs and signed zeros are left out of MPI_MAX/MPI_MIN: the host
-# MPI may run a call, and MPI leaves those results open).
+# MPI may run a call, and MPI leaves those results open). Each LD_PRELOAD
+# run is followed by a second, quick one with GOCOLL_DEBUG=info, which
+# also checks that gocoll, not the host MPI, ran every call on device
+# memory (the finalize reports' count of device calls; no call handed to
+# the host for its device buffer).
 # Prints every run's output, then a summary and `N passed, N failed`.
 # Exit status: 0 all passed, 1 a check failed, 2 something needed is
 # missing (said plainly, before anything runs).
@@ -29,7 +33,9 @@ usage: tests/gpu/run.sh [options]
   --self-test       check this script and gocoll's device path without a
                     GPU: a stand-in CUDA driver and runtime (tests/gpu/c)
   --stub-preload    with --self-test, give the LD_PRELOAD runs stand-in
-                    device memory too (by default they get host memory)
+                    device memory too, and check that gocoll ran those
+                    calls (by default they get host memory; without
+                    --self-test they always get real device memory)
   -h, --help        this text
 
 Needs: an NVIDIA GPU and driver (nvidia-smi, libcuda.so.1), the CUDA
@@ -40,7 +46,7 @@ EOF
 }
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-quick=0 ranks="2 4" max_bytes=268435456 mpi=auto per_run=65 self_test=0 stub_preload=0 preload_env=""
+quick=0 ranks="2 4" max_bytes=268435456 mpi=auto per_run=65 self_test=0 stub_preload=0 preload_env="" preload_device=1
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--quick) quick=1 ;;
@@ -88,6 +94,7 @@ if [ "$self_test" = 1 ]; then
 	export LD_LIBRARY_PATH="$work${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" # dlopen("libcuda.so.1") finds the stand-in
 	export GOCOLL_CUDA=on
 	[ "$stub_preload" = 1 ] || preload_env="GPUCOLL_STUB_HOSTMEM=1"
+	[ "$stub_preload" = 1 ] || preload_device=0
 else
 	command -v nvidia-smi >/dev/null 2>&1 ||
 		missing "no NVIDIA GPU driver (nvidia-smi not found)"
@@ -198,18 +205,90 @@ runone() {
 	summary="$summary$(printf '\n  %-26s %5d passed, %3d failed  (%ds, exit %d)' "$name" "$p" "$f" "$secs" "$rc")"
 }
 
+# GOCOLL_DEBUG=info's line per call: gocoll's, or the host MPI's.
+call_re='^gocoll: rank -?[0-9]+: MPI_[A-Za-z_]+ (comm=|-> host MPI \()'
+
+# launcher M N DEBUG: sets launch to the command that starts N ranks
+# under LD_PRELOAD over host MPI M, with GOCOLL_DEBUG=DEBUG; the program
+# and its arguments follow.
+launcher() {
+	case $1 in
+	openmpi)
+		launch=(env $preload_env GOCOLL_DEBUG="$3" mpirun.openmpi --allow-run-as-root --oversubscribe -np "$2"
+			-x LD_PRELOAD="$ROOT/build/lib/libgocoll-preload.so" -x GOCOLL_CUDA -x GOCOLL_DEBUG -x LD_LIBRARY_PATH
+			${preload_env:+-x GPUCOLL_STUB_HOSTMEM}) ;;
+	mpich)
+		launch=(env $preload_env mpiexec.mpich -n "$2" -genv LD_PRELOAD "$ROOT/build/lib/libgocoll-preload.so"
+			-genv GOCOLL_CUDA "$GOCOLL_CUDA" -genv GOCOLL_DEBUG "$3") ;;
+	esac
+}
+
+# rank-stderr.sh DIR PROG ARGS...: one rank, its standard error in
+# DIR/rank-R.PID, so that GOCOLL_DEBUG's lines are never cut or mixed by
+# the launcher's output forwarding.
+cat >"$work/rank-stderr.sh" <<'EOF'
+#!/bin/sh
+dir=$1
+shift
+exec "$@" 2>"$dir/rank-${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}.$$"
+EOF
+chmod +x "$work/rank-stderr.sh"
+
+# check_calls NAME N DIR: after the LD_PRELOAD run NAME on N ranks (checks
+# only, GOCOLL_DEBUG=info, each rank's standard error in DIR), prints what
+# the ranks said but their lines per call and, when the run had device
+# memory, counts one more check passed if gocoll ran every call on it:
+# each check is one collective on device buffers per rank, so each rank's
+# finalize report ("calls run by gocoll X (on device memory D)") and its
+# lines per call with memory=device must count every check, and no call
+# may have gone to the host MPI for its device buffer.
+check_calls() {
+	local name=$1 n=$2 dir=$3 log="$work/$1.log"
+	[ -f "$log" ] || return # not run: counted already
+	local errs="$work/$1.stderr"
+	cat "$dir"/rank-* >"$errs" 2>/dev/null
+	grep -vE "$call_re" "$errs"
+	[ "$preload_device" = 1 ] || return
+	local line p f checks r files reports=0 dev lines fell ok=1
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -1)
+	p=${line%% passed*} f=${line#*, } f=${f%% failed*}
+	[ -n "$line" ] || p=0 f=0
+	checks=$((p + f))
+	[ "$checks" -gt 0 ] || ok=0
+	for ((r = 0; r < n; r++)); do
+		files=$(ls "$dir"/rank-$r.* 2>/dev/null | wc -l)
+		dev=$(cat "$dir"/rank-$r.* 2>/dev/null | sed -nE 's/^gocoll: rank [0-9]+: finalize: .* \(on device memory ([0-9]+)\).*/\1/p')
+		lines=$(cat "$dir"/rank-$r.* 2>/dev/null | grep -cE '^gocoll: rank [0-9]+: MPI_[A-Za-z_]+ comm=.* memory=device$')
+		fell=$(cat "$dir"/rank-$r.* 2>/dev/null | grep -cF -- '-> host MPI (CUDA device buffer)')
+		[ -n "$dev" ] && reports=$((reports + 1))
+		echo "run.sh: $name: rank $r: gocoll ran ${dev:-?} calls on device memory (finalize report)," \
+			"$lines GOCOLL_DEBUG lines with memory=device, of $checks; $fell went to the host MPI for a device buffer"
+		if [ "$files" -ne 1 ] || [ "${dev:-x}" != "$checks" ] || [ "$lines" -ne "$checks" ] || [ "$fell" -ne 0 ]; then
+			ok=0
+		fi
+	done
+	if [ "$ok" = 0 ]; then
+		grep -F -- '-> host MPI (CUDA device buffer)' "$errs" | head -5
+		echo "run.sh: $name: FAIL: gocoll did not run every call on device memory"
+	fi
+	total_pass=$((total_pass + ok)) total_fail=$((total_fail + 1 - ok))
+	summary="$summary$(printf '\n  %-26s %5d passed, %3d failed  (gocoll ran the device calls: %d reports of %d ranks)' \
+		"${name%-calls}-device" "$ok" "$((1 - ok))" "$reports" "$n")"
+}
+
 for n in $ranks; do
 	runone "gocollrun-np$n" "$ROOT/build/bin/gocollrun" -n "$n" --timeout "$((per_run + 5))s" "$work/gpucoll" $args
 	for m in $built_preloads; do
-		case $m in
-		openmpi)
-			runone "preload-openmpi-np$n" env $preload_env mpirun.openmpi --allow-run-as-root --oversubscribe -np "$n" \
-				-x LD_PRELOAD="$ROOT/build/lib/libgocoll-preload.so" -x GOCOLL_CUDA -x LD_LIBRARY_PATH \
-				${preload_env:+-x GPUCOLL_STUB_HOSTMEM} "$work/gpucoll-openmpi" $args --no-special ;;
-		mpich)
-			runone "preload-mpich-np$n" env $preload_env mpiexec.mpich -n "$n" -genv LD_PRELOAD "$ROOT/build/lib/libgocoll-preload.so" \
-				-genv GOCOLL_CUDA "$GOCOLL_CUDA" "$work/gpucoll-mpich" $args --no-special ;;
-		esac
+		# The checks and the timing table as an application runs them;
+		# then the quick checks again with GOCOLL_DEBUG=info (which turns
+		# the C half's decision cache off), to count the device calls.
+		launcher "$m" "$n" warn
+		runone "preload-$m-np$n" "${launch[@]}" "$work/gpucoll-$m" $args --no-special
+		launcher "$m" "$n" info
+		mkdir -p "$work/stderr-$m-np$n"
+		runone "preload-$m-np$n-calls" "${launch[@]}" "$work/rank-stderr.sh" "$work/stderr-$m-np$n" \
+			"$work/gpucoll-$m" --quick --no-time --no-special
+		check_calls "preload-$m-np$n-calls" "$n" "$work/stderr-$m-np$n"
 	done
 done
 

@@ -1,8 +1,10 @@
 // Package gputest checks tests/gpu/run.sh, the GPU check script, as far
 // as a machine without a GPU can: its arguments, that it says plainly
-// what is missing, and (--self-test, with a stand-in CUDA runtime) that it
-// builds gpucoll.c, runs it under gocollrun and LD_PRELOAD and adds up the
-// results. On a GPU machine, run the script itself.
+// what is missing, and (--self-test --stub-preload, with a stand-in CUDA
+// driver and runtime) that it builds gpucoll.c, runs it under gocollrun
+// and LD_PRELOAD on memory the CPU cannot touch, that gocoll itself runs
+// the LD_PRELOAD calls on device memory, and that it adds up the results.
+// On a GPU machine, run the script itself.
 package gputest
 
 import (
@@ -10,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -54,8 +57,13 @@ func TestReportsMissingGPU(t *testing.T) {
 	}
 }
 
-// The whole flow on host memory posing as device memory: build, run
-// under gocollrun and under LD_PRELOAD, add up.
+// The whole flow on stand-in device memory, which the CPU cannot touch:
+// build, run under gocollrun and under LD_PRELOAD over each host MPI
+// installed (Open MPI, MPICH), add up. Under LD_PRELOAD gocoll must run
+// every call on device memory itself: the host MPIs here are not
+// CUDA-aware (any CPU access to the stand-in memory crashes), and the
+// GOCOLL_DEBUG=info run's finalize reports must count every check's
+// collective, on every rank, as a device call gocoll ran.
 func TestSelfTest(t *testing.T) {
 	root, _ := filepath.Abs("../..")
 	for _, f := range []string{"build/bin/gocollrun", "build/bin/mpicc", "build/lib/libgocoll.so", "build/lib/libgocoll-preload.so"} {
@@ -63,9 +71,27 @@ func TestSelfTest(t *testing.T) {
 			t.Skipf("%s is not built (make build)", f)
 		}
 	}
-	args := []string{"--self-test", "--quick", "--ranks", "2", "--max-bytes", "4096"}
-	if _, err := exec.LookPath("mpirun.openmpi"); err != nil {
+	var mpis []string
+	for _, m := range []struct{ name, cc, run string }{
+		{"openmpi", "mpicc.openmpi", "mpirun.openmpi"},
+		{"mpich", "mpicc.mpich", "mpiexec.mpich"},
+	} {
+		if _, err := exec.LookPath(m.cc); err != nil {
+			continue
+		}
+		if _, err := exec.LookPath(m.run); err == nil {
+			mpis = append(mpis, m.name)
+		}
+	}
+	args := []string{"--self-test", "--quick", "--ranks", "2", "--max-bytes", "4096", "--stub-preload"}
+	switch len(mpis) {
+	case 0:
+		t.Log("no host MPI: no LD_PRELOAD runs")
 		args = append(args, "--no-preload")
+	case 1:
+		args = append(args, "--mpi", mpis[0])
+	default:
+		args = append(args, "--mpi", "both")
 	}
 	out, code := script(t, args...)
 	m := regexp.MustCompile(`(?m)^(\d+) passed, (\d+) failed$`).FindAllStringSubmatch(out, -1)
@@ -77,4 +103,66 @@ func TestSelfTest(t *testing.T) {
 			t.Errorf("no %q in the output\n%s", want, out)
 		}
 	}
+	if strings.Contains(out, "-> host MPI (CUDA device buffer)") {
+		t.Errorf("calls on device memory went to the host MPI\n%s", out)
+	}
+	sec := sections(out)
+	counts := regexp.MustCompile(`(?m)^(\d+) passed, (\d+) failed$`)
+	report := regexp.MustCompile(`(?m)^gocoll: rank \d+: finalize: .* calls run by gocoll (\d+) \(on device memory (\d+)\)`)
+	for _, mpi := range mpis {
+		name := "preload-" + mpi + "-np2"
+		if _, ok := sec[name]; !ok || !strings.Contains(sec[name], "device us") {
+			t.Errorf("%s: no run with a timing table\n%s", name, out)
+		}
+		calls := sec[name+"-calls"]
+		c := counts.FindStringSubmatch(calls)
+		if c == nil {
+			t.Errorf("%s-calls: no result\n%s", name, out)
+			continue
+		}
+		p, _ := strconv.Atoi(c[1])
+		f, _ := strconv.Atoi(c[2])
+		reports := report.FindAllStringSubmatch(calls, -1)
+		if p == 0 || f != 0 || len(reports) != 2 {
+			t.Errorf("%s-calls: %d passed, %d failed, %d finalize reports for 2 ranks\n%s", name, p, f, len(reports), calls)
+			continue
+		}
+		for _, r := range reports {
+			// Each check is one collective on device memory; the
+			// checks' own MPI_Allreduce of a flag is on host memory.
+			if r[2] != strconv.Itoa(p) {
+				t.Errorf("%s-calls: gocoll ran %s calls on device memory on a rank, want one per check (%d)\n%s", name, r[2], p, calls)
+			}
+		}
+		// run.sh counts GOCOLL_DEBUG's lines per call, in each rank's own
+		// standard error (and leaves them out of the output).
+		lines := regexp.MustCompile(`(?m)^run.sh: `+name+`-calls: rank \d+: gocoll ran (\d+) calls on device memory \(finalize report\), (\d+) GOCOLL_DEBUG lines with memory=device, of (\d+); 0 went to the host MPI`).FindAllStringSubmatch(calls, -1)
+		if len(lines) != 2 {
+			t.Errorf("%s-calls: %d ranks' counts of device calls, want 2\n%s", name, len(lines), calls)
+		}
+		for _, l := range lines {
+			if l[1] != strconv.Itoa(p) || l[2] != strconv.Itoa(p) || l[3] != strconv.Itoa(p) {
+				t.Errorf("%s-calls: %q: want every one of the %d checks run by gocoll on device memory", name, l[0], p)
+			}
+		}
+		if !regexp.MustCompile(`(?m)^  ` + name + `-device +1 passed, +0 failed`).MatchString(out) {
+			t.Errorf("%s: run.sh did not check the device calls\n%s", name, out)
+		}
+	}
+}
+
+// sections splits the script's output at its "==== name ====" lines.
+func sections(out string) map[string]string {
+	sec := map[string]string{}
+	name := ""
+	for _, line := range strings.SplitAfter(out, "\n") {
+		if rest, ok := strings.CutPrefix(line, "==== "); ok {
+			name, _, _ = strings.Cut(rest, " ")
+			continue
+		}
+		if name != "" {
+			sec[name] += line
+		}
+	}
+	return sec
 }

@@ -423,9 +423,10 @@ func TestFortran(t *testing.T) {
 	}
 }
 
-// Calls with CUDA device buffers go to the host MPI (until gocoll's
-// device executor), also when the driver is loaded after MPI_Init. The
-// driver is a stand-in built with libcuda.so.1 as its soname.
+// With GOCOLL_CUDA=off, calls with CUDA device buffers go to the host
+// MPI, also when the driver is loaded after MPI_Init. The driver is a
+// stand-in built with libcuda.so.1 as its soname. (With CUDA on, gocoll
+// runs them: tests/gpu/run.sh --self-test --stub-preload.)
 func TestDeviceBuffersFallBack(t *testing.T) {
 	fake := filepath.Join(workDir, "fake", "libcuda.so.1")
 	os.MkdirAll(filepath.Dir(fake), 0o755)
@@ -437,7 +438,8 @@ func TestDeviceBuffersFallBack(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			need(t, m.cc, m.run)
 			prog := compile(t, m.cc, "device-"+m.name, "device.c")
-			r := check(t, job{mpi: m, np: 2, round: rounds()[1], prog: prog, args: []string{fake}})
+			r := check(t, job{mpi: m, np: 2, round: rounds()[1], prog: prog, args: []string{fake},
+				env: []string{"GOCOLL_CUDA=off"}})
 			if n := strings.Count(r.errs, "-> host MPI (CUDA device buffer)"); n != 4 {
 				t.Errorf("%d calls fell back for a device buffer, want 4:\n%s", n, r.errs)
 			}

@@ -1,6 +1,8 @@
 package reliability
 
 import (
+	"github.com/gocoll/gocoll/tests/internal/harness"
+
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -96,7 +98,7 @@ func TestFailureDetection(t *testing.T) {
 	seed := testSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 7))
 	cprog := compile(t, "tests/reliability/c/victim.c", "victim")
-	goprog := buildGo(t, "tests/reliability/testdata/govictim", "govictim")
+	goprog := harness.BuildGo(t, "tests/reliability/testdata/govictim", "govictim")
 	for _, s := range failureScenarios() {
 		victim := rng.IntN(s.n)
 		delay := time.Duration(50+rng.IntN(400)) * time.Millisecond

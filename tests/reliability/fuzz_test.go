@@ -1,6 +1,8 @@
 package reliability
 
 import (
+	"github.com/gocoll/gocoll/tests/internal/harness"
+
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -24,7 +26,7 @@ const fuzzSeed = 20240601
 // inputs whose validity is the same on every rank.
 func TestCFuzzHarness(t *testing.T) {
 	bin := compile(t, "tests/fuzz/collfuzz.c", "collfuzz")
-	corpus, _ := filepath.Glob(filepath.Join(root, "tests", "fuzz", "corpus", "*.hex"))
+	corpus, _ := filepath.Glob(filepath.Join(harness.Root, "tests", "fuzz", "corpus", "*.hex"))
 	if len(corpus) < 40 {
 		t.Fatalf("the corpus has %d inputs; tests/fuzz/corpus should hold them", len(corpus))
 	}

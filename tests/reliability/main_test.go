@@ -8,6 +8,8 @@
 package reliability
 
 import (
+	"github.com/gocoll/gocoll/tests/internal/harness"
+
 	"bufio"
 	"fmt"
 	"io"
@@ -15,7 +17,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -23,155 +24,19 @@ import (
 	"time"
 )
 
-var (
-	root    string // the repository
-	binDir  string // build/bin
-	workDir string // compiled test programs
-)
+func TestMain(m *testing.M) { harness.Main(m, 2, "build", nil) }
 
-// TestMain builds the library, the wrappers and gocollrun (make build),
-// as the tests in tests/ do, then runs the tests.
-func TestMain(m *testing.M) {
-	wd, _ := os.Getwd()
-	root = filepath.Dir(filepath.Dir(wd))
-	binDir = filepath.Join(root, "build", "bin")
-	cmd := exec.Command("make", "-s", "-C", root, "build")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "tests/reliability: make build failed:", err)
-		os.Exit(1)
-	}
-	dir, err := os.MkdirTemp("", "gocoll-reliability-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	workDir = dir
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-var compileMu sync.Mutex
-
-// compile builds src (relative to the repository) with gocoll's mpicc
-// into the work directory, once, and returns the binary's path.
+// compile builds a C program of the repository with gocoll's mpicc.
 func compile(t *testing.T, src, name string) string {
-	t.Helper()
-	compileMu.Lock()
-	defer compileMu.Unlock()
-	out := filepath.Join(workDir, name)
-	if _, err := os.Stat(out); err == nil {
-		return out
-	}
-	cmd := exec.Command(filepath.Join(binDir, "mpicc"), "-O2", "-g", "-Wall", "-o", out, filepath.Join(root, src), "-lm")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("mpicc %s: %v\n%s", src, err, b)
-	}
-	return out
+	return harness.Compile(t, filepath.Join(harness.Bin, "mpicc"), name, []string{"-g", "-Wall", "-lm"}, src)
 }
 
-// buildGo builds the Go program in pkg (relative to the repository) once.
-func buildGo(t *testing.T, pkg, name string) string {
-	t.Helper()
-	compileMu.Lock()
-	defer compileMu.Unlock()
-	out := filepath.Join(workDir, name)
-	if _, err := os.Stat(out); err == nil {
-		return out
-	}
-	cmd := exec.Command("go", "build", "-o", out, "./"+pkg)
-	cmd.Dir = root
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-	}
-	return out
-}
-
-// baseEnv is the test's environment without launcher or gocoll
-// variables, so that nothing set around `make test` changes a test.
-func baseEnv(extra ...string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "PMI_") && !strings.HasPrefix(kv, "GOCOLL_") {
-			env = append(env, kv)
-		}
-	}
-	return append(env, extra...)
-}
-
-// run launches argv with a time limit and returns its combined output and
-// exit status; a run past the limit fails the test (a hang).
-func run(t *testing.T, limit time.Duration, env []string, argv ...string) (string, int) {
-	t.Helper()
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = baseEnv(env...)
-	cmd.Dir = workDir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var buf lockedBuffer
-	cmd.Stdout, cmd.Stderr = &buf, &buf
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("%v: %v", argv, err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(limit):
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
-		t.Fatalf("%v: still running after %v (hang)\n%s", argv, limit, buf.String())
-	}
-	code := 0
-	if err != nil {
-		ee, ok := err.(*exec.ExitError)
-		if !ok {
-			t.Fatalf("%v: %v", argv, err)
-		}
-		code = ee.ExitCode()
-	}
-	return buf.String(), code
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func gocollrun(n int, prog string, args ...string) []string {
-	return append([]string{filepath.Join(binDir, "gocollrun"), "-n", strconv.Itoa(n), prog}, args...)
-}
-
-var countsLine = regexp.MustCompile(`(?m)^(\d+) passed, (\d+) failed$`)
-
-// expectCounts checks a program's final `N passed, N failed` line and
-// returns the number passed.
-func expectCounts(t *testing.T, what, out string, code int) int {
-	t.Helper()
-	m := countsLine.FindAllStringSubmatch(out, -1)
-	if len(m) == 0 {
-		t.Fatalf("%s: no `N passed, N failed` line (exit %d):\n%s", what, code, out)
-	}
-	passed, _ := strconv.Atoi(m[len(m)-1][1])
-	failed, _ := strconv.Atoi(m[len(m)-1][2])
-	if failed != 0 || passed == 0 || code != 0 {
-		t.Fatalf("%s: %d passed, %d failed, exit %d:\n%s", what, passed, failed, code, out)
-	}
-	return passed
-}
+var (
+	run          = harness.Run
+	gocollrun    = harness.Gocollrun
+	expectCounts = harness.ExpectCounts
+	baseEnv      = harness.BaseEnv
+)
 
 // line is one line of a job's output and when the test read it.
 type line struct {
@@ -200,7 +65,7 @@ func startJob(t *testing.T, env []string, argv ...string) *job {
 	j.tmp = t.TempDir()
 	j.cmd = exec.Command(argv[0], argv[1:]...)
 	j.cmd.Env = baseEnv(append(env, "TMPDIR="+j.tmp)...)
-	j.cmd.Dir = workDir
+	j.cmd.Dir = harness.Work
 	j.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdout, err := j.cmd.StdoutPipe()
 	if err != nil {

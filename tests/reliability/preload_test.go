@@ -1,6 +1,8 @@
 package reliability
 
 import (
+	"github.com/gocoll/gocoll/tests/internal/harness"
+
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,7 +22,7 @@ import (
 // the communicator and the failed rank. A stopped rank makes the others
 // time out (GOCOLL_TIMEOUT=3s) naming it.
 func TestPreloadFailureDetection(t *testing.T) {
-	lib := filepath.Join(root, "build", "lib", "libgocoll-preload.so")
+	lib := filepath.Join(harness.Root, "build", "lib", "libgocoll-preload.so")
 	if _, err := os.Stat(lib); err != nil {
 		t.Fatalf("%s is missing: make builds it", lib)
 	}
@@ -48,10 +50,7 @@ func TestPreloadFailureDetection(t *testing.T) {
 		if _, err := exec.LookPath(m.cc); err != nil {
 			t.Fatalf("%s is missing: `make deps` installs Open MPI and MPICH", m.cc)
 		}
-		bin := filepath.Join(workDir, "victim-"+m.name)
-		if out, err := exec.Command(m.cc, "-O2", "-o", bin, filepath.Join(root, "tests/reliability/c/victim.c")).CombinedOutput(); err != nil {
-			t.Fatalf("%s: %v\n%s", m.cc, err, out)
-		}
+		bin := harness.Compile(t, m.cc, "victim-"+m.name, nil, "tests/reliability/c/victim.c")
 		for _, how := range []failure{killed, stopped} {
 			t.Run(m.name+"/"+string(how), func(t *testing.T) {
 				argv := m.argv(bin, "LD_PRELOAD="+lib, "GOCOLL_TIMEOUT="+timeout.String())

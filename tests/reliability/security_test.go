@@ -1,6 +1,8 @@
 package reliability
 
 import (
+	"github.com/gocoll/gocoll/tests/internal/harness"
+
 	"bufio"
 	"crypto/rand"
 	"encoding/binary"
@@ -91,7 +93,7 @@ func unixPaths(pid int) []string {
 // returns the job and the ranks' pids once all are inside it.
 func runningJob(t *testing.T, n int, env []string, launcher ...string) (*job, map[int]int) {
 	bin := compile(t, "tests/reliability/c/victim.c", "victim")
-	argv := append(append([]string{filepath.Join(binDir, "gocollrun"), "-n", strconv.Itoa(n)}, launcher...),
+	argv := append(append([]string{filepath.Join(harness.Bin, "gocollrun"), "-n", strconv.Itoa(n)}, launcher...),
 		bin, "-coll", "allreduce", "-count", "50000", "-comm", "split")
 	j := startJob(t, env, argv...)
 	pids := map[int]int{}

@@ -1,0 +1,194 @@
+// Package harness is what the test packages under tests/ share: they run
+// gocoll as users do (programs compiled with an MPI's compiler wrapper,
+// launched by gocollrun or a host MPI's launcher), so each needs the
+// repository built, a scratch directory, programs compiled once, and
+// launches bounded in time.
+package harness
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	// Root is the repository, Bin its build/bin and Work the test
+	// package's scratch directory (compiled programs, per-run files).
+	Root, Bin, Work string
+	compileMu       sync.Mutex
+)
+
+// Main is a test package's TestMain: it runs `make -s target` in the
+// repository (up is how many directories the package lies below it),
+// makes the scratch directory, runs the tests, calls after (if not nil)
+// and exits with the tests' status.
+func Main(m *testing.M, up int, target string, after func()) {
+	wd, _ := os.Getwd()
+	Root = wd
+	for range up {
+		Root = filepath.Dir(Root)
+	}
+	Bin = filepath.Join(Root, "build", "bin")
+	name := strings.ReplaceAll(strings.TrimPrefix(wd, Root+string(filepath.Separator)), string(filepath.Separator), "-")
+	cmd := exec.Command("make", "-s", "-C", Root, target)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: make %s failed: %v\n", name, target, err)
+		os.Exit(1)
+	}
+	dir, err := os.MkdirTemp("", "gocoll-"+name+"-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	Work = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	if after != nil {
+		after()
+	}
+	os.Exit(code)
+}
+
+// Compile builds the sources srcs (relative to the repository) with
+// compiler, -O2 and flags (after the sources) into Work/name, once per test binary, and returns
+// the program's path. Fortran compilers get -w.
+func Compile(t *testing.T, compiler, name string, flags []string, srcs ...string) string {
+	t.Helper()
+	compileMu.Lock()
+	defer compileMu.Unlock()
+	out := filepath.Join(Work, name)
+	if _, err := os.Stat(out); err == nil {
+		return out
+	}
+	args := []string{"-O2", "-o", out}
+	if strings.Contains(filepath.Base(compiler), "f90") {
+		args = append(args, "-w")
+	}
+	for _, s := range srcs {
+		args = append(args, filepath.Join(Root, s))
+	}
+	args = append(args, flags...) // libraries after the sources
+	if b, err := exec.Command(compiler, args...).CombinedOutput(); err != nil {
+		t.Fatalf("%s %v: %v\n%s", compiler, srcs, err, b)
+	}
+	return out
+}
+
+// BuildGo builds the Go command in pkg (relative to the repository) into
+// Work/name, once, and returns its path.
+func BuildGo(t *testing.T, pkg, name string) string {
+	t.Helper()
+	compileMu.Lock()
+	defer compileMu.Unlock()
+	out := filepath.Join(Work, name)
+	if _, err := os.Stat(out); err == nil {
+		return out
+	}
+	cmd := exec.Command("go", "build", "-o", out, "./"+pkg)
+	cmd.Dir = Root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+	}
+	return out
+}
+
+// BaseEnv is the environment of the tests without launcher (PMI_) or
+// gocoll (GOCOLL_) variables, so that nothing set around `make test`
+// changes a test, with extra added.
+func BaseEnv(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PMI_") && !strings.HasPrefix(kv, "GOCOLL_") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, extra...)
+}
+
+// Run runs argv in Work, in a process group of its own, with BaseEnv(env...);
+// after limit it kills the whole group and fails the test as a hang. It
+// returns the combined output and the exit status.
+func Run(t *testing.T, limit time.Duration, env []string, argv ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = BaseEnv(env...)
+	cmd.Dir = Work
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var buf LockedBuffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("%v: %v", argv, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(limit):
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+		t.Fatalf("%v: still running after %v (hang)\n%s", argv, limit, buf.String())
+	}
+	code := 0
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			t.Fatalf("%v: %v", argv, err)
+		}
+		code = ee.ExitCode()
+	}
+	return buf.String(), code
+}
+
+// LockedBuffer collects the output of a process and its children, which
+// may write at the same time.
+type LockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *LockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *LockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// Gocollrun is the command line that runs prog with args at n ranks
+// under build/bin/gocollrun.
+func Gocollrun(n int, prog string, args ...string) []string {
+	return append([]string{filepath.Join(Bin, "gocollrun"), "-n", strconv.Itoa(n), prog}, args...)
+}
+
+var countsLine = regexp.MustCompile(`(?m)^(\d+) passed, (\d+) failed$`)
+
+// ExpectCounts checks a program's final `N passed, N failed` line (none
+// failed, some passed, exit status 0) and returns the number passed.
+func ExpectCounts(t *testing.T, what, out string, code int) int {
+	t.Helper()
+	m := countsLine.FindAllStringSubmatch(out, -1)
+	if len(m) == 0 {
+		t.Fatalf("%s: no `N passed, N failed` line (exit %d):\n%s", what, code, out)
+	}
+	passed, _ := strconv.Atoi(m[len(m)-1][1])
+	failed, _ := strconv.Atoi(m[len(m)-1][2])
+	if failed != 0 || passed == 0 || code != 0 {
+		t.Fatalf("%s: %d passed, %d failed, exit %d:\n%s", what, passed, failed, code, out)
+	}
+	return passed
+}
