@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sched.h>
 #include <unistd.h>
 #include "mpi.h"
 #include "fast.h"
@@ -29,11 +30,12 @@
 #define FAST_MAX 4096   /* largest message (bytes) taken here */
 #define SPINS 4000      /* polls before the wait goes to Go */
 #define SPINS_CROWDED 64 /* the same when there are more local ranks than cores */
+#define YIELDS_CROWDED 2000 /* then sched_yield polls, before Go's futex wait */
 #define MAX_COMMS 1024
 
 struct fastcomm {
     char *base;
-    int p, rank, spins;
+    int p, rank, spins, crowded;
     long slot, data_off, ctl_off, bell_off;
 };
 
@@ -62,6 +64,7 @@ void gocoll_fast_attach(int comm, void *base, int p, int rank, long slot, long d
     /* With more ranks than cores, a peer we wait for may need this core:
      * hand the wait to Go, which sleeps, almost at once. */
     f->spins = crowded ? SPINS_CROWDED : SPINS;
+    f->crowded = crowded;
     __atomic_store_n(&f->base, (char *)base, __ATOMIC_RELEASE);
 }
 
@@ -102,6 +105,15 @@ static int wait_all(struct fastcomm *f, uint64_t step, MPI_Comm comm, int which)
     for (int i = 0; i < f->spins; i++) {
         if (all_at(f, step)) return MPI_SUCCESS;
         __builtin_ia32_pause();
+    }
+    if (f->crowded) {
+        /* More ranks than cores: the rank we wait for may be waiting for
+         * our core. Yielding hands it over at once; a futex sleep would
+         * cost a wake-up on every step. */
+        for (int i = 0; i < YIELDS_CROWDED; i++) {
+            if (all_at(f, step)) return MPI_SUCCESS;
+            sched_yield();
+        }
     }
     return go_fast_wait(comm, which);
 }

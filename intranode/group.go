@@ -39,7 +39,7 @@ const (
 	cacheLine  = 64
 	magic      = 0x676f636f6c6c4731 // "gocollG1"
 	spinFor    = 100 * time.Microsecond
-	spinShort  = 5 * time.Microsecond
+	spinShort  = 500 * time.Microsecond // of sched_yield polls, when crowded
 	checkEvery = 100 * time.Millisecond
 )
 
@@ -313,11 +313,16 @@ func (g *Group) waitAll() error {
 		if g.ready() {
 			return nil
 		}
-		if spins&63 != 0 { // reading the clock costs more than a poll
-			linuxsys.Pause()
-			if g.crowded && spins&15 == 0 {
-				linuxsys.SchedYield()
+		if g.crowded {
+			// More ranks than cores: the rank we wait for may be waiting
+			// for this core, so hand it over at once (a sched_yield costs
+			// about a microsecond; the clock is read every 16 of them).
+			linuxsys.SchedYield()
+			if spins&15 != 0 {
+				continue
 			}
+		} else if spins&63 != 0 { // reading the clock costs more than a poll
+			linuxsys.Pause()
 			continue
 		}
 		now := time.Since(g.epoch)

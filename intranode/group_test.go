@@ -193,6 +193,15 @@ func TestCollectives(t *testing.T) {
 							if !bytes.Equal(full, want) {
 								return errors.New("allgather of the shards differs")
 							}
+							// In place: each rank's shard already in its block.
+							clear(full)
+							copy(full[8*lo:], mine)
+							if err := g.Allgather(full[8*lo:8*(lo+counts[r])], full, counts, 8); err != nil {
+								return err
+							}
+							if !bytes.Equal(full, want) {
+								return errors.New("in-place allgather differs")
+							}
 						}
 						b := input(0, n)
 						if r != 0 {
