@@ -6,6 +6,10 @@
 #   make demo     the main job (see the README)
 #   make test     every test: vet, gofmt, go test (Go, C and Fortran)
 #   make bench    the Go benchmarks (kernels, collectives); not part of test
+#   make compare  gocoll against Open MPI and MPICH on this machine, np=2
+#                 and 4: the ratio table and docs/compare-np*.svg
+#   make measure  everything the README's performance section reports
+#                 (tools/measure.sh, about 30 minutes on an idle machine)
 
 GO      ?= go
 ROOT    := $(CURDIR)
@@ -18,7 +22,7 @@ INC     := $(BUILD)/include
 # own header marks deprecated: keep gcc quiet about them.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: all build deps lib fortran wrappers commands demo test vet fmt-check bench clean
+.PHONY: all build deps lib fortran wrappers commands demo test vet fmt-check bench compare measure clean
 
 all: build
 
@@ -70,6 +74,13 @@ test: build vet fmt-check
 
 bench:
 	$(GO) test -run XXX -bench . -benchtime 1s ./ops/ ./coll/
+
+compare: build
+	@mkdir -p docs
+	$(BIN)/gocoll-compare -np 2,4 -plot docs/compare
+
+measure: build
+	tools/measure.sh
 
 clean:
 	rm -rf $(BUILD)

@@ -26,6 +26,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/mpi"
@@ -185,8 +186,30 @@ func sweep(c *mpi.Comm, o options) error {
 		return nil
 	}
 	fmt.Fprintln(os.Stderr)
+	// The reference for busbw: one core copying the largest message, now,
+	// while the other ranks wait in Finalize (or return).
+	mb := min(o.maxB, 1<<30)
+	fmt.Printf("memmove (one core, %d bytes): %.2f GB/s\n", mb, memmoveGBs(int(mb)))
 	printTable(results)
 	return writeOutputs(results, o)
+}
+
+// memmoveGBs is the single-core copy bandwidth for n-byte buffers: bytes
+// copied per second, the best of a few repetitions, as Go's memmove
+// benchmarks count it.
+func memmoveGBs(n int) float64 {
+	src, dst := make([]byte, n), make([]byte, n)
+	for i := range src {
+		src[i] = byte(i)
+	}
+	copy(dst, src) // fault the pages in
+	best := time.Duration(1<<63 - 1)
+	for range 9 {
+		t0 := time.Now()
+		copy(dst, src)
+		best = min(best, time.Since(t0))
+	}
+	return float64(n) / best.Seconds() / 1e9
 }
 
 // algorithmsFor expands the -a list for one collective.
