@@ -23,41 +23,23 @@ import (
 	"time"
 
 	"github.com/gocoll/gocoll/algorithms"
+	"github.com/gocoll/gocoll/tests/internal/harness"
 	"github.com/gocoll/gocoll/tuner"
 )
 
-var (
-	root    string // the repository
-	lib     string // build/lib/libgocoll-preload.so
-	workDir string
-)
-
 func TestMain(m *testing.M) {
-	wd, _ := os.Getwd()
-	root = filepath.Dir(filepath.Dir(wd))
-	lib = filepath.Join(root, "build", "lib", "libgocoll-preload.so")
-	cmd := exec.Command("make", "-s", "-C", root, "lib")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "tests/preload: make lib failed:", err)
-		os.Exit(1)
-	}
-	dir, err := os.MkdirTemp("", "gocoll-preload-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	workDir = dir
-	code := m.Run()
-	os.RemoveAll(dir)
-	// `make test` prints this after go test, which shows nothing of a
-	// package that passes.
-	summary := fmt.Sprintf("tests/preload: %d runs of the test programs under LD_PRELOAD (Open MPI and MPICH, 1..5 ranks): %d passed, %d failed\n",
-		totals.runs, totals.passed, totals.failed)
-	os.WriteFile(filepath.Join(root, "build", "tests-preload.txt"), []byte(summary), 0o644)
-	fmt.Print(summary)
-	os.Exit(code)
+	harness.Main(m, 2, "lib", func() {
+		// `make test` prints this after go test, which shows nothing of a
+		// package that passes.
+		summary := fmt.Sprintf("tests/preload: %d runs of the test programs under LD_PRELOAD (Open MPI and MPICH, 1..5 ranks): %d passed, %d failed\n",
+			totals.runs, totals.passed, totals.failed)
+		os.WriteFile(filepath.Join(harness.Root, "build", "tests-preload.txt"), []byte(summary), 0o644)
+		fmt.Print(summary)
+	})
 }
+
+// preloadLib is the library under test.
+func preloadLib() string { return filepath.Join(harness.Root, "build", "lib", "libgocoll-preload.so") }
 
 // totals sums the checks of every run, for the summary.
 var totals struct{ runs, passed, failed int }
@@ -103,25 +85,17 @@ func need(t *testing.T, tools ...string) {
 	}
 }
 
-// compile builds a test program once per compiler.
+// compile builds a test program of testdata once per compiler.
 func compile(t *testing.T, compiler string, name string, srcs ...string) string {
-	t.Helper()
-	out := filepath.Join(workDir, name)
-	if _, err := os.Stat(out); err == nil {
-		return out
-	}
-	args := []string{"-O2", "-o", out}
+	var flags []string
 	if strings.Contains(compiler, "f90") {
 		// Open MPI's mpif.h needs the mismatch allowance with gfortran 12.
-		args = append([]string{"-fallow-argument-mismatch", "-w"}, args...)
+		flags = []string{"-fallow-argument-mismatch"}
 	}
-	for _, s := range srcs {
-		args = append(args, filepath.Join(root, "tests", "preload", "testdata", s))
+	for i, s := range srcs {
+		srcs[i] = filepath.Join("tests", "preload", "testdata", s)
 	}
-	if b, err := exec.Command(compiler, args...).CombinedOutput(); err != nil {
-		t.Fatalf("%s %v: %v\n%s", compiler, srcs, err, b)
-	}
-	return out
+	return harness.Compile(t, compiler, name, flags, srcs...)
 }
 
 // round is one setting of the algorithm variables.
@@ -134,19 +108,7 @@ type round struct {
 // of every collective (round i forces the i-th of each), then native.
 func rounds() []round {
 	rs := []round{{name: "auto"}}
-	for i := 0; ; i++ {
-		var env []string
-		more := false
-		for _, c := range algorithms.Collectives {
-			names := algorithms.Names(c)
-			if i < len(names) {
-				more = true
-			}
-			env = append(env, tuner.ForceVar(c)+"="+names[i%len(names)])
-		}
-		if !more {
-			break
-		}
+	for i, env := range tuner.ForcedRounds() {
 		rs = append(rs, round{name: fmt.Sprintf("forced%d", i), env: append(env, "GOCOLL_FALLBACK=silent")})
 	}
 	var native []string
@@ -204,17 +166,17 @@ func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
 // launch runs a job with GOCOLL_DEBUG=info and collects what it printed.
 func launch(t *testing.T, j job) result {
 	t.Helper()
-	dir, err := os.MkdirTemp(workDir, "run-")
+	dir, err := os.MkdirTemp(harness.Work, "run-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	env := append([]string{"LD_PRELOAD=" + lib, "GOCOLL_DEBUG=info"}, j.round.env...)
+	env := append([]string{"LD_PRELOAD=" + preloadLib(), "GOCOLL_DEBUG=info"}, j.round.env...)
 	env = append(env, j.env...)
-	argv := append(j.mpi.args(j.np, env), filepath.Join(root, "tests", "preload", "testdata", "rank.sh"), dir, j.prog)
+	argv := append(j.mpi.args(j.np, env), filepath.Join(harness.Root, "tests", "preload", "testdata", "rank.sh"), dir, j.prog)
 	argv = append(argv, j.args...)
 	cmd := exec.Command(j.mpi.run, argv...)
-	cmd.Dir = workDir
+	cmd.Dir = harness.Work
 	done := make(chan struct{})
 	var out []byte
 	go func() { out, err = cmd.CombinedOutput(); close(done) }()
@@ -428,10 +390,10 @@ func TestFortran(t *testing.T) {
 // stand-in built with libcuda.so.1 as its soname. (With CUDA on, gocoll
 // runs them: tests/gpu/run.sh --self-test --stub-preload.)
 func TestDeviceBuffersFallBack(t *testing.T) {
-	fake := filepath.Join(workDir, "fake", "libcuda.so.1")
+	fake := filepath.Join(harness.Work, "fake", "libcuda.so.1")
 	os.MkdirAll(filepath.Dir(fake), 0o755)
 	if b, err := exec.Command("gcc", "-shared", "-fPIC", "-O2", "-Wl,-soname,libcuda.so.1", "-o", fake,
-		filepath.Join(root, "tests", "preload", "testdata", "fakecuda.c")).CombinedOutput(); err != nil {
+		filepath.Join(harness.Root, "tests", "preload", "testdata", "fakecuda.c")).CombinedOutput(); err != nil {
 		t.Fatalf("%v\n%s", err, b)
 	}
 	for _, m := range hostMPIs {
@@ -454,12 +416,12 @@ func TestRTLDLocal(t *testing.T) {
 	for _, m := range hostMPIs {
 		t.Run(m.name, func(t *testing.T) {
 			need(t, m.cc, m.run)
-			so := filepath.Join(workDir, "libdlopen-"+m.name+".so")
-			if b, err := exec.Command(m.cc, "-shared", "-fPIC", "-O2", "-o", so, filepath.Join(root, "tests", "preload", "testdata", "dlopen_lib.c")).CombinedOutput(); err != nil {
+			so := filepath.Join(harness.Work, "libdlopen-"+m.name+".so")
+			if b, err := exec.Command(m.cc, "-shared", "-fPIC", "-O2", "-o", so, filepath.Join(harness.Root, "tests", "preload", "testdata", "dlopen_lib.c")).CombinedOutput(); err != nil {
 				t.Fatalf("%v\n%s", err, b)
 			}
-			main := filepath.Join(workDir, "dlopen-main")
-			if b, err := exec.Command("gcc", "-O2", "-o", main, filepath.Join(root, "tests", "preload", "testdata", "dlopen_main.c"), "-ldl").CombinedOutput(); err != nil {
+			main := filepath.Join(harness.Work, "dlopen-main")
+			if b, err := exec.Command("gcc", "-O2", "-o", main, filepath.Join(harness.Root, "tests", "preload", "testdata", "dlopen_main.c"), "-ldl").CombinedOutput(); err != nil {
 				t.Fatalf("%v\n%s", err, b)
 			}
 			for _, np := range []int{2, 3} {
@@ -472,7 +434,7 @@ func TestRTLDLocal(t *testing.T) {
 // The library exports the collectives and their Fortran names, nothing
 // else: no Go runtime symbol can interpose on anything of the process.
 func TestExports(t *testing.T) {
-	f, err := elf.Open(lib)
+	f, err := elf.Open(preloadLib())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -510,7 +472,7 @@ func TestExports(t *testing.T) {
 // Processes that never call MPI load the library and notice nothing: a
 // shell, and launchers started with LD_PRELOAD in their own environment.
 func TestHarmlessWithoutMPI(t *testing.T) {
-	out, err := exec.Command("sh", "-c", "LD_PRELOAD="+lib+" sh -c 'echo $((6*7)); ls / >/dev/null; true | cat'").CombinedOutput()
+	out, err := exec.Command("sh", "-c", "LD_PRELOAD="+preloadLib()+" sh -c 'echo $((6*7)); ls / >/dev/null; true | cat'").CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != "42" {
 		t.Errorf("a shell under LD_PRELOAD: %v: %q", err, out)
 	}
@@ -520,8 +482,8 @@ func TestHarmlessWithoutMPI(t *testing.T) {
 		// The launcher and its helpers get the library too, and
 		// MPI_Abort keeps its exit code.
 		cmd := exec.Command(m.run, append(m.args(2, nil), prog, "-quick")...)
-		cmd.Env = append(os.Environ(), "LD_PRELOAD="+lib)
-		cmd.Dir = workDir
+		cmd.Env = append(os.Environ(), "LD_PRELOAD="+preloadLib())
+		cmd.Dir = harness.Work
 		out, err := cmd.CombinedOutput()
 		if err != nil || !countsRE.Match(out) || !strings.Contains(string(out), " 0 failed") {
 			t.Errorf("%s with LD_PRELOAD in the launcher's environment: %v\n%s", m.name, err, out)
