@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/gocoll/gocoll/coll"
+	"github.com/gocoll/gocoll/internal/mpichabi"
 	"github.com/gocoll/gocoll/mpierr"
 	"github.com/gocoll/gocoll/ops"
 	"github.com/gocoll/gocoll/p2p"
@@ -36,39 +37,12 @@ const (
 	inPlaceInt = ^uintptr(0) // MPI_IN_PLACE is (void*)-1
 )
 
-// builtinTypes maps the MPICH-ABI datatype handles to gocoll's datatypes.
-var builtinTypes = map[uint32]ops.Type{
-	0x4c000101: ops.Char, 0x4c000118: ops.SignedChar, 0x4c000102: ops.UnsignedChar,
-	0x4c00010d: ops.Byte, 0x4c00040e: ops.WChar, 0x4c000203: ops.Short,
-	0x4c000204: ops.UnsignedShort, 0x4c000405: ops.Int, 0x4c000406: ops.Unsigned,
-	0x4c000807: ops.Long, 0x4c000808: ops.UnsignedLong, 0x4c00040a: ops.Float,
-	0x4c00080b: ops.Double, 0x4c00100c: ops.LongDouble, 0x4c000809: ops.LongLong,
-	0x4c000819: ops.UnsignedLongLong, 0x4c00010f: ops.Packed,
-	0x8c000000: ops.FloatInt, 0x8c000001: ops.DoubleInt, 0x8c000002: ops.LongInt,
-	0x8c000003: ops.ShortInt, 0x4c000816: ops.TwoInt, 0x8c000004: ops.LongDoubleInt,
-	0x4c000137: ops.Int8, 0x4c000238: ops.Int16, 0x4c000439: ops.Int32, 0x4c00083a: ops.Int64,
-	0x4c00013b: ops.Uint8, 0x4c00023c: ops.Uint16, 0x4c00043d: ops.Uint32, 0x4c00083e: ops.Uint64,
-	0x4c00013f: ops.CBool, 0x4c000840: ops.CFloatComplex, 0x4c001041: ops.CDoubleComplex,
-	0x4c002042: ops.CLongDoubleComplex, 0x4c000133: ops.CXXBool, 0x4c000834: ops.CXXFloatComplex,
-	0x4c001035: ops.CXXDoubleComplex, 0x4c002036: ops.CXXLongDoubleComplex,
-	0x4c000843: ops.Aint, 0x4c000844: ops.Offset, 0x4c000845: ops.Count,
-	0x4c00011a: ops.Character, 0x4c00041d: ops.Logical, 0x4c00041b: ops.Integer,
-	0x4c00041c: ops.Real, 0x4c00081f: ops.DoublePrecision, 0x4c00081e: ops.Complex,
-	0x4c001022: ops.DoubleComplex, 0x4c000820: ops.TwoInteger, 0x4c000821: ops.TwoReal,
-	0x4c001023: ops.TwoDoublePrecision, 0x4c00012d: ops.Integer1, 0x4c00022f: ops.Integer2,
-	0x4c000430: ops.Integer4, 0x4c000831: ops.Integer8, 0x4c000427: ops.Real4,
-	0x4c000829: ops.Real8, 0x4c00102b: ops.Real16, 0x4c000828: ops.Complex8,
-	0x4c00102a: ops.Complex16, 0x4c00202c: ops.Complex32, 0x4c001049: ops.Integer16,
-	0x4c000247: ops.Real2, 0x4c000448: ops.Complex4,
-	0x4c000246: ops.Float16, 0x4c00024a: ops.BFloat16,
-}
-
-// builtinOps maps the MPICH-ABI op handles to gocoll's ops.
-var builtinOps = map[uint32]ops.Op{
-	0x58000001: ops.Max, 0x58000002: ops.Min, 0x58000003: ops.Sum, 0x58000004: ops.Prod,
-	0x58000005: ops.Land, 0x58000006: ops.Band, 0x58000007: ops.Lor, 0x58000008: ops.Bor,
-	0x58000009: ops.Lxor, 0x5800000a: ops.Bxor, 0x5800000b: ops.Minloc, 0x5800000c: ops.Maxloc,
-}
+// builtinTypes and builtinOps map the MPICH-ABI handles of gocoll's
+// mpi.h to gocoll's datatypes and ops.
+var (
+	builtinTypes = mpichabi.Types
+	builtinOps   = mpichabi.Ops
+)
 
 // datatype is a decoded datatype handle: count elements of base, in a row.
 type datatype struct {
