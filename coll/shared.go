@@ -42,7 +42,10 @@ func (x exchange) AllTrue(ok bool) (bool, error) {
 	if ok {
 		v[0] = 1
 	}
-	err := x.c.Allreduce(Args{InPlace: true, Recv: v, Count: 1, Type: ops.Int32, Op: Op{Builtin: ops.Land}})
+	// gocoll's own call: a fixed algorithm, whatever the user forced (the
+	// segment being set up cannot serve shm yet).
+	err := x.c.Allreduce(Args{InPlace: true, Recv: v, Count: 1, Type: ops.Int32, Op: Op{Builtin: ops.Land},
+		Algorithm: "recursive_doubling"})
 	return binary.LittleEndian.Uint32(v) == 1, err
 }
 

@@ -77,7 +77,9 @@ func (cfg *Config) contexts() *contextPool {
 // newContext agrees on a context id with every rank of c: collective over c.
 func (c *Comm) newContext(call string) (uint32, error) {
 	mask := c.cfg.contexts().freeMask()
-	err := c.Allreduce(Args{InPlace: true, Recv: mask, Count: len(mask) / 8, Type: ops.Uint64, Op: Op{Builtin: ops.Band}})
+	// gocoll's own call: a fixed algorithm, whatever the user forced.
+	err := c.Allreduce(Args{InPlace: true, Recv: mask, Count: len(mask) / 8, Type: ops.Uint64, Op: Op{Builtin: ops.Band},
+		Algorithm: "recursive_doubling"})
 	if err != nil {
 		return 0, err
 	}

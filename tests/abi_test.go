@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/tests/internal/harness"
 	"github.com/gocoll/gocoll/tuner"
 )
@@ -236,5 +237,38 @@ func TestCallBeforeInit(t *testing.T) {
 	out, code := run(t, time.Minute, nil, bin)
 	if code == 0 || !strings.Contains(out, "MPI_Comm_rank: called before MPI_Init") {
 		t.Fatalf("exit %d: %s", code, out)
+	}
+}
+
+// The main job (make demo, tools/demo.sh) runs the examples, which print
+// PASS, and fills its timing table: a number for every algorithm of every
+// collective at every size.
+func TestDemo(t *testing.T) {
+	out, code := run(t, 5*time.Minute, []string{"NP=2"}, filepath.Join(harness.Root, "tools", "demo.sh"))
+	if code != 0 || strings.Count(out, "PASS") != 4 {
+		t.Fatalf("demo: exit %d, %d PASS lines, want 4:\n%s", code, strings.Count(out, "PASS"), out)
+	}
+	rows := 0
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) != 5 || !strings.HasPrefix(f[0], "MPI_") {
+			continue
+		}
+		rows++
+		for _, v := range f[2:] {
+			if _, err := strconv.ParseFloat(v, 64); err != nil {
+				t.Errorf("demo: %q is not a time in %q", v, line)
+			}
+		}
+	}
+	want := 3 // auto, once per collective
+	for _, c := range []algorithms.Collective{algorithms.Allreduce, algorithms.ReduceScatterBlock, algorithms.Allgather} {
+		want += len(algorithms.Names(c))
+	}
+	if rows != want {
+		t.Errorf("demo: %d rows in the timing table, want %d:\n%s", rows, want, out)
+	}
+	if strings.Contains(out, "gocoll: ") && strings.Contains(out, "instead") {
+		t.Errorf("demo: a forced algorithm was refused:\n%s", out)
 	}
 }

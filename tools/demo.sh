@@ -28,11 +28,14 @@ echo "== time per call on $NP ranks (µs, average over ranks; collbench, float s
 printf "%-26s %-20s %10s %10s %10s\n" collective algorithm "8 B" "64 KiB" "1 MiB"
 for coll in allreduce reduce_scatter_block allgather; do
     var=GOCOLL_$(echo $coll | tr a-z A-Z)_ALGORITHM
-    algs=$($B/gocollrun --info | awk -v v="$var" '$1 == v { sub(/.*algorithm: auto, /, ""); gsub(/,/, ""); print }')
+    # "force MPI_X's algorithm: auto, a, b, c; under LD_PRELOAD also native ..."
+    algs=$($B/gocollrun --info | awk -v v="$var" '$1 == v { sub(/;.*/, ""); sub(/.*algorithm: auto, /, ""); gsub(/,/, ""); print }')
+    [ -n "$algs" ] || { echo "demo: no algorithms listed for $var by gocollrun --info" >&2; exit 1; }
     for alg in auto $algs; do
         line=""
         for size in 8 65536 1048576; do
             t=$(env $var=$alg $B/gocollrun -n $NP $OUT/collbench -c $coll -m $size:$size -i 50 | awk '{print $3}')
+            [ -n "$t" ] || { echo "demo: collbench failed: $var=$alg, $size bytes" >&2; exit 1; }
             line="$line $(printf '%10s' "$t")"
         done
         name=$(echo $coll | sed 's/^./\U&/')
