@@ -299,10 +299,7 @@ func go_Type_free(dt *C.MPI_Datatype) (rc C.int) {
 		return fail(nil, mpierr.New(call, mpierr.Arg, "datatype is NULL"))
 	}
 	state.Lock()
-	_, ok := state.types.get(uint32(*dt))
-	if ok {
-		state.types.remove(uint32(*dt))
-	}
+	ok := state.types.remove(uint32(*dt))
 	state.Unlock()
 	if !ok {
 		return fail(nil, mpierr.New(call, mpierr.Type, "cannot free datatype %#x (predefined or invalid)", uint32(*dt)))
@@ -339,10 +336,7 @@ func go_Op_free(op *C.MPI_Op) (rc C.int) {
 		return fail(nil, mpierr.New(call, mpierr.Arg, "op is NULL"))
 	}
 	state.Lock()
-	_, ok := state.userOps.get(uint32(*op))
-	if ok {
-		state.userOps.remove(uint32(*op))
-	}
+	ok := state.userOps.remove(uint32(*op))
 	state.Unlock()
 	if !ok {
 		return fail(nil, mpierr.New(call, mpierr.Op, "cannot free op %#x (predefined or invalid)", uint32(*op)))

@@ -103,9 +103,15 @@ func (t *table[T]) get(h uint32) (T, bool) {
 	return v, ok
 }
 
-func (t *table[T]) remove(h uint32) {
+// remove frees handle h for reuse; false if h is not in the table, which
+// is left unchanged (so a handle is never on the free list twice).
+func (t *table[T]) remove(h uint32) bool {
+	if _, ok := t.items[h]; !ok {
+		return false
+	}
 	delete(t.items, h)
 	t.free = append(t.free, h)
+	return true
 }
 
 // state is everything the library keeps between calls.
