@@ -25,22 +25,32 @@ func ConfigFromEnv() (*Config, error) {
 	default:
 		return nil, fmt.Errorf("GOCOLL_DEBUG=%s: want off, warn or info", v)
 	}
-	if v := os.Getenv("GOCOLL_SHM_SLOT"); v != "" {
-		n, err := strconv.Atoi(strings.TrimSuffix(strings.ToUpper(v), "K"))
-		if err != nil || n <= 0 {
-			return nil, fmt.Errorf("GOCOLL_SHM_SLOT=%s: want a size in KiB, such as 128K", v)
-		}
-		cfg.SharedSlot = n << 10
-	}
-	switch v := os.Getenv("GOCOLL_CHECK"); v {
-	case "", "0":
-	case "1":
-		cfg.Check = true
-	default:
-		return nil, fmt.Errorf("GOCOLL_CHECK=%s: want 0 or 1", v)
+	if err := cfg.LoadEnv(os.Getenv); err != nil {
+		return nil, err
 	}
 	if err := cfg.LoadDevice(os.Getenv); err != nil {
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// LoadEnv sets cfg from GOCOLL_SHM_SLOT and GOCOLL_CHECK, the variables
+// that tune package coll itself in every mode (standalone, Go, LD_PRELOAD);
+// errors name the variable.
+func (cfg *Config) LoadEnv(getenv func(string) string) error {
+	if v := getenv("GOCOLL_SHM_SLOT"); v != "" {
+		n, err := strconv.Atoi(strings.TrimSuffix(strings.ToUpper(v), "K"))
+		if err != nil || n <= 0 {
+			return fmt.Errorf("GOCOLL_SHM_SLOT=%s: want a size in KiB, such as 128K", v)
+		}
+		cfg.SharedSlot = n << 10
+	}
+	switch v := getenv("GOCOLL_CHECK"); v {
+	case "", "0":
+	case "1":
+		cfg.Check = true
+	default:
+		return fmt.Errorf("GOCOLL_CHECK=%s: want 0 or 1", v)
+	}
+	return nil
 }

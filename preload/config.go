@@ -86,23 +86,11 @@ func loadConfig(env func(string) string, flavor string) (*config, error) {
 		}
 		c.timeout = d
 	}
-	// The shared segments of the shm algorithms (coll.Config).
-	slot, check := 0, false
-	if v := env("GOCOLL_SHM_SLOT"); v != "" {
-		n, err := strconv.Atoi(strings.TrimSuffix(strings.ToUpper(v), "K"))
-		if err != nil || n <= 0 {
-			return nil, fmt.Errorf("GOCOLL_SHM_SLOT=%s: want a size in KiB, such as 128K", v)
-		}
-		slot = n << 10
+	// coll's own settings: the shm algorithms' slot, GOCOLL_CHECK.
+	c.coll = &coll.Config{Tuner: plain, JobID: "preload", Timeout: c.timeout}
+	if err := c.coll.LoadEnv(env); err != nil {
+		return nil, err
 	}
-	switch v := env("GOCOLL_CHECK"); v {
-	case "", "0":
-	case "1":
-		check = true
-	default:
-		return nil, fmt.Errorf("GOCOLL_CHECK=%s: want 0 or 1", v)
-	}
-	c.coll = &coll.Config{Tuner: plain, JobID: "preload", Timeout: c.timeout, SharedSlot: slot, Check: check}
 	if err := c.coll.LoadDevice(env); err != nil {
 		if !strings.HasPrefix(err.Error(), "GOCOLL_CUDA") {
 			err = fmt.Errorf("GOCOLL_CUDA: %v", err)
