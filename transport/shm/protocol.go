@@ -642,6 +642,18 @@ func (e *Endpoint) peerClosed(p *peer) {
 			e.finish(r, 0, err)
 		}
 	}
+	e.failQueued(p, err)
+	for _, r := range e.rdv {
+		if r.p == p && r.cancel == nil {
+			r.cancel = err
+		}
+	}
+	e.checkRdv()
+}
+
+// failQueued completes with err the sends queued for peer p and those it
+// was streaming through slots (their slots freed).
+func (e *Endpoint) failQueued(p *peer, err error) {
 	for _, r := range p.queue {
 		e.finish(r, 0, err)
 	}
@@ -653,12 +665,6 @@ func (e *Endpoint) peerClosed(p *peer) {
 	}
 	clear(p.streams)
 	p.streams = p.streams[:0]
-	for _, r := range e.rdv {
-		if r.p == p && r.cancel == nil {
-			r.cancel = err
-		}
-	}
-	e.checkRdv()
 }
 
 // fail marks the endpoint failed with err and completes every pending op
@@ -682,17 +688,7 @@ func (e *Endpoint) fail(err error) {
 		if p == nil {
 			continue
 		}
-		for _, r := range p.queue {
-			e.finish(r, 0, err)
-		}
-		clear(p.queue)
-		p.queue = p.queue[:0]
-		for _, r := range p.streams {
-			e.freeSlot(r.slot)
-			e.finish(r, 0, err)
-		}
-		clear(p.streams)
-		p.streams = p.streams[:0]
+		e.failQueued(p, err)
 	}
 	for _, r := range e.rdv {
 		if r.cancel == nil {
