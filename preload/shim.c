@@ -276,25 +276,34 @@ static int missing(const char *name) {
     return 16;
 }
 
+/* ran decides a checked call and, if gocoll takes it, runs it: true when
+ * the call is done (*rc is its result, also when it must fail), false
+ * when the host MPI runs it (*why says why). */
+static int ran(struct gc_call *c, int *why, int *rc) {
+    if ((*why = decide(c)) < 0) {
+        *rc = fail_call(c->comm);
+        return 1;
+    }
+    if (*why || (*why = why_device(c))) return 0;
+    if ((*rc = run(c)) >= 0) return 1;
+    *why = *rc == -2 ? GC_R_TUNED : GC_R_SETUP;
+    return 0;
+}
+
 #define HOST(fn) (gc_p.fn ? gc_p.fn : (__typeof__(gc_p.fn))dlsym(RTLD_NEXT, "PMPI_" #fn))
 
 /* ---- the collectives ---- */
 
 int gc_allreduce(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, int large) {
     struct gc_call c = {.coll = GC_ALLREDUCE, .sbuf = sbuf, .rbuf = rbuf, .count = count};
-    int why = GC_R_NOT_READY;
+    int why = GC_R_NOT_READY, rc;
     if (start()) {
         dt = gc_fix(dt), op = gc_fix(op), comm = gc_fix(comm);
         c.inplace = sbuf == gc_c.in_place;
         if (!(why = why_comm(&c, comm)) && !(why = why_reduce(&c, dt, op))) {
             c.bytes = count * c.elem;
             if (count > 0 && (!rbuf || (!c.inplace && !sbuf))) why = GC_R_BUFFER;
-            else if ((why = decide(&c)) < 0) return fail_call(comm);
-            else if (!why && !(why = why_device(&c))) {
-                int rc = run(&c);
-                if (rc >= 0) return rc;
-                why = rc == -2 ? GC_R_TUNED : GC_R_SETUP;
-            }
+            else if (ran(&c, &why, &rc)) return rc;
         }
     } else if (state == S_BADCONFIG) {
         return fail_call(gc_fix(comm));
@@ -306,19 +315,14 @@ int gc_allreduce(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, in
 
 int gc_reduce_scatter_block(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, int large) {
     struct gc_call c = {.coll = GC_REDUCE_SCATTER_BLOCK, .sbuf = sbuf, .rbuf = rbuf, .count = count};
-    int why = GC_R_NOT_READY;
+    int why = GC_R_NOT_READY, rc;
     if (start()) {
         dt = gc_fix(dt), op = gc_fix(op), comm = gc_fix(comm);
         c.inplace = sbuf == gc_c.in_place;
         if (!(why = why_comm(&c, comm)) && !(why = why_reduce(&c, dt, op))) {
             c.bytes = count * c.elem * c.cs->size;
             if (count > 0 && (!rbuf || (!c.inplace && !sbuf))) why = GC_R_BUFFER;
-            else if ((why = decide(&c)) < 0) return fail_call(comm);
-            else if (!why && !(why = why_device(&c))) {
-                int rc = run(&c);
-                if (rc >= 0) return rc;
-                why = rc == -2 ? GC_R_TUNED : GC_R_SETUP;
-            }
+            else if (ran(&c, &why, &rc)) return rc;
         }
     } else if (state == S_BADCONFIG) {
         return fail_call(gc_fix(comm));
@@ -333,7 +337,7 @@ int gc_reduce_scatter_block(const void *sbuf, void *rbuf, C64 count, H dt, H op,
 
 int gc_reduce_scatter(const void *sbuf, void *rbuf, const void *counts, int counts64, H dt, H op, H comm) {
     struct gc_call c = {.coll = GC_REDUCE_SCATTER, .sbuf = sbuf, .rbuf = rbuf, .counts = counts, .counts64 = counts64};
-    int why = GC_R_NOT_READY;
+    int why = GC_R_NOT_READY, rc;
     if (start()) {
         dt = gc_fix(dt), op = gc_fix(op), comm = gc_fix(comm);
         c.inplace = sbuf == gc_c.in_place;
@@ -349,12 +353,7 @@ int gc_reduce_scatter(const void *sbuf, void *rbuf, const void *counts, int coun
             c.bytes = total * c.elem;
             if (bad || (mine > 0 && !rbuf) || (total > 0 && c.inplace && !rbuf) || (total > 0 && !c.inplace && !sbuf))
                 why = GC_R_BUFFER;
-            else if ((why = decide(&c)) < 0) return fail_call(comm);
-            else if (!why && !(why = why_device(&c))) {
-                int rc = run(&c);
-                if (rc >= 0) return rc;
-                why = rc == -2 ? GC_R_TUNED : GC_R_SETUP;
-            }
+            else if (ran(&c, &why, &rc)) return rc;
         }
     } else if (state == S_BADCONFIG) {
         return fail_call(gc_fix(comm));
@@ -368,7 +367,7 @@ int gc_reduce_scatter(const void *sbuf, void *rbuf, const void *counts, int coun
 
 int gc_allgather(const void *sbuf, C64 scount, H stype, void *rbuf, C64 rcount, H rtype, H comm, int large) {
     struct gc_call c = {.coll = GC_ALLGATHER, .sbuf = sbuf, .rbuf = rbuf, .count = rcount, .commutative = 1};
-    int why = GC_R_NOT_READY;
+    int why = GC_R_NOT_READY, rc;
     if (start()) {
         stype = gc_fix(stype), rtype = gc_fix(rtype), comm = gc_fix(comm);
         c.inplace = sbuf == gc_c.in_place;
@@ -382,12 +381,7 @@ int gc_allgather(const void *sbuf, C64 scount, H stype, void *rbuf, C64 rcount, 
             else {
                 c.bytes = rcount * c.elem * c.cs->size;
                 if (rcount > 0 && (!rbuf || (!c.inplace && !sbuf))) why = GC_R_BUFFER;
-                else if ((why = decide(&c)) < 0) return fail_call(comm);
-                else if (!why && !(why = why_device(&c))) {
-                    int rc = run(&c);
-                    if (rc >= 0) return rc;
-                    why = rc == -2 ? GC_R_TUNED : GC_R_SETUP;
-                }
+                else if (ran(&c, &why, &rc)) return rc;
             }
         }
     } else if (state == S_BADCONFIG) {
