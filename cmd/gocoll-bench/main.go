@@ -23,12 +23,12 @@ import (
 	"os"
 	"runtime/pprof"
 	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/gocoll/gocoll/algorithms"
+	"github.com/gocoll/gocoll/internal/units"
 	"github.com/gocoll/gocoll/mpi"
 )
 
@@ -78,8 +78,8 @@ func main() {
 	flag.Parse()
 	o.colls, o.algs, o.types = split(*colls), split(*algs), split(*types)
 	var err error
-	if o.minB, err = parseSize(*minB); err == nil {
-		o.maxB, err = parseSize(*maxB)
+	if o.minB, err = units.ParseBytes(*minB); err == nil {
+		o.maxB, err = units.ParseBytes(*maxB)
 	}
 	if err == nil && (o.factor < 2 || o.minB < 1 || o.maxB < o.minB) {
 		err = errors.New("need 1 <= -b <= -e and -f >= 2")
@@ -108,23 +108,6 @@ func split(s string) []string {
 		}
 	}
 	return out
-}
-
-func parseSize(s string) (int64, error) {
-	mult := int64(1)
-	switch {
-	case strings.HasSuffix(s, "K"):
-		mult, s = 1<<10, strings.TrimSuffix(s, "K")
-	case strings.HasSuffix(s, "M"):
-		mult, s = 1<<20, strings.TrimSuffix(s, "M")
-	case strings.HasSuffix(s, "G"):
-		mult, s = 1<<30, strings.TrimSuffix(s, "G")
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("bad size %q", s)
-	}
-	return n * mult, nil
 }
 
 // collectiveByName maps the -c names.

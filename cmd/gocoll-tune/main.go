@@ -33,6 +33,7 @@ import (
 
 	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/executor/model"
+	"github.com/gocoll/gocoll/internal/units"
 	"github.com/gocoll/gocoll/mpi"
 	"github.com/gocoll/gocoll/tuner"
 )
@@ -75,19 +76,13 @@ func main() {
 	}
 }
 
+// parseSize reads a message size (units.ParseBytes); at least 1 byte.
 func parseSize(s string) (int64, error) {
-	mult := int64(1)
-	switch {
-	case strings.HasSuffix(s, "K"):
-		mult, s = 1<<10, strings.TrimSuffix(s, "K")
-	case strings.HasSuffix(s, "M"):
-		mult, s = 1<<20, strings.TrimSuffix(s, "M")
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
+	n, err := units.ParseBytes(s)
 	if err != nil || n < 1 {
 		return 0, fmt.Errorf("bad size %q", s)
 	}
-	return n * mult, nil
+	return n, nil
 }
 
 func parseInts(s string) ([]int, error) {
