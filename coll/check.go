@@ -173,16 +173,19 @@ func (c *Comm) exchange(call string, sig signature, valid bool) error {
 	if call == "" {
 		return nil // this rank already has its own error
 	}
-	mine, _ := decode(buf[c.rank*sigLen:])
+	// Every rank compares all signatures with rank 0's, in rank order, so
+	// that every rank reports the same pair: whichever rank's message ends
+	// the job, it names the same calls.
+	ref, _ := decode(buf[:sigLen])
 	for q := range p {
 		theirs, ok := decode(buf[q*sigLen:])
 		if !ok {
 			return &mpierr.Error{Call: call, Class: mpierr.Other,
 				Msg: fmt.Sprintf("rank %d passed invalid arguments to %v (see its error); GOCOLL_CHECK stopped the call on every rank", q, theirs)}
 		}
-		if theirs != mine {
+		if theirs != ref {
 			return &mpierr.Error{Call: call, Class: mpierr.Other,
-				Msg: fmt.Sprintf("collective mismatch across ranks (GOCOLL_CHECK=1): rank %d calls %v but rank %d calls %v", c.rank, mine, q, theirs)}
+				Msg: fmt.Sprintf("collective mismatch across ranks (GOCOLL_CHECK=1): rank 0 calls %v but rank %d calls %v", ref, q, theirs)}
 		}
 	}
 	return nil

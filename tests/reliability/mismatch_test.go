@@ -43,10 +43,10 @@ func TestCheckCatchesMismatchesInC(t *testing.T) {
 func TestCheckMessage(t *testing.T) {
 	bin := compile(t, "tests/reliability/c/mismatch.c", "mismatch")
 	for _, tc := range []struct{ c, want string }{
-		{"count", `gocoll: MPI_Allreduce: collective mismatch across ranks \(GOCOLL_CHECK=1\): rank [01] calls MPI_Allreduce\(count 10, MPI_INT x1, MPI_SUM\) but rank 2 calls MPI_Allreduce\(count 9, MPI_INT x1, MPI_SUM\)`},
-		{"datatype", `rank [01] calls MPI_Allreduce\(count 10, MPI_INT x1, MPI_SUM\) but rank 2 calls MPI_Allreduce\(count 10, MPI_FLOAT x1, MPI_SUM\)`},
-		{"collective", `rank [01] calls MPI_Allreduce\(.*\) but rank 2 calls MPI_Allgather\(`},
-		{"bcast-root", `gocoll: MPI_Bcast: .*rank [01] calls MPI_Bcast\(.*root 0\) but rank 2 calls MPI_Bcast\(.*root 1\)`},
+		{"count", `gocoll: MPI_Allreduce: collective mismatch across ranks \(GOCOLL_CHECK=1\): rank 0 calls MPI_Allreduce\(count 10, MPI_INT x1, MPI_SUM\) but rank 2 calls MPI_Allreduce\(count 9, MPI_INT x1, MPI_SUM\)`},
+		{"datatype", `rank 0 calls MPI_Allreduce\(count 10, MPI_INT x1, MPI_SUM\) but rank 2 calls MPI_Allreduce\(count 10, MPI_FLOAT x1, MPI_SUM\)`},
+		{"collective", `rank 0 calls MPI_Allreduce\(.*\) but rank 2 calls MPI_Allgather\(`},
+		{"bcast-root", `gocoll: MPI_Bcast: .*rank 0 calls MPI_Bcast\(.*root 0\) but rank 2 calls MPI_Bcast\(.*root 1\)`},
 		{"invalid-count", `gocoll: MPI_Allreduce: (count is negative|.*rank 2 passed invalid arguments)`},
 	} {
 		out, code := run(t, time.Minute, []string{"GOCOLL_CHECK=1"}, gocollrun(3, bin, "-fatal", tc.c)...)
