@@ -108,3 +108,94 @@ func TestStalledReaderReleasesSend(t *testing.T) {
 	go func() { closed <- e.Close() }()
 	within(t, closed, 10*time.Second, "Close")
 }
+
+// failBecauseOf makes ep fail as a rank does that finds rank dead: it
+// publishes the death, then fails (refusing and withdrawing rendezvous
+// sends). Its unexpected messages are drained first, so that it has
+// something to refuse.
+func failBecauseOf(ep *Endpoint, rank int) {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	ep.progress()
+	ep.peerDied(ep.peers[ep.lidx[rank]])
+}
+
+// Rank 1 finds rank 2 dead and, failing, refuses the rendezvous send rank
+// 0 posted to it. Rank 0 sees the refusal in the same progress pass that
+// has just looked for news (before rank 1 published any): its send must
+// still name rank 2, the cause, not rank 1, which only gave up. (On CI a
+// ring allreduce's survivor once named its neighbour this way.)
+func TestRefusedSendNamesTheCause(t *testing.T) {
+	for _, cma := range []bool{true, false} {
+		t.Run(cmaName(cma), func(t *testing.T) {
+			restore := useCMA(cma)
+			eps := localJob(t, 3, Options{})
+			restore()
+			send := []transport.Op{{Peer: 1, Tag: tag(1), Buf: pattern(1<<20, 1)}}
+			eps[0].Start(send)
+			failBecauseOf(eps[1], 2)
+			e := eps[0]
+			e.mu.Lock()
+			e.checkRdv() // what progress does after it read the (old) epoch
+			e.mu.Unlock()
+			done := make(chan error, 1)
+			go func() { done <- e.Wait(send) }()
+			err := within(t, done, 10*time.Second, "the sender")
+			var te *transport.Error
+			if !errors.Is(err, transport.ErrPeerFailed) || !errors.As(err, &te) || te.Peer != 2 {
+				t.Errorf("the refused send: %v, want ErrPeerFailed naming rank 2", err)
+			}
+		})
+	}
+}
+
+// Rank 1 finds rank 2 dead and, failing, withdraws the rendezvous send
+// whose announcement rank 0 holds unmatched. Rank 0's receive, started
+// later, finds the send withdrawn: it must name rank 2, not rank 1.
+func TestWithdrawnSendNamesTheCause(t *testing.T) {
+	for _, cma := range []bool{true, false} {
+		t.Run(cmaName(cma), func(t *testing.T) {
+			restore := useCMA(cma)
+			eps := localJob(t, 3, Options{})
+			restore()
+			send := []transport.Op{{Peer: 0, Tag: tag(1), Buf: pattern(1<<20, 1)}}
+			eps[1].Start(send)
+			e := eps[0]
+			e.mu.Lock()
+			e.progress() // the announcement is now unexpected
+			n := len(e.unexpected)
+			e.mu.Unlock()
+			if n != 1 {
+				t.Fatalf("%d unexpected messages at rank 0, want 1", n)
+			}
+			failBecauseOf(eps[1], 2)
+			recv := []transport.Op{{Peer: 1, Tag: tag(1), Buf: make([]byte, 1<<20), Recv: true}}
+			err := within(t, waitAsync(e, recv), 10*time.Second, "the receiver")
+			var te *transport.Error
+			if !errors.Is(err, transport.ErrPeerFailed) || !errors.As(err, &te) || te.Peer != 2 {
+				t.Errorf("the withdrawn send: %v, want ErrPeerFailed naming rank 2", err)
+			}
+		})
+	}
+}
+
+// Rank 0 finds rank 2 dead and fails; rank 1, failing because of it too,
+// ends the job's process; rank 0 then finds rank 1 ended. Rank 3, reading
+// the news only now, must name rank 2: an endpoint that has failed
+// publishes no more deaths, which are consequences. (Once the CI's ring
+// allreduce survivors read both deaths in one pass and named the lower
+// rank, the one that only gave up.)
+func TestFailedEndpointPublishesNoDeath(t *testing.T) {
+	eps := localJob(t, 4, Options{})
+	failBecauseOf(eps[0], 2)
+	e := eps[0]
+	e.mu.Lock()
+	e.peerDied(e.peers[e.lidx[1]]) // what checkLiveness does on finding rank 1 ended
+	e.mu.Unlock()
+	recv := []transport.Op{{Peer: 0, Tag: tag(1), Buf: make([]byte, 8), Recv: true}}
+	err := within(t, waitAsync(eps[3], recv), 10*time.Second, "rank 3")
+	var te *transport.Error
+	if !errors.Is(err, transport.ErrPeerFailed) || !errors.As(err, &te) || te.Peer != 2 {
+		t.Errorf("rank 3: %v, want ErrPeerFailed naming rank 2", err)
+	}
+}

@@ -155,6 +155,13 @@
 // a *transport.Error naming the dead rank with ErrPeerFailed. A local
 // process that exits without calling Close counts as dead.
 //
+// Every rank names the rank at fault, not one that failed because of it
+// and ended (MPI_ERRORS_ARE_FATAL ends the job from the first rank that
+// fails): a rank publishes a death or a stall before it refuses or
+// withdraws anything, and one that finds a send refused or withdrawn
+// reads that news before it blames the sender; an endpoint that has
+// failed publishes no more deaths, since later ones are consequences.
+//
 // With Options.Timeout, an op that sees no progress (a completion, or a
 // chunk of its message) for that long fails the endpoint with ErrTimeout,
 // naming the rank that stalled, which is not always the op's peer: a rank

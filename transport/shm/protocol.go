@@ -222,31 +222,9 @@ func allDone(ops []transport.Op) bool {
 // incoming rings, fail ops with peers that closed, copy queued sends into
 // the outgoing rings, and finish rendezvous sends the receivers answered.
 func (e *Endpoint) progress() {
-	if ep := e.hdr.closeEpoch.Load(); ep != e.seenEpoch {
-		// Look at the flags before draining: whatever a peer sent
-		// before it closed is then in its ring.
-		e.seenEpoch = ep
-		for _, p := range e.peers {
-			if p == nil || p.closed || p.dead {
-				continue
-			}
-			switch st := p.ctl.state.Load(); {
-			case st&ctlDead != 0:
-				p.dead = true // another rank saw it die
-				e.fail(errPeer(p, transport.ErrPeerFailed))
-			case st&ctlStalled != 0:
-				p.stalled = true
-				e.fail(errPeer(p, errStalledElsewhere))
-			case st&ctlDeadlock != 0:
-				e.fail(errPeer(p, errDeadlockElsewhere))
-			case st&ctlClosed != 0:
-				p.closing = true
-			}
-		}
-		if e.myCtl.state.Load()&ctlStalled != 0 {
-			e.fail(errSelfStalled)
-		}
-	}
+	// Look at the flags before draining: whatever a peer sent before it
+	// closed is then in its ring.
+	e.readNews()
 	for _, p := range e.peers {
 		if p != nil {
 			e.drain(p)
@@ -267,6 +245,49 @@ func (e *Endpoint) progress() {
 		}
 	}
 	e.ringBells()
+}
+
+// readNews reads, if closeEpoch moved since it last looked, what peers
+// published in their control blocks: a rank dead, stalled or deadlocked
+// fails the endpoint naming it; a clean close is handled by progress.
+func (e *Endpoint) readNews() {
+	ep := e.hdr.closeEpoch.Load()
+	if ep == e.seenEpoch {
+		return
+	}
+	e.seenEpoch = ep
+	for _, p := range e.peers {
+		if p == nil || p.closed || p.dead {
+			continue
+		}
+		switch st := p.ctl.state.Load(); {
+		case st&ctlDead != 0:
+			p.dead = true // another rank saw it die
+			e.fail(errPeer(p, transport.ErrPeerFailed))
+		case st&ctlStalled != 0:
+			p.stalled = true
+			e.fail(errPeer(p, errStalledElsewhere))
+		case st&ctlDeadlock != 0:
+			e.fail(errPeer(p, errDeadlockElsewhere))
+		case st&ctlClosed != 0:
+			p.closing = true
+		}
+	}
+	if e.myCtl.state.Load()&ctlStalled != 0 {
+		e.fail(errSelfStalled)
+	}
+}
+
+// refusedBy is the error of an op that p refused or withdrew because its
+// endpoint failed. A rank that fails because of another publishes why
+// before it refuses anything, so the news is read first: the op then
+// names the rank at fault (the dead or stalled one), not p.
+func (e *Endpoint) refusedBy(p *peer) error {
+	e.readNews()
+	if e.failed != nil {
+		return e.failed
+	}
+	return errPeer(p, transport.ErrPeerFailed)
 }
 
 // wake schedules a ring of p's bell at the end of this progress pass, so
@@ -378,7 +399,7 @@ func (e *Endpoint) rendezvous(r *req, addr uintptr, total int, slot, gen uint32)
 	}
 	if p.cma {
 		if !atomic.CompareAndSwapUint64(sw, posted, slotWord(gen, slotReading, 0)) {
-			e.finish(r, 0, errPeer(p, transport.ErrPeerFailed)) // it withdrew the send
+			e.finish(r, 0, e.refusedBy(p)) // it withdrew the send
 			return
 		}
 		err := vmRead(p.pid, op.Buf[:total], addr, &e.iov)
@@ -425,7 +446,7 @@ func (e *Endpoint) rendezvous(r *req, addr uintptr, total int, slot, gen uint32)
 	}
 	if !atomic.CompareAndSwapUint64(sw, posted, slotWord(gen, slotCTS, cookie)) {
 		e.freeRecvID(cookie)
-		e.finish(r, 0, errPeer(p, transport.ErrPeerFailed))
+		e.finish(r, 0, e.refusedBy(p)) // it withdrew the send
 		return
 	}
 	r.state, r.total, r.off, r.cookie = recvStream, total, 0, cookie
@@ -613,7 +634,15 @@ func (e *Endpoint) checkRdv() {
 				e.rdv = slices.Delete(e.rdv, i, i+1)
 				continue
 			}
-		default:
+		default: // refused: the receiver's endpoint failed
+			if err == nil && e.hdr.closeEpoch.Load() != e.seenEpoch {
+				// It may have failed because of another rank: read
+				// that first (failing the endpoint finishes r, with the
+				// cause), then look again.
+				e.readNews()
+				e.checkRdv()
+				return
+			}
 			if err == nil {
 				err = errPeer(r.p, transport.ErrPeerFailed)
 			}
@@ -744,10 +773,18 @@ func (e *Endpoint) checkLiveness(force bool) {
 // other ranks at once, rather than each at its next check: then every
 // rank names the dead one, not a rank that failed because of it and
 // closed.
+//
+// An endpoint that has failed already publishes nothing: p most likely
+// ended because of that failure (a rank that gives up ends the job), and
+// ranks that have not yet read the news would blame p for it.
 func (e *Endpoint) peerDied(p *peer) {
+	p.dead = true
+	if e.failed != nil {
+		e.fail(errPeer(p, transport.ErrPeerFailed)) // sends p was reading
+		return
+	}
 	// Publish first: a peer whose send fail refuses below then sees
 	// the death before the refusal.
-	p.dead = true
 	p.ctl.state.Or(ctlDead)
 	e.hdr.closeEpoch.Add(1)
 	e.fail(errPeer(p, transport.ErrPeerFailed))
