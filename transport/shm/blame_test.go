@@ -109,6 +109,15 @@ func TestStalledReaderReleasesSend(t *testing.T) {
 	within(t, closed, 10*time.Second, "Close")
 }
 
+// wantPeerFailed fails the test unless err is ErrPeerFailed naming rank.
+func wantPeerFailed(t *testing.T, what string, err error, rank int) {
+	t.Helper()
+	var te *transport.Error
+	if !errors.Is(err, transport.ErrPeerFailed) || !errors.As(err, &te) || te.Peer != rank {
+		t.Errorf("%s: %v, want ErrPeerFailed naming rank %d", what, err, rank)
+	}
+}
+
 // failBecauseOf makes ep fail as a rank does that finds rank dead: it
 // publishes the death, then fails (refusing and withdrawing rendezvous
 // sends). Its unexpected messages are drained first, so that it has
@@ -141,10 +150,7 @@ func TestRefusedSendNamesTheCause(t *testing.T) {
 			done := make(chan error, 1)
 			go func() { done <- e.Wait(send) }()
 			err := within(t, done, 10*time.Second, "the sender")
-			var te *transport.Error
-			if !errors.Is(err, transport.ErrPeerFailed) || !errors.As(err, &te) || te.Peer != 2 {
-				t.Errorf("the refused send: %v, want ErrPeerFailed naming rank 2", err)
-			}
+			wantPeerFailed(t, "the refused send", err, 2)
 		})
 	}
 }
@@ -171,10 +177,7 @@ func TestWithdrawnSendNamesTheCause(t *testing.T) {
 			failBecauseOf(eps[1], 2)
 			recv := []transport.Op{{Peer: 1, Tag: tag(1), Buf: make([]byte, 1<<20), Recv: true}}
 			err := within(t, waitAsync(e, recv), 10*time.Second, "the receiver")
-			var te *transport.Error
-			if !errors.Is(err, transport.ErrPeerFailed) || !errors.As(err, &te) || te.Peer != 2 {
-				t.Errorf("the withdrawn send: %v, want ErrPeerFailed naming rank 2", err)
-			}
+			wantPeerFailed(t, "the withdrawn send", err, 2)
 		})
 	}
 }
@@ -194,8 +197,5 @@ func TestFailedEndpointPublishesNoDeath(t *testing.T) {
 	e.mu.Unlock()
 	recv := []transport.Op{{Peer: 0, Tag: tag(1), Buf: make([]byte, 8), Recv: true}}
 	err := within(t, waitAsync(eps[3], recv), 10*time.Second, "rank 3")
-	var te *transport.Error
-	if !errors.Is(err, transport.ErrPeerFailed) || !errors.As(err, &te) || te.Peer != 2 {
-		t.Errorf("rank 3: %v, want ErrPeerFailed naming rank 2", err)
-	}
+	wantPeerFailed(t, "rank 3", err, 2)
 }
