@@ -2,6 +2,8 @@ package mpi_test
 
 import (
 	"errors"
+	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -130,7 +132,19 @@ func TestInPlaceForms(t *testing.T) {
 	}
 }
 
+// Init and Finalize happen once per process, as in MPI, so the test runs
+// in a child process of its own: it then passes every time it runs (go
+// test -count=N), and no other test's process is finalized.
 func TestInitFinalize(t *testing.T) {
+	if os.Getenv("GOCOLL_TEST_INIT_FINALIZE") != "1" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestInitFinalize$", "-test.count=1", "-test.v")
+		cmd.Env = append(os.Environ(), "GOCOLL_TEST_INIT_FINALIZE=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "--- PASS: TestInitFinalize") {
+			t.Fatalf("the child process: %v\n%s", err, out)
+		}
+		return
+	}
 	c, err := mpi.Init()
 	if err != nil {
 		t.Fatal(err)
