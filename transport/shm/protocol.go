@@ -780,7 +780,8 @@ func (e *Endpoint) checkLiveness(force bool) {
 func (e *Endpoint) peerDied(p *peer) {
 	p.dead = true
 	if e.failed != nil {
-		e.fail(errPeer(p, transport.ErrPeerFailed)) // sends p was reading
+		// Its ops have all failed; only sends it was reading wait on it.
+		e.checkRdv()
 		return
 	}
 	// Publish first: a peer whose send fail refuses below then sees
