@@ -268,7 +268,7 @@ func free(id C.int) {
 }
 
 // finish frees every communicator still alive, at MPI_Finalize, and says
-// what the library did (GOCOLL_DEBUG=info).
+// what the library did (GOCOLL_DEBUG=info, GOCOLL_REPORT=1).
 func finish() {
 	comms.Lock()
 	live := make([]*commState, 0, len(comms.byID))
@@ -285,7 +285,10 @@ func finish() {
 	}
 	if cfg != nil && cfg.debug {
 		fmt.Fprintf(os.Stderr, "gocoll: rank %d: finalize: communicators set up %d, freed %d, live %d; private duplicates made %d, freed %d, live %d; calls run by gocoll %d (on device memory %d), by the host MPI %d\n",
-			int(C.gc_world_rank()), setUp, freed, len(live), dups, dupsOut, liveDups, gocollCalls.Load(), deviceCalls.Load(), uint64(C.gc_native_calls))
+			int(C.gc_world_rank()), setUp, freed, len(live), dups, dupsOut, liveDups, gocollCalls.Load(), deviceCalls.Load(), hostCalls())
+	}
+	if cfg != nil && cfg.report {
+		report()
 	}
 }
 

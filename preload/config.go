@@ -31,8 +31,11 @@ type config struct {
 	// coll.Args.Algorithm), so it reads no environment. Its Device is
 	// GOCOLL_CUDA's and GOCOLL_CUDA_IPC's (coll.Config.LoadDevice): with a
 	// runtime, gocoll runs calls on device memory itself.
-	coll      *coll.Config
-	debug     bool
+	coll  *coll.Config
+	debug bool
+	// report: GOCOLL_REPORT=1 prints, at MPI_Finalize, which path each
+	// collective's calls took (counters.go). It changes nothing else.
+	report    bool
 	transport string // auto, shm or hostmpi
 	timeout   time.Duration
 	// fault, for tests: panic inside the fault-th collective gocoll runs.
@@ -68,6 +71,13 @@ func loadConfig(env func(string) string, flavor string) (*config, error) {
 		c.debug = true
 	default:
 		return nil, fmt.Errorf("GOCOLL_DEBUG=%s: want off, warn or info", v)
+	}
+	switch v := strings.TrimSpace(env("GOCOLL_REPORT")); v {
+	case "", "0":
+	case "1":
+		c.report = true
+	default:
+		return nil, fmt.Errorf("GOCOLL_REPORT=%s: want 0 or 1", v)
 	}
 	switch v := strings.ToLower(env("GOCOLL_TRANSPORT")); v {
 	case "", "auto":

@@ -93,7 +93,7 @@ func query(c *C.struct_gc_call, shared bool) tuner.Query {
 }
 
 // gc_go_decide asks the tuner about a call: the index of gocoll's
-// algorithm (c.how set), -1 for the host MPI, -2 when the call must fail
+// algorithm, -1 for the host MPI (c.how set either way), -2 when the call must fail
 // (GOCOLL_FALLBACK=error), after saying why. A device call (c.device) is
 // asked of the device tuner, which never answers native nor an shm
 // algorithm.
@@ -123,6 +123,14 @@ func decide(c *C.struct_gc_call, shared bool) C.int {
 		fmt.Fprintf(os.Stderr, "gocoll: rank %d: %s: %v\n", int(c.cs.rank), q.Collective, err)
 		return -2
 	}
+	switch {
+	case ch.How == "tuned":
+		c.how = 0
+	case ch.How == "forced":
+		c.how = 1
+	default:
+		c.how = 2
+	}
 	if ch.Native {
 		if cfg.debug {
 			// ch.How is "tuned", or "tuned (forced X cannot run: why)".
@@ -134,14 +142,6 @@ func decide(c *C.struct_gc_call, shared bool) C.int {
 				int(c.cs.rank), q.Collective, q.Bytes, q.Params.P, why)
 		}
 		return -1
-	}
-	switch {
-	case ch.How == "tuned":
-		c.how = 0
-	case ch.How == "forced":
-		c.how = 1
-	default:
-		c.how = 2
 	}
 	return C.int(cfg.algIndex(int(c.coll), ch.Alg.Name))
 }
@@ -232,6 +232,7 @@ func gc_go_run(c *C.struct_gc_call) (rc C.int) {
 			fmt.Fprintf(os.Stderr, "gocoll: rank %d: %s comm=%s bytes=%d p=%d algorithm=%s (%s)%s\n",
 				st.rank, cl, st.name, int64(c.bytes), st.size, a.Algorithm, how(c, cl, st.c.Shared()), memory)
 		}
+		countRun(c)
 		switch cl {
 		case algorithms.Allreduce:
 			err = st.c.Allreduce(a)

@@ -46,6 +46,19 @@ enum {
 };
 
 /*
+ * Which path each call took, per collective (GOCOLL_REPORT=1 prints them
+ * at MPI_Finalize; gocoll_test_counter reads them): GC_K_GO calls gocoll
+ * ran, GC_K_ALG + i those of them its i-th algorithm (in the order of
+ * algorithms.Names) ran, GC_K_FALLBACK calls whose forced algorithm could
+ * not run (the tuner's choice ran, gocoll's or the host's), GC_K_HOST
+ * calls the host MPI ran (whatever the reason), GC_K_CACHED calls decided
+ * from a communicator's decision cache, without asking the tuner in Go.
+ * Relaxed atomic adds, in C and in Go.
+ */
+enum { GC_K_GO = 0, GC_K_FALLBACK = 1, GC_K_HOST = 2, GC_K_CACHED = 3, GC_K_ALG = 4, GC_MAXALGS = 12,
+       GC_NCOUNTERS = GC_K_ALG + GC_MAXALGS };
+
+/*
  * gocoll's state of one user communicator, kept by the host MPI as an
  * attribute (so it is found in one lookup and freed with the
  * communicator, by the attribute's delete callback).
@@ -90,7 +103,7 @@ extern int gc_flavor;
 extern int gc_debug;
 extern int gc_cuda; /* gocoll's CUDA runtime is on: device buffers are gocoll's (set by gc_go_start) */
 extern int gc_forced_native[GC_NCOLL];
-extern uint64_t gc_native_calls;
+extern uint64_t gc_counters[GC_NCOLL][GC_NCOUNTERS];
 void gc_register_type(gc_handle h, int type, int size);
 void gc_register_op(gc_handle h, int op);
 void gc_allow(int op, int type);

@@ -21,7 +21,9 @@
 
 int gc_debug;
 int gc_forced_native[GC_NCOLL];
-uint64_t gc_native_calls;
+uint64_t gc_counters[GC_NCOLL][GC_NCOUNTERS];
+
+static inline void count(int coll, int k) { __atomic_fetch_add(&gc_counters[coll][k], 1, __ATOMIC_RELAXED); }
 
 /* Life cycle: waiting for MPI_Init, running, or off for good. */
 enum { S_WAITING = 0, S_RUNNING = 1, S_OFF = 2, S_BADCONFIG = 3 };
@@ -226,6 +228,7 @@ static int decide(struct gc_call *c) {
     struct gc_decision *d = &c->cs->cache[c->coll][(unsigned)(c->bytes ^ (c->bytes >> 9)) & (GC_CACHE - 1)];
     if (!gc_debug && d->bytes == c->bytes && d->commutative == c->commutative) {
         c->alg = d->alg, c->how = d->how;
+        count(c->coll, GC_K_CACHED);
     } else {
         c->alg = gc_go_decide(c);
         if (c->alg < -1) return -1; /* the call must fail (reported) */
@@ -242,10 +245,13 @@ static int why_device(const struct gc_call *c) {
     return !gc_cuda && on_device(c) ? GC_R_DEVICE : GC_R_NONE;
 }
 
-/* note counts a call handed to the host and, with GOCOLL_DEBUG=info,
- * says why (the tuner's choices are logged by the tuner's caller). */
+/* note counts a call handed to the host (and, when the tuner chose the
+ * host because a forced algorithm could not run, the fallback) and, with
+ * GOCOLL_DEBUG=info, says why (the tuner's choices are logged by the
+ * tuner's caller). */
 static void note(const struct gc_call *c, int why) {
-    __atomic_fetch_add(&gc_native_calls, 1, __ATOMIC_RELAXED);
+    count(c->coll, GC_K_HOST);
+    if (why == GC_R_TUNED && c->how == 2) count(c->coll, GC_K_FALLBACK);
     if (gc_debug && why != GC_R_TUNED && state == S_RUNNING)
         gc_go_note(c->coll, c->cs ? c->cs->rank : -1, why);
 }
