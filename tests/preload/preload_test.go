@@ -285,6 +285,12 @@ func check(t *testing.T, j job) result {
 		// lines say which forced algorithm could not run.
 		fail("%d calls went to the host although an algorithm was forced that could run them", r.plainNative)
 	}
+	if strings.HasPrefix(j.round.name, "forced") {
+		// Each call says the forced algorithm by name (paths_test.go).
+		if err := forcedByName(j.round.env, r.errs); err != nil {
+			fail("%v", err)
+		}
+	}
 	return r
 }
 
@@ -431,8 +437,9 @@ func TestRTLDLocal(t *testing.T) {
 	}
 }
 
-// The library exports the collectives and their Fortran names, nothing
-// else: no Go runtime symbol can interpose on anything of the process.
+// The library exports the collectives and their Fortran names, and the
+// tests' counter query, nothing else: no Go runtime symbol can interpose
+// on anything of the process.
 func TestExports(t *testing.T) {
 	f, err := elf.Open(preloadLib())
 	if err != nil {
@@ -455,6 +462,7 @@ func TestExports(t *testing.T) {
 		want = append(want, "MPI_"+c, "MPI_"+c+"_c", "mpi_"+lower+"_", "mpi_"+lower, "mpi_"+lower+"__",
 			"MPI_"+strings.ToUpper(c), "mpi_"+lower+"_f08_")
 	}
+	want = append(want, "gocoll_test_counter") // for tests (paths_test.go); no MPI defines it
 	slices.Sort(got)
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
