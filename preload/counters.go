@@ -21,6 +21,17 @@ import (
 // among them and the decisions served from the cache; countRun counts the
 // calls gocoll runs.
 
+// The C half's counter indices (preload.h).
+const (
+	kGo         = C.GC_K_GO
+	kFallback   = C.GC_K_FALLBACK
+	kHost       = C.GC_K_HOST
+	kHostCached = C.GC_K_HOST_CACHED
+	kCached     = C.GC_K_CACHED
+	kAlg        = C.GC_K_ALG // + the algorithm's index in algorithms.Names
+	maxAlgs     = C.GC_MAXALGS
+)
+
 // counter returns collective coll's counter k.
 func counter(coll, k int) *uint64 {
 	return (*uint64)(unsafe.Pointer(&C.gc_counters[coll][k]))
@@ -29,20 +40,37 @@ func counter(coll, k int) *uint64 {
 // countRun counts a call gocoll runs now, with its algorithm c.alg.
 func countRun(c *C.struct_gc_call) {
 	coll := int(c.coll)
-	atomic.AddUint64(counter(coll, C.GC_K_GO), 1)
-	if a := int(c.alg); a >= 0 && a < C.GC_MAXALGS {
-		atomic.AddUint64(counter(coll, C.GC_K_ALG+a), 1)
+	atomic.AddUint64(counter(coll, kGo), 1)
+	if a := int(c.alg); a >= 0 && a < maxAlgs {
+		atomic.AddUint64(counter(coll, kAlg+a), 1)
 	}
 	if c.how == 2 {
-		atomic.AddUint64(counter(coll, C.GC_K_FALLBACK), 1)
+		atomic.AddUint64(counter(coll, kFallback), 1)
 	}
+}
+
+// Counters as reported: k, or these sums of the C half's.
+const (
+	keyHost   = -1 // GC_K_HOST + GC_K_HOST_CACHED
+	keyCached = -2 // GC_K_CACHED + GC_K_HOST_CACHED
+)
+
+// load reads collective coll's counter k (or keyHost, keyCached).
+func load(coll, k int) uint64 {
+	switch k {
+	case keyHost:
+		return atomic.LoadUint64(counter(coll, kHost)) + atomic.LoadUint64(counter(coll, kHostCached))
+	case keyCached:
+		return atomic.LoadUint64(counter(coll, kCached)) + atomic.LoadUint64(counter(coll, kHostCached))
+	}
+	return atomic.LoadUint64(counter(coll, k))
 }
 
 // hostCalls is the number of calls the host MPI ran, over the collectives.
 func hostCalls() uint64 {
 	var n uint64
 	for i := range algorithms.Collectives {
-		n += atomic.LoadUint64(counter(i, C.GC_K_HOST))
+		n += load(i, keyHost)
 	}
 	return n
 }
@@ -59,22 +87,22 @@ func reportLines(rank int) []string {
 	for i, cl := range algorithms.Collectives {
 		var b strings.Builder
 		any := false
-		load := func(k int) uint64 {
-			v := atomic.LoadUint64(counter(i, k))
+		get := func(k int) uint64 {
+			v := load(i, k)
 			any = any || v != 0
 			return v
 		}
-		fmt.Fprintf(&b, "gocoll: rank %d: report: %s go=%d", rank, cl, load(C.GC_K_GO))
+		fmt.Fprintf(&b, "gocoll: rank %d: report: %s go=%d", rank, cl, get(kGo))
 		for a, name := range algorithms.Names(cl) {
-			if v := load(C.GC_K_ALG + a); v != 0 {
+			if v := get(kAlg + a); v != 0 {
 				fmt.Fprintf(&b, " %s=%d", name, v)
 			}
 		}
 		for _, k := range []struct {
 			name string
 			k    int
-		}{{"fallback", C.GC_K_FALLBACK}, {"host", C.GC_K_HOST}, {"cached", C.GC_K_CACHED}} {
-			if v := load(k.k); v != 0 {
+		}{{"fallback", kFallback}, {"host", keyHost}, {"cached", keyCached}} {
+			if v := get(k.k); v != 0 {
 				fmt.Fprintf(&b, " %s=%d", k.name, v)
 			}
 		}
@@ -106,17 +134,17 @@ func counterIndex(key string) (coll, k int, ok bool) {
 		}
 		switch name {
 		case "go":
-			return i, C.GC_K_GO, true
+			return i, kGo, true
 		case "fallback":
-			return i, C.GC_K_FALLBACK, true
+			return i, kFallback, true
 		case "host":
-			return i, C.GC_K_HOST, true
+			return i, keyHost, true
 		case "cached":
-			return i, C.GC_K_CACHED, true
+			return i, keyCached, true
 		}
 		for a, n := range algorithms.Names(cl) {
-			if n == name && a < C.GC_MAXALGS {
-				return i, C.GC_K_ALG + a, true
+			if n == name && a < maxAlgs {
+				return i, kAlg + a, true
 			}
 		}
 	}
@@ -143,5 +171,5 @@ func gocoll_test_counter(key *C.char) (v C.longlong) {
 	if !ok {
 		return -1
 	}
-	return C.longlong(atomic.LoadUint64(counter(coll, k)))
+	return C.longlong(load(coll, k))
 }

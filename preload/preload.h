@@ -50,13 +50,15 @@ enum {
  * at MPI_Finalize; gocoll_test_counter reads them): GC_K_GO calls gocoll
  * ran, GC_K_ALG + i those of them its i-th algorithm (in the order of
  * algorithms.Names) ran, GC_K_FALLBACK calls whose forced algorithm could
- * not run (the tuner's choice ran, gocoll's or the host's), GC_K_HOST
- * calls the host MPI ran (whatever the reason), GC_K_CACHED calls decided
- * from a communicator's decision cache, without asking the tuner in Go.
- * Relaxed atomic adds, in C and in Go.
+ * not run (the tuner's choice ran, gocoll's or the host's). The host MPI
+ * ran GC_K_HOST + GC_K_HOST_CACHED calls (whatever the reason); the
+ * communicator's decision cache, without asking the tuner in Go, decided
+ * GC_K_HOST_CACHED + GC_K_CACHED (a host call from the cache costs one
+ * counter, as a host call did before there were counters). Relaxed atomic
+ * adds, in C and in Go.
  */
-enum { GC_K_GO = 0, GC_K_FALLBACK = 1, GC_K_HOST = 2, GC_K_CACHED = 3, GC_K_ALG = 4, GC_MAXALGS = 12,
-       GC_NCOUNTERS = GC_K_ALG + GC_MAXALGS };
+enum { GC_K_GO = 0, GC_K_FALLBACK = 1, GC_K_HOST = 2, GC_K_HOST_CACHED = 3, GC_K_CACHED = 4, GC_K_ALG = 5,
+       GC_MAXALGS = 11, GC_NCOUNTERS = GC_K_ALG + GC_MAXALGS };
 
 /*
  * gocoll's state of one user communicator, kept by the host MPI as an
@@ -94,6 +96,7 @@ struct gc_call {
     int op;                    /* gocoll's ops.Op; 0 for a user-defined op */
     int commutative;
     int device;                /* a buffer is CUDA device memory and gocoll's CUDA runtime is on */
+    int cached;                /* decided from the communicator's decision cache */
     gc_handle dt, mpiop, comm; /* the caller's handles */
     struct gc_comm *cs;
 };

@@ -227,8 +227,7 @@ static int decide(struct gc_call *c) {
     }
     struct gc_decision *d = &c->cs->cache[c->coll][(unsigned)(c->bytes ^ (c->bytes >> 9)) & (GC_CACHE - 1)];
     if (!gc_debug && d->bytes == c->bytes && d->commutative == c->commutative) {
-        c->alg = d->alg, c->how = d->how;
-        count(c->coll, GC_K_CACHED);
+        c->alg = d->alg, c->how = d->how, c->cached = 1;
     } else {
         c->alg = gc_go_decide(c);
         if (c->alg < -1) return -1; /* the call must fail (reported) */
@@ -250,7 +249,7 @@ static int why_device(const struct gc_call *c) {
  * GOCOLL_DEBUG=info, says why (the tuner's choices are logged by the
  * tuner's caller). */
 static void note(const struct gc_call *c, int why) {
-    count(c->coll, GC_K_HOST);
+    count(c->coll, c->cached ? GC_K_HOST_CACHED : GC_K_HOST);
     if (why == GC_R_TUNED && c->how == 2) count(c->coll, GC_K_FALLBACK);
     if (gc_debug && why != GC_R_TUNED && state == S_RUNNING)
         gc_go_note(c->coll, c->cs ? c->cs->rank : -1, why);
@@ -291,7 +290,10 @@ static int ran(struct gc_call *c, int *why, int *rc) {
         return 1;
     }
     if (*why || (*why = why_device(c))) return 0;
-    if ((*rc = run(c)) >= 0) return 1;
+    if ((*rc = run(c)) >= 0) {
+        if (c->cached) count(c->coll, GC_K_CACHED);
+        return 1;
+    }
     *why = *rc == -2 ? GC_R_TUNED : GC_R_SETUP;
     return 0;
 }
