@@ -11,7 +11,8 @@
 // MPI_Reduce_scatter_block and MPI_Allgather, their MPI-4 large-count
 // _c forms, and the Fortran names Open MPI's bindings use (mpi_allreduce_,
 // mpi_allreduce, mpi_allreduce__, MPI_ALLREDUCE and the mpi_f08 module's
-// mpi_allreduce_f08_, and the same for the other three), and nothing else:
+// mpi_allreduce_f08_, and the same for the other three), and nothing else
+// but gocoll_test_counter, a query for tests that no MPI library defines:
 // a linker version script (exports.map) keeps the Go runtime's and cgo's
 // symbols local, so the library can interpose on nothing but these.
 // Preloaded, its definitions come before the host library's; every other
@@ -165,8 +166,30 @@
 // caches the tuner's answer per communicator, collective, size and op
 // commutativity, so a repeated call never enters Go to be handed to the
 // host. Before a communicator is set up the tuner assumes its ranks share
-// a host; once set up it knows, and is asked again. Calls on device
-// memory are never cached (see CUDA device memory).
+// a host; once set up it knows, and is asked again (gc_forget empties the
+// communicator's cache). Calls on device memory are never cached (see
+// CUDA device memory). GOCOLL_DEBUG=info bypasses the cache, asking the
+// tuner at every call.
+//
+// # Counters
+//
+// The library counts, per collective, which path each call took
+// (gc_counters, preload.h; relaxed atomic adds, a host call decided from
+// the cache costing one, as before there were counters): the calls gocoll
+// ran (go) and, of those, each algorithm's; the calls whose forced
+// algorithm could not run, so that the tuner's choice ran (fallback,
+// gocoll's or the host's); the calls the host MPI ran, for any reason
+// (host); and the calls decided from the cache without entering Go
+// (cached). GOCOLL_REPORT=1 changes nothing about the calls and prints
+// them at MPI_Finalize, one line per collective with a count other than
+// zero, on every rank:
+//
+//	gocoll: rank R: report: MPI_Allreduce go=5 ring=3 shm=2 fallback=1 host=7 cached=9
+//
+// (the algorithms sorted by name; zero counts left out but go's). Tests
+// read the same counters with gocoll_test_counter("MPI_Allreduce.cached"),
+// found with dlsym(RTLD_DEFAULT): 0 for a counter never counted, -1 for
+// an unknown key.
 //
 // # Robustness
 //
