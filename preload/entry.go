@@ -93,7 +93,8 @@ func query(c *C.struct_gc_call, shared bool) tuner.Query {
 }
 
 // gc_go_decide asks the tuner about a call: the index of gocoll's
-// algorithm, -1 for the host MPI (c.how set either way), -2 when the call must fail
+// algorithm, -1 for the host MPI (c.how set either way: the C half counts
+// fallbacks to the host), -2 when the call must fail
 // (GOCOLL_FALLBACK=error), after saying why. A device call (c.device) is
 // asked of the device tuner, which never answers native nor an shm
 // algorithm.

@@ -417,7 +417,10 @@ func TestForcedByName(t *testing.T) {
 						for rank := range np {
 							rep := r.report[rank][call]
 							// Every call ran in gocoll with the forced
-							// algorithm, but the fallbacks.
+							// algorithm, but the fallbacks: those ran the
+							// tuner's choice, another algorithm or the host
+							// (paths.c's calls in this mode go to the host
+							// only by falling back).
 							if rep[name] == 0 || rep[name]+rep["fallback"]-rep["host"] != rep["go"] {
 								t.Errorf("%s: rank %d: %s forced to %s: report %v", what, rank, call, name, rep)
 							}
