@@ -129,6 +129,9 @@ func go_Comm_compare(c1, c2 C.MPI_Comm, result *C.int) (rc C.int) {
 		return fail(nil, err)
 	}
 	b, err := lookupComm(call, c2)
+	if err == nil && result == nil {
+		err = argNull(call, "result")
+	}
 	if err != nil {
 		return fail(a, err)
 	}
@@ -194,6 +197,9 @@ func go_Error_string(code C.int, str *C.char, resultlen *C.int) (rc C.int) {
 	if err != nil {
 		return fail(nil, mpierr.New(call, mpierr.Arg, "unknown error code %d", int(code)))
 	}
+	if str == nil || resultlen == nil {
+		return fail(nil, argNull(call, nullName(str == nil, "string", "resultlen")))
+	}
 	*resultlen = putString(str, s, C.MPI_MAX_ERROR_STRING)
 	return C.MPI_SUCCESS
 }
@@ -204,6 +210,9 @@ func go_Error_class(code C.int, class *C.int) (rc C.int) {
 	defer guard(call, &rc)
 	if _, err := errorString(int(code)); err != nil {
 		return fail(nil, mpierr.New(call, mpierr.Arg, "unknown error code %d", int(code)))
+	}
+	if class == nil {
+		return fail(nil, argNull(call, "errorclass"))
 	}
 	*class = code
 	return C.MPI_SUCCESS
@@ -217,6 +226,9 @@ func go_Type_size(dt C.MPI_Datatype, size *C.int) (rc C.int) {
 		return fail(nil, err)
 	}
 	d, err := lookupTypeAny(call, dt)
+	if err == nil && size == nil {
+		err = argNull(call, "size")
+	}
 	if err != nil {
 		return fail(nil, err)
 	}
@@ -351,6 +363,9 @@ func go_Op_commutative(op C.MPI_Op, commute *C.int) (rc C.int) {
 	defer guard(call, &rc)
 	if err := ready(call); err != nil {
 		return fail(nil, err)
+	}
+	if commute == nil {
+		return fail(nil, argNull(call, "commute"))
 	}
 	if _, ok := builtinOps[uint32(op)]; ok {
 		*commute = 1

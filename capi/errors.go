@@ -37,6 +37,12 @@ func fail(e *commEntry, err error) C.int {
 		rank = fmt.Sprint(j.Rank)
 	}
 	fmt.Fprintf(os.Stderr, "gocoll: %v (rank %s)\n", err, rank)
+	if phase.Load() != phaseRunning {
+		// Before MPI_Init there is no job to abort, after MPI_Finalize
+		// none any more: this process ends alone, with the class as its
+		// exit status (its launcher ends the others).
+		os.Exit(int(class))
+	}
 	abortJob(int(class))
 	return C.int(class)
 }
@@ -54,12 +60,26 @@ func rejected(e *commEntry, call string, err error) C.int {
 }
 
 // guard turns a panic in an entry point into an MPI_ERR_INTERN error, so
-// that no Go panic ever unwinds into C.
+// that no Go panic ever unwinds into C. Every exported function defers
+// it (or returns the result of one that does): tests/abifuzz_test.go
+// checks that. Should reporting the error panic too, the process ends
+// with MPI_ERR_INTERN as its status rather than let that one reach C.
 func guard(call string, rc *C.int) {
 	if v := recover(); v != nil {
 		err := &mpierr.Error{Call: call, Class: mpierr.Intern, Msg: fmt.Sprintf("internal error: %v\n%s", v, debug.Stack())}
+		defer func() {
+			if v := recover(); v != nil {
+				fmt.Fprintf(os.Stderr, "gocoll: %v\ngocoll: %s: reporting it failed too: %v\n", err, call, v)
+				os.Exit(int(mpierr.Intern))
+			}
+		}()
 		*rc = fail(nil, err)
 	}
+}
+
+// argNull is the error of a NULL pointer argument, as MPICH reports it.
+func argNull(call, arg string) error {
+	return mpierr.New(call, mpierr.Arg, "%s is NULL", arg)
 }
 
 // errorString is the text of MPI_Error_string for an error code (gocoll's

@@ -72,6 +72,7 @@ func ready(call string) error {
 
 //export go_Init
 func go_Init() (rc C.int) {
+	defer guard("MPI_Init", &rc)
 	var provided C.int
 	return go_Init_thread(C.MPI_THREAD_SINGLE, &provided)
 }
@@ -84,6 +85,9 @@ func go_Init_thread(required C.int, provided *C.int) (rc C.int) {
 	again := lib.initialized
 	lib.Unlock()
 	if again {
+		if phase.Load() == phaseFinalized {
+			return fail(nil, mpierr.New(call, mpierr.Other, "called after MPI_Finalize: MPI cannot be initialized again"))
+		}
 		return fail(nil, mpierr.New(call, mpierr.Other, "MPI is already initialized"))
 	}
 	j, err := job.Start()
@@ -148,8 +152,20 @@ func initFailed(err error) C.int {
 	return C.MPI_ERR_OTHER
 }
 
+// MPI_Initialized, MPI_Finalized, MPI_Get_version and
+// MPI_Get_library_version may be called before MPI_Init and after
+// MPI_Finalize (the standard says so); gocoll allows
+// MPI_Get_processor_name too. A NULL output pointer is MPI_ERR_ARG, as in
+// MPICH: before MPI_Init (no error handler yet) it ends the process
+// (fail).
+
 //export go_Initialized
-func go_Initialized(flag *C.int) C.int {
+func go_Initialized(flag *C.int) (rc C.int) {
+	const call = "MPI_Initialized"
+	defer guard(call, &rc)
+	if flag == nil {
+		return fail(nil, argNull(call, "flag"))
+	}
 	lib.Lock()
 	defer lib.Unlock()
 	*flag = cbool(lib.initialized)
@@ -157,7 +173,12 @@ func go_Initialized(flag *C.int) C.int {
 }
 
 //export go_Finalized
-func go_Finalized(flag *C.int) C.int {
+func go_Finalized(flag *C.int) (rc C.int) {
+	const call = "MPI_Finalized"
+	defer guard(call, &rc)
+	if flag == nil {
+		return fail(nil, argNull(call, "flag"))
+	}
 	lib.Lock()
 	defer lib.Unlock()
 	*flag = cbool(lib.finalized)
@@ -165,9 +186,14 @@ func go_Finalized(flag *C.int) C.int {
 }
 
 //export go_Query_thread
-func go_Query_thread(provided *C.int) C.int {
-	if err := ready("MPI_Query_thread"); err != nil {
+func go_Query_thread(provided *C.int) (rc C.int) {
+	const call = "MPI_Query_thread"
+	defer guard(call, &rc)
+	if err := ready(call); err != nil {
 		return fail(nil, err)
+	}
+	if provided == nil {
+		return fail(nil, argNull(call, "provided"))
 	}
 	lib.Lock()
 	defer lib.Unlock()
@@ -205,7 +231,8 @@ func go_Finalize() (rc C.int) {
 }
 
 //export go_Abort
-func go_Abort(comm C.MPI_Comm, code C.int) C.int {
+func go_Abort(comm C.MPI_Comm, code C.int) (rc C.int) {
+	defer guard("MPI_Abort", &rc)
 	j := theJob()
 	rank := -1
 	if j != nil {
@@ -220,7 +247,12 @@ func go_Abort(comm C.MPI_Comm, code C.int) C.int {
 }
 
 //export go_Get_version
-func go_Get_version(version, subversion *C.int) C.int {
+func go_Get_version(version, subversion *C.int) (rc C.int) {
+	const call = "MPI_Get_version"
+	defer guard(call, &rc)
+	if version == nil || subversion == nil {
+		return fail(nil, argNull(call, nullName(version == nil, "version", "subversion")))
+	}
 	*version, *subversion = C.MPI_VERSION, C.MPI_SUBVERSION
 	return C.MPI_SUCCESS
 }
@@ -229,14 +261,24 @@ func go_Get_version(version, subversion *C.int) C.int {
 const Version = "0.1"
 
 //export go_Get_library_version
-func go_Get_library_version(version *C.char, resultlen *C.int) C.int {
+func go_Get_library_version(version *C.char, resultlen *C.int) (rc C.int) {
+	const call = "MPI_Get_library_version"
+	defer guard(call, &rc)
+	if version == nil || resultlen == nil {
+		return fail(nil, argNull(call, nullName(version == nil, "version", "resultlen")))
+	}
 	s := fmt.Sprintf("gocoll %s (MPICH ABI; collectives: ring, recursive doubling/halving, Rabenseifner, Bruck, pairwise)", Version)
 	*resultlen = putString(version, s, C.MPI_MAX_LIBRARY_VERSION_STRING)
 	return C.MPI_SUCCESS
 }
 
 //export go_Get_processor_name
-func go_Get_processor_name(name *C.char, resultlen *C.int) C.int {
+func go_Get_processor_name(name *C.char, resultlen *C.int) (rc C.int) {
+	const call = "MPI_Get_processor_name"
+	defer guard(call, &rc)
+	if name == nil || resultlen == nil {
+		return fail(nil, argNull(call, nullName(name == nil, "name", "resultlen")))
+	}
 	host, _ := os.Hostname()
 	*resultlen = putString(name, host, C.MPI_MAX_PROCESSOR_NAME)
 	return C.MPI_SUCCESS
@@ -251,6 +293,14 @@ func putString(dst *C.char, s string, max int) C.int {
 	copy(b, s)
 	b[len(s)] = 0
 	return C.int(len(s))
+}
+
+// nullName is a if first, else b: which of two pointers is NULL.
+func nullName(first bool, a, b string) string {
+	if first {
+		return a
+	}
+	return b
 }
 
 func cbool(b bool) C.int {

@@ -154,7 +154,7 @@ func go_Irecv(buf unsafe.Pointer, count C.int, dt C.MPI_Datatype, src, tag C.int
 func startRequest(call string, recv bool, buf unsafe.Pointer, count C.int, dt C.MPI_Datatype, peer, tag C.int, comm C.MPI_Comm, req *C.MPI_Request) C.int {
 	e, b, size, err := p2pArgs(call, buf, count, dt, peer, tag, comm, recv)
 	if err == nil && req == nil {
-		err = mpierr.New(call, mpierr.Request, "request is NULL")
+		err = argNull(call, "request")
 	}
 	if err != nil {
 		return fail(e, err)
@@ -204,7 +204,7 @@ func go_Wait(req *C.MPI_Request, status *C.MPI_Status) (rc C.int) {
 		return fail(nil, err)
 	}
 	if req == nil {
-		return fail(nil, mpierr.New(call, mpierr.Request, "request is NULL"))
+		return fail(nil, argNull(call, "request"))
 	}
 	r, ok, err := takeRequest(call, *req)
 	if err != nil {
@@ -228,8 +228,11 @@ func go_Waitall(count C.int, reqs *C.MPI_Request, statuses *C.MPI_Status) (rc C.
 	if err := ready(call); err != nil {
 		return fail(nil, err)
 	}
-	if count < 0 || (count > 0 && reqs == nil) {
-		return fail(nil, mpierr.New(call, mpierr.Arg, "invalid count or NULL requests"))
+	if count < 0 {
+		return fail(nil, mpierr.New(call, mpierr.Count, "count is negative (%d)", int(count)))
+	}
+	if count > 0 && reqs == nil {
+		return fail(nil, argNull(call, "array_of_requests"))
 	}
 	hs := unsafe.Slice(reqs, int(count))
 	ignore := statuses == nil || uintptr(unsafe.Pointer(statuses)) == statusIgnore

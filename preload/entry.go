@@ -157,7 +157,7 @@ var reasons = [...]string{
 	C.GC_R_OP:        "MPI_OP_NULL, MPI_REPLACE, MPI_NO_OP or not an op",
 	C.GC_R_OP_TYPE:   "op not defined on the datatype by gocoll",
 	C.GC_R_DEVICE:    "CUDA device buffer",
-	C.GC_R_BUFFER:    "NULL buffer with data",
+	C.GC_R_BUFFER:    "NULL buffer with data, MPI_IN_PLACE receive buffer or negative count",
 	C.GC_R_SIZES:     "send and receive sizes differ",
 	C.GC_R_SETUP:     "gocoll could not set this communicator up",
 	C.GC_R_LARGE:     "count too large for the host's point-to-point calls",

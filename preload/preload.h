@@ -37,7 +37,8 @@ enum {
     GC_R_OP,            /* MPI_OP_NULL, MPI_REPLACE, MPI_NO_OP or an unknown op */
     GC_R_OP_TYPE,       /* a predefined op gocoll does not define on the datatype */
     GC_R_DEVICE,        /* a CUDA device buffer, gocoll's CUDA runtime off */
-    GC_R_BUFFER,        /* a NULL buffer (MPI_BOTTOM) with data */
+    GC_R_BUFFER,        /* a NULL buffer (MPI_BOTTOM) with data, MPI_IN_PLACE as the receive
+                         * buffer, or a negative count: the host MPI reports the error */
     GC_R_SIZES,         /* allgather's send and receive sizes differ */
     GC_R_SETUP,         /* gocoll could not set up the communicator */
     GC_R_LARGE,         /* a count beyond what the host's point-to-point calls take */

@@ -310,7 +310,8 @@ int gc_allreduce(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, in
         c.inplace = sbuf == gc_c.in_place;
         if (!(why = why_comm(&c, comm)) && !(why = why_reduce(&c, dt, op))) {
             c.bytes = count * c.elem;
-            if (count > 0 && (!rbuf || (!c.inplace && !sbuf))) why = GC_R_BUFFER;
+            if (count < 0 || rbuf == gc_c.in_place || (count > 0 && (!rbuf || (!c.inplace && !sbuf))))
+                why = GC_R_BUFFER;
             else if (ran(&c, &why, &rc)) return rc;
         }
     } else if (state == S_BADCONFIG) {
@@ -329,7 +330,8 @@ int gc_reduce_scatter_block(const void *sbuf, void *rbuf, C64 count, H dt, H op,
         c.inplace = sbuf == gc_c.in_place;
         if (!(why = why_comm(&c, comm)) && !(why = why_reduce(&c, dt, op))) {
             c.bytes = count * c.elem * c.cs->size;
-            if (count > 0 && (!rbuf || (!c.inplace && !sbuf))) why = GC_R_BUFFER;
+            if (count < 0 || rbuf == gc_c.in_place || (count > 0 && (!rbuf || (!c.inplace && !sbuf))))
+                why = GC_R_BUFFER;
             else if (ran(&c, &why, &rc)) return rc;
         }
     } else if (state == S_BADCONFIG) {
@@ -359,7 +361,8 @@ int gc_reduce_scatter(const void *sbuf, void *rbuf, const void *counts, int coun
                 if (i == c.cs->rank) mine = n;
             }
             c.bytes = total * c.elem;
-            if (bad || (mine > 0 && !rbuf) || (total > 0 && c.inplace && !rbuf) || (total > 0 && !c.inplace && !sbuf))
+            if (bad || rbuf == gc_c.in_place || (mine > 0 && !rbuf) || (total > 0 && c.inplace && !rbuf) ||
+                (total > 0 && !c.inplace && !sbuf))
                 why = GC_R_BUFFER;
             else if (ran(&c, &why, &rc)) return rc;
         }
@@ -388,7 +391,9 @@ int gc_allgather(const void *sbuf, C64 scount, H stype, void *rbuf, C64 rcount, 
                 why = GC_R_SIZES;
             else {
                 c.bytes = rcount * c.elem * c.cs->size;
-                if (rcount > 0 && (!rbuf || (!c.inplace && !sbuf))) why = GC_R_BUFFER;
+                if (rcount < 0 || (!c.inplace && scount < 0) || rbuf == gc_c.in_place ||
+                    (rcount > 0 && (!rbuf || (!c.inplace && !sbuf))))
+                    why = GC_R_BUFFER;
                 else if (ran(&c, &why, &rc)) return rc;
             }
         }
