@@ -3,6 +3,8 @@ package mpi_test
 import (
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -132,5 +134,36 @@ func TestCountersLeaveOutGocollsOwnCalls(t *testing.T) {
 		if d := delta(before, after, call); d.Go != 0 || len(d.Algorithms) != 0 {
 			t.Errorf("%s counted %+v (now %+v)", call, d, k)
 		}
+	}
+}
+
+// With GOCOLL_REPORT=1, Finalize prints the report line of each
+// collective the program called, and nothing for its own barrier.
+func TestFinalizeReport(t *testing.T) {
+	if os.Getenv("GOCOLL_TEST_FINALIZE_REPORT") != "1" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestFinalizeReport$", "-test.count=1", "-test.v")
+		cmd.Env = append(os.Environ(), "GOCOLL_TEST_FINALIZE_REPORT=1", "GOCOLL_REPORT=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "--- PASS: TestFinalizeReport") {
+			t.Fatalf("the child process: %v\n%s", err, out)
+		}
+		want := "gocoll: rank 0: report: MPI_Allreduce fast=0 go=3 recursive_doubling=3\n"
+		if !strings.Contains(string(out), want) || strings.Count(string(out), "report:") != 1 {
+			t.Errorf("want exactly the report line %q:\n%s", want, out)
+		}
+		return
+	}
+	c, err := mpi.Init()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]int64, 1)
+	for range 3 {
+		if err := mpi.Allreduce(c, []int64{1}, got, mpi.Sum, mpi.WithAlgorithm("recursive_doubling")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := mpi.Finalize(); err != nil {
+		t.Fatal(err)
 	}
 }
