@@ -132,7 +132,19 @@ type Algorithm struct {
 	// runs it on the communicator's shared segment. It needs
 	// Params.SharedMemory.
 	Direct bool
+
+	id int // 1 + its place in registration order; 0: not registered
 }
+
+// ID returns a small number, 0 <= ID < NumIDs(), unique to each registered
+// algorithm (the variants of ReduceScatterBlock have their own), so that
+// per-algorithm tables are arrays instead of maps; -1 for an algorithm
+// that was never registered.
+func (a *Algorithm) ID() int { return a.id - 1 }
+
+// NumIDs returns the number of registered algorithms, one more than the
+// largest ID.
+func NumIDs() int { return numIDs }
 
 // Check returns an error that names the restriction p violates, or nil.
 func (a *Algorithm) Check(p Params) error {
@@ -148,7 +160,10 @@ func (a *Algorithm) Check(p Params) error {
 	return nil
 }
 
-var registry = map[Collective]map[string]*Algorithm{}
+var (
+	registry = map[Collective]map[string]*Algorithm{}
+	numIDs   int
+)
 
 // register adds algorithms at init time.
 func register(algs ...*Algorithm) {
@@ -161,6 +176,8 @@ func register(algs ...*Algorithm) {
 		if m[a.Name] != nil {
 			panic("algorithms: duplicate " + a.Name)
 		}
+		numIDs++
+		a.id = numIDs
 		m[a.Name] = a
 	}
 }

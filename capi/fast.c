@@ -41,6 +41,11 @@ struct fastcomm {
 
 static struct fastcomm comms[MAX_COMMS + 2]; /* [0] world, [1..] user comms */
 int gocoll_fast_enabled; /* bit per collective, set by Go */
+long long gocoll_fast_calls[FAST_BARRIER + 1];
+
+long long gocoll_fast_count(int which) {
+    return __atomic_load_n(&gocoll_fast_calls[which], __ATOMIC_RELAXED);
+}
 
 static struct fastcomm *find(MPI_Comm comm) {
     unsigned h = (unsigned)comm;

@@ -10,6 +10,10 @@ enum {
     FAST_BARRIER = 8,
 };
 extern int gocoll_fast_enabled;
+/* Calls completed by the fast path, by FAST_ bit (mpi.c's FAST counts,
+ * relaxed atomic adds; GOCOLL_REPORT and gocoll_test_counter read them). */
+extern long long gocoll_fast_calls[FAST_BARRIER + 1];
+long long gocoll_fast_count(int which);
 
 void gocoll_fast_attach(int comm, void *base, int p, int rank, long slot, long data_off, long ctl_off, long bell_off, int crowded);
 void gocoll_fast_detach(int comm);

@@ -13,6 +13,7 @@ import (
 	"unsafe"
 
 	"github.com/gocoll/gocoll/coll"
+	"github.com/gocoll/gocoll/internal/counters"
 	"github.com/gocoll/gocoll/job"
 	"github.com/gocoll/gocoll/mpierr"
 	"github.com/gocoll/gocoll/p2p"
@@ -209,15 +210,19 @@ func go_Finalize() (rc C.int) {
 		return fail(nil, err)
 	}
 	w := world()
-	// No rank may close its transports while a peer still needs them.
-	if err := w.c.Barrier(); err != nil {
+	// No rank may close its transports while a peer still needs them
+	// (gocoll's own barrier: the report counts the program's calls).
+	if err := w.c.Sync(); err != nil {
 		return fail(w, err)
 	}
 	lib.Lock()
 	lib.finalized = true
 	phase.Store(phaseFinalized)
-	j := lib.job
+	j, report := lib.job, lib.cfg.Report
 	lib.Unlock()
+	if report {
+		counters.Report(os.Stderr, j.Rank)
+	}
 	state.Lock()
 	for _, e := range state.comms.items {
 		fastDetach(e)

@@ -64,15 +64,18 @@ PAIR(int, Test, (MPI_Request *request, int *flag, MPI_Status *status), (request,
 PAIR(int, Get_count, (const MPI_Status *status, MPI_Datatype datatype, int *count), ((MPI_Status *)status, datatype, count))
 
 /* FAST is PAIR for the calls with a C fast path (fast.c): small calls on
- * one host never enter Go. */
-#define FAST(ret, name, params, fast, args)                                  \
+ * one host never enter Go. Each call the fast path completes counts in
+ * gocoll_fast_calls[which] (GOCOLL_REPORT's fast=). */
+#define FAST(ret, name, params, fast, which, args)                           \
     ret PMPI_##name params {                                                  \
         int rc = fast;                                                        \
-        return rc >= 0 ? rc : go_##name args;                                 \
+        if (rc < 0) return go_##name args;                                    \
+        __atomic_fetch_add(&gocoll_fast_calls[which], 1, __ATOMIC_RELAXED);   \
+        return rc;                                                            \
     }                                                                         \
     ret MPI_##name params __attribute__((weak, alias("PMPI_" #name)));
 
-FAST(int, Barrier, (MPI_Comm comm), gocoll_fast_barrier(comm), (comm))
+FAST(int, Barrier, (MPI_Comm comm), gocoll_fast_barrier(comm), FAST_BARRIER, (comm))
 PAIR(int, Bcast, (void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm),
      (buffer, count, datatype, root, comm))
 PAIR(int, Reduce, (const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm),
@@ -81,16 +84,16 @@ PAIR(int, Gather, (const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
                    MPI_Datatype recvtype, int root, MPI_Comm comm),
      ((void *)sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm))
 FAST(int, Allreduce, (const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm),
-     gocoll_fast_allreduce(sendbuf, recvbuf, count, datatype, op, comm),
+     gocoll_fast_allreduce(sendbuf, recvbuf, count, datatype, op, comm), FAST_ALLREDUCE,
      ((void *)sendbuf, recvbuf, count, datatype, op, comm))
 PAIR(int, Reduce_scatter, (const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm),
      ((void *)sendbuf, recvbuf, (int *)recvcounts, datatype, op, comm))
 FAST(int, Reduce_scatter_block, (const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm),
-     gocoll_fast_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm),
+     gocoll_fast_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm), FAST_REDUCE_SCATTER_BLOCK,
      ((void *)sendbuf, recvbuf, recvcount, datatype, op, comm))
 FAST(int, Allgather, (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                       MPI_Datatype recvtype, MPI_Comm comm),
-     gocoll_fast_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm),
+     gocoll_fast_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm), FAST_ALLGATHER,
      ((void *)sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm))
 PAIR(int, Allgatherv, (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
                        const int displs[], MPI_Datatype recvtype, MPI_Comm comm),

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/executor/host"
+	"github.com/gocoll/gocoll/internal/counters"
 	"github.com/gocoll/gocoll/mpierr"
 	"github.com/gocoll/gocoll/ops"
 	"github.com/gocoll/gocoll/schedule"
@@ -34,7 +35,7 @@ func (c *Comm) allreduce(a Args) error {
 		return err
 	}
 	p := algorithms.Params{P: c.Size(), Rank: c.rank, Count: a.Count, Commutative: a.Op.commutative(), InPlace: a.InPlace}
-	return c.run(call, algorithms.Allreduce, a.Algorithm, int64(n), p, in, out, size, kernel, gpuOpOf(a))
+	return c.run(call, algorithms.Allreduce, a.Algorithm, a.own, int64(n), p, in, out, size, kernel, gpuOpOf(a))
 }
 
 // ReduceScatter combines the vectors of all ranks and leaves block r, of
@@ -91,7 +92,7 @@ func (c *Comm) reduceScatter(call string, coll algorithms.Collective, a Args, p 
 	if err != nil {
 		return err
 	}
-	return c.run(call, coll, a.Algorithm, int64(total), p, in, out, size, kernel, gpuOpOf(a))
+	return c.run(call, coll, a.Algorithm, a.own, int64(total), p, in, out, size, kernel, gpuOpOf(a))
 }
 
 // Allgather gathers Count elements from every rank, in rank order, into
@@ -126,7 +127,7 @@ func (c *Comm) allgather(call string, a Args) error {
 		}
 	}
 	p := algorithms.Params{P: c.Size(), Rank: c.rank, Counts: c.uniform(a.Count), Commutative: true, InPlace: a.InPlace}
-	return c.run(call, algorithms.Allgather, a.Algorithm, int64(total), p, in, out, size, nil)
+	return c.run(call, algorithms.Allgather, a.Algorithm, a.own, int64(total), p, in, out, size, nil)
 }
 
 // Allgatherv is Allgather with Counts[r] elements from rank r, laid out
@@ -173,7 +174,7 @@ func (c *Comm) allgatherv(a Args) error {
 		}
 	}
 	p := algorithms.Params{P: c.Size(), Rank: c.rank, Counts: a.Counts, Commutative: true, InPlace: a.InPlace}
-	return c.run(call, algorithms.Allgather, a.Algorithm, int64(total*size), p, in, out, size, nil)
+	return c.run(call, algorithms.Allgather, a.Algorithm, a.own, int64(total*size), p, in, out, size, nil)
 }
 
 // checkReduce validates the datatype and op of a reducing call and returns
@@ -214,8 +215,9 @@ func (c *Comm) uniform(n int) []int {
 
 // run picks the algorithm, gets its schedule and executes it: on the
 // host executor, or on the device executor when a buffer is CUDA device
-// memory (g names the op and datatype, for a GPU reduction kernel).
-func (c *Comm) run(call string, coll algorithms.Collective, force string, bytes int64, p algorithms.Params, in, out []byte, size int, kernel ops.Kernel, g ...gpuOp) error {
+// memory (g names the op and datatype, for a GPU reduction kernel). It
+// counts the call and its algorithm (package counters) unless own.
+func (c *Comm) run(call string, coll algorithms.Collective, force string, own bool, bytes int64, p algorithms.Params, in, out []byte, size int, kernel ops.Kernel, g ...gpuOp) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -244,6 +246,9 @@ func (c *Comm) run(call string, coll algorithms.Collective, force string, bytes 
 	if c.cfg.Debug != nil {
 		fmt.Fprintf(c.cfg.Debug, "gocoll: rank %d: %s comm=%s bytes=%d p=%d algorithm=%s (%s)%s\n",
 			c.rank, call, c.name, bytes, p.P, choice.Alg.Name, choice.How, memoryNote(onDevice))
+	}
+	if cl, ok := counters.CallOf(call); ok && !own && choice.Alg != nil {
+		counters.Ran(cl, choice.Alg, choice.Fallback)
 	}
 	if choice.Alg.Direct {
 		return c.runDirect(call, coll, p, in, out, size, kernel)

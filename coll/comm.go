@@ -35,6 +35,9 @@ type Config struct {
 	SharedSlot int
 	// Device is how CUDA device memory is handled (GOCOLL_CUDA).
 	Device DeviceConfig
+	// Report (GOCOLL_REPORT=1): MPI_Finalize prints the path counters
+	// (package counters) on stderr.
+	Report bool
 
 	poolOnce sync.Once
 	pool     *contextPool
@@ -171,4 +174,9 @@ type Args struct {
 	// Algorithm forces an algorithm for this call ("" or "auto": the
 	// environment's choice, else the tuner's).
 	Algorithm string
+
+	// own marks gocoll's own calls (setting up communicators and shared
+	// segments): the path counters (GOCOLL_REPORT) count the program's
+	// calls only.
+	own bool
 }

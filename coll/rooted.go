@@ -35,7 +35,7 @@ func (c *Comm) bcast(a Args) error {
 	}
 	buf := a.Recv[:n]
 	p := algorithms.Params{P: c.Size(), Rank: c.rank, Root: a.Root, Count: a.Count, Commutative: true, InPlace: true}
-	return c.run(call, algorithms.Bcast, "", int64(n), p, buf, buf, a.elemSize(), nil)
+	return c.run(call, algorithms.Bcast, "", a.own, int64(n), p, buf, buf, a.elemSize(), nil)
 }
 
 // Reduce combines Count elements from every rank with Op into Recv on the
@@ -73,7 +73,7 @@ func (c *Comm) reduce(a Args) error {
 		in = a.Send[:n]
 	}
 	p := algorithms.Params{P: c.Size(), Rank: c.rank, Root: a.Root, Count: a.Count, Commutative: a.Op.commutative(), InPlace: a.InPlace}
-	return c.run(call, algorithms.Reduce, "", int64(n), p, in, out, size, kernel)
+	return c.run(call, algorithms.Reduce, "", a.own, int64(n), p, in, out, size, kernel)
 }
 
 // Gather collects Count elements from every rank, in rank order, into Recv
@@ -116,20 +116,26 @@ func (c *Comm) gather(a Args) error {
 		}
 	}
 	p := algorithms.Params{P: c.Size(), Rank: c.rank, Root: a.Root, Counts: c.uniform(a.Count), Commutative: true, InPlace: a.InPlace}
-	return c.run(call, algorithms.Gather, "", int64(n*c.Size()), p, in, out, size, nil)
+	return c.run(call, algorithms.Gather, "", a.own, int64(n*c.Size()), p, in, out, size, nil)
 }
 
 // Barrier returns once every rank has entered it. It is an allgather of
 // one byte per rank with Bruck's algorithm: ceil(lg p) rounds, and a rank
 // leaves only after hearing, directly or not, from every other.
-func (c *Comm) Barrier() error {
+func (c *Comm) Barrier() error { return c.runBarrier(false) }
+
+// Sync is Barrier as gocoll's own call, which the path counters
+// (GOCOLL_REPORT) do not count: MPI_Finalize's.
+func (c *Comm) Sync() error { return c.runBarrier(true) }
+
+func (c *Comm) runBarrier(own bool) error {
 	c.mu.Lock()
 	if len(c.barrier) != c.Size() {
 		c.barrier = make([]byte, c.Size())
 	}
 	buf := c.barrier
 	c.mu.Unlock()
-	a := Args{InPlace: true, Recv: buf, Count: 1, Type: ops.Byte, Algorithm: "bruck"}
+	a := Args{InPlace: true, Recv: buf, Count: 1, Type: ops.Byte, Algorithm: "bruck", own: own}
 	sig := signature{call: callBarrier}
 	return c.checked(sig, func() error { return c.allgather("MPI_Barrier", a) })
 }

@@ -34,7 +34,7 @@ func (c *Comm) Shared() bool { return c.shared != nil }
 type exchange struct{ c *Comm }
 
 func (x exchange) Bcast(buf []byte) error {
-	return x.c.Bcast(Args{Recv: buf, Count: len(buf), Type: ops.Byte, Root: 0})
+	return x.c.Bcast(Args{Recv: buf, Count: len(buf), Type: ops.Byte, Root: 0, own: true})
 }
 
 func (x exchange) AllTrue(ok bool) (bool, error) {
@@ -45,7 +45,7 @@ func (x exchange) AllTrue(ok bool) (bool, error) {
 	// gocoll's own call: a fixed algorithm, whatever the user forced (the
 	// segment being set up cannot serve shm yet).
 	err := x.c.Allreduce(Args{InPlace: true, Recv: v, Count: 1, Type: ops.Int32, Op: Op{Builtin: ops.Land},
-		Algorithm: "recursive_doubling"})
+		Algorithm: "recursive_doubling", own: true})
 	return binary.LittleEndian.Uint32(v) == 1, err
 }
 

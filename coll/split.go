@@ -79,7 +79,7 @@ func (c *Comm) newContext(call string) (uint32, error) {
 	mask := c.cfg.contexts().freeMask()
 	// gocoll's own call: a fixed algorithm, whatever the user forced.
 	err := c.Allreduce(Args{InPlace: true, Recv: mask, Count: len(mask) / 8, Type: ops.Uint64, Op: Op{Builtin: ops.Band},
-		Algorithm: "recursive_doubling"})
+		Algorithm: "recursive_doubling", own: true})
 	if err != nil {
 		return 0, err
 	}
@@ -118,7 +118,9 @@ func (c *Comm) Split(color, key int, name string) (*Comm, error) {
 	mine := make([]byte, 16)
 	binary.LittleEndian.PutUint64(mine, uint64(int64(color)))
 	binary.LittleEndian.PutUint64(mine[8:], uint64(int64(key)))
-	if err := c.Allgather(Args{Send: mine, Recv: all, Count: 2, Type: ops.Int64}); err != nil {
+	// gocoll's own call: a fixed algorithm, whatever the user forced (a
+	// forced shm cannot run on a communicator without a segment).
+	if err := c.Allgather(Args{Send: mine, Recv: all, Count: 2, Type: ops.Int64, Algorithm: "bruck", own: true}); err != nil {
 		return nil, err
 	}
 	id, err := c.newContext("MPI_Comm_split")

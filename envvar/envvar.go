@@ -34,6 +34,7 @@ var All = append(forceVars(), []Var{
 	{"GOCOLL_CUDA_IPC", "1", "0: device buffers of processes on one node travel staged through pinned host memory instead of CUDA IPC (for comparisons and for drivers where IPC misbehaves)"},
 	{"GOCOLL_OPS_ISA", "best", "cap the instruction set of the reduction kernels: avx512, avx2 or go (plain Go); for comparisons and for machines where the wider one misbehaves"},
 	{"GOCOLL_DEBUG", "warn", "info prints one line per collective call on stderr: call, communicator, bytes, ranks, algorithm, tuned or forced"},
+	{"GOCOLL_REPORT", "0", "1: at MPI_Finalize (and mpi.Finalize) every rank prints on stderr one line per collective with the paths that ran its calls, e.g. `gocoll: rank 0: report: MPI_Allreduce fast=10 go=5 ring=3 shm=2`: the C fast path, gocoll's Go half, each algorithm, fallbacks from a forced algorithm (under LD_PRELOAD also the host MPI and decision-cache hits); it changes nothing about which path runs"},
 	{"GOCOLL_JOB_ID", "set by gocollrun", "names the job (random hex); the shared-memory transport names its segments /dev/shm/gocoll-<GOCOLL_JOB_ID>-*, which gocollrun deletes after the job"},
 	{"GOCOLL_JOB_SECRET", "set by gocollrun", "random 32 bytes (hex) shared by the ranks of one job, never printed; passed to ranks on other hosts on standard input, not on a command line"},
 	{"GOCOLL_HOST", "set by gocollrun", "the rank's --host entry (\"localhost\" without --host); ranks with the same value share memory. Unset: the hostname plus the network namespace"},

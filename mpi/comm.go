@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/gocoll/gocoll/coll"
+	"github.com/gocoll/gocoll/internal/counters"
 	"github.com/gocoll/gocoll/job"
 	"github.com/gocoll/gocoll/mpierr"
 	"github.com/gocoll/gocoll/transport/inproc"
@@ -36,6 +37,7 @@ var world struct {
 	comm      *Comm
 	job       *job.Job
 	finalized bool
+	report    bool // GOCOLL_REPORT=1
 }
 
 // Init starts gocoll and returns the world communicator: the ranks started
@@ -69,7 +71,7 @@ func Init() (*Comm, error) {
 	if j.OneHost() && j.Size > 1 {
 		c.AttachShared() // if it fails everywhere, the transport algorithms run
 	}
-	world.comm, world.job = &Comm{c}, j
+	world.comm, world.job, world.report = &Comm{c}, j, cfg.Report
 	return world.comm, nil
 }
 
@@ -77,14 +79,20 @@ func Init() (*Comm, error) {
 const worldContext = 1
 
 // Finalize shuts gocoll down. The world communicator is unusable after.
+// With GOCOLL_REPORT=1 it first prints Counters on stderr, one line per
+// collective (`gocoll: rank 0: report: MPI_Allreduce fast=0 go=5 ring=5`).
 func Finalize() error {
 	world.Lock()
 	defer world.Unlock()
 	if world.comm == nil {
 		return errors.New("mpi.Finalize: Init was not called")
 	}
-	// No rank may close its transports while a peer still needs them.
-	err := world.comm.c.Barrier()
+	// No rank may close its transports while a peer still needs them
+	// (gocoll's own barrier: Counters count the program's calls).
+	err := world.comm.c.Sync()
+	if world.report {
+		counters.Report(os.Stderr, world.job.Rank)
+	}
 	world.finalized = true
 	world.comm.c.Close()
 	err = errors.Join(err, world.job.Close())

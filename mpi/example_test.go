@@ -106,3 +106,17 @@ func ExampleMaxloc() {
 	}
 	// Output: max 9 at rank 1
 }
+
+// Counters say which algorithm ran each call.
+func ExampleCounters() {
+	before := mpi.Counters()["MPI_Allreduce"].Algorithms["ring"]
+	err := mpi.RunLocal(4, func(c *mpi.Comm) error {
+		x, sum := []float64{1}, make([]float64, 1)
+		return mpi.Allreduce(c, x, sum, mpi.Sum, mpi.WithAlgorithm("ring"))
+	})
+	if err != nil {
+		fmt.Println(err)
+	}
+	fmt.Println("ring ran", mpi.Counters()["MPI_Allreduce"].Algorithms["ring"]-before, "calls") // one per rank
+	// Output: ring ran 4 calls
+}

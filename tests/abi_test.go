@@ -34,14 +34,111 @@ func compile(t *testing.T, compiler, src, name string) string {
 	return harness.Compile(t, compiler, name, []string{"-lm"}, src)
 }
 
-// forcedRounds are tuner.ForcedRounds, with GOCOLL_FALLBACK=silent: an
-// algorithm that cannot run a call leaves it to the tuner quietly.
+// forcedRounds are tuner.ForcedRounds, with GOCOLL_FALLBACK=silent (an
+// algorithm that cannot run a call leaves it to the tuner quietly) and
+// GOCOLL_REPORT=1, whose lines checkForced reads.
 func forcedRounds() [][]string {
 	var rounds [][]string
 	for _, env := range tuner.ForcedRounds() {
-		rounds = append(rounds, append(env, "GOCOLL_FALLBACK=silent"))
+		rounds = append(rounds, append(env, "GOCOLL_FALLBACK=silent", "GOCOLL_REPORT=1"))
 	}
 	return rounds
+}
+
+var reportLine = regexp.MustCompile(`(?m)^gocoll: rank (\d+): report: (MPI_\w+)((?: \w+=\d+)+)$`)
+
+// parseReport reads GOCOLL_REPORT's lines: rank -> call -> counter -> n.
+func parseReport(t *testing.T, out string) map[int]map[string]map[string]int64 {
+	t.Helper()
+	rep := map[int]map[string]map[string]int64{}
+	for _, m := range reportLine.FindAllStringSubmatch(out, -1) {
+		r, _ := strconv.Atoi(m[1])
+		if rep[r] == nil {
+			rep[r] = map[string]map[string]int64{}
+		}
+		if rep[r][m[2]] != nil {
+			t.Errorf("rank %d reports %s twice", r, m[2])
+		}
+		kv := map[string]int64{}
+		for _, f := range strings.Fields(m[3]) {
+			k, v, _ := strings.Cut(f, "=")
+			kv[k], _ = strconv.ParseInt(v, 10, 64)
+		}
+		rep[r][m[2]] = kv
+	}
+	return rep
+}
+
+// forcedBy maps each call a GOCOLL_<COLLECTIVE>_ALGORITHM variable forces
+// to that collective (MPI_Allgatherv runs MPI_Allgather's algorithms).
+var forcedBy = map[string]algorithms.Collective{
+	"MPI_Allreduce": algorithms.Allreduce, "MPI_Reduce_scatter": algorithms.ReduceScatter,
+	"MPI_Reduce_scatter_block": algorithms.ReduceScatterBlock, "MPI_Allgather": algorithms.Allgather,
+	"MPI_Allgatherv": algorithms.Allgather,
+}
+
+// forcedIn returns the algorithm env forces for collective c.
+func forcedIn(env []string, c algorithms.Collective) string {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, tuner.ForceVar(c)+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// checkForced reads the GOCOLL_REPORT lines of a run of n ranks under the
+// forced round env and checks that every rank reported, that each call in
+// want ran, and that for each forced call the forced algorithm ran every
+// call Go ran except the fallbacks, which happen only where the
+// algorithm's restrictions (the registry's Check) can fail at n ranks.
+func checkForced(t *testing.T, what, out string, env []string, n int, want []string) {
+	t.Helper()
+	rep := parseReport(t, out)
+	for r := range n {
+		calls := rep[r]
+		if calls == nil {
+			t.Errorf("%s: no GOCOLL_REPORT lines from rank %d:\n%s", what, r, out)
+			continue
+		}
+		for _, call := range want {
+			if calls[call]["fast"]+calls[call]["go"] == 0 {
+				t.Errorf("%s: rank %d reports no %s calls", what, r, call)
+			}
+		}
+		for call, kv := range calls {
+			c, ok := forcedBy[call]
+			if !ok {
+				continue
+			}
+			x := forcedIn(env, c)
+			a, err := algorithms.Lookup(c, x)
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			var others int64
+			for _, name := range algorithms.Names(c) {
+				if name != x {
+					others += kv[name]
+				}
+			}
+			fb := kv["fallback"]
+			p := algorithms.Params{P: n, SharedMemory: n > 1}
+			canAll := a.Check(p) == nil // any op
+			p.Commutative = true
+			canSome := a.Check(p) == nil
+			switch {
+			case others != fb || kv[x]+fb != kv["go"]:
+				t.Errorf("%s: rank %d: %s forced to %s: %v; want every call %s or a fallback", what, r, call, x, kv, x)
+			case canAll && fb != 0:
+				t.Errorf("%s: rank %d: %s forced to %s, which can run any call at %d ranks, fell back %d times: %v", what, r, call, x, n, fb, kv)
+			case canSome && kv["go"] > 0 && kv[x] == 0:
+				t.Errorf("%s: rank %d: %s forced to %s ran none of its calls: %v", what, r, call, x, kv)
+			case !canSome && kv[x] != 0:
+				t.Errorf("%s: rank %d: %s forced to %s, which cannot run at %d ranks, ran %d calls", what, r, call, x, n, kv[x])
+			}
+		}
+	}
 }
 
 // The examples print PASS at every rank count.
@@ -74,22 +171,81 @@ func TestSubsetEveryAlgorithm(t *testing.T) {
 	for i, env := range forcedRounds() {
 		for n := 1; n <= 8; n++ {
 			out, code := run(t, 2*time.Minute, env, gocollrun(n, bin)...)
-			expectCounts(t, fmt.Sprintf("subset, %d ranks, forced round %d %v", n, i, env), out, code)
+			what := fmt.Sprintf("subset, %d ranks, forced round %d %v", n, i, env)
+			expectCounts(t, what, out, code)
+			checkForced(t, what, out, env, n, []string{"MPI_Allreduce", "MPI_Reduce_scatter", "MPI_Reduce_scatter_block", "MPI_Allgather", "MPI_Allgatherv"})
 		}
 	}
 }
 
 // The C fast path for small calls on one host (every type and op it
 // takes, around its size limit, mixed with calls that go through Go),
-// and the same program with forced algorithms, which never take it.
+// and the same program with forced algorithms, which take it only for
+// shm. The program checks with gocoll's counters that small calls ran on
+// the fast path without entering Go wherever it is on (GOCOLL_REPORT=1
+// must not turn it off), and in Go wherever it is off or must decline.
 func TestFastPath(t *testing.T) {
 	bin := compile(t, filepath.Join(harness.Bin, "mpicc"), "tests/c/fastpath.c", "fastpath")
-	envs := append([][]string{nil}, forcedRounds()...)
+	envs := append([][]string{nil, {"GOCOLL_REPORT=1"}}, forcedRounds()...)
 	for i, env := range envs {
 		for _, n := range []int{1, 2, 3, 5} {
 			out, code := run(t, 2*time.Minute, env, gocollrun(n, bin)...)
-			expectCounts(t, fmt.Sprintf("fastpath, %d ranks, environment %d %v", n, i, env), out, code)
+			what := fmt.Sprintf("fastpath, %d ranks, environment %d %v", n, i, env)
+			expectCounts(t, what, out, code)
+			if i >= 2 {
+				checkForced(t, what, out, env, n, []string{"MPI_Allreduce", "MPI_Reduce_scatter_block", "MPI_Allgather"})
+			} else if rep := parseReport(t, out); i == 1 && (len(rep) != n || n > 1 && rep[0]["MPI_Barrier"]["fast"] == 0) {
+				t.Errorf("%s: want GOCOLL_REPORT lines from every rank, with fast barriers:\n%s", what, out)
+			}
 		}
+	}
+}
+
+// With GOCOLL_FALLBACK=error, through the C ABI (tests/c/forced.c), at 1
+// to 3 ranks: each forced algorithm runs every call it can, counted as
+// its own, and each call it cannot (a non-commutative op for ring and
+// recursive_halving, shm without a shared segment) returns MPI_ERR_ARG
+// under MPI_ERRORS_RETURN and runs nothing; under the default handler the
+// refusal ends the job with a message naming the algorithm.
+func TestForcedFallbackError(t *testing.T) {
+	bin := compile(t, filepath.Join(harness.Bin, "mpicc"), "tests/c/forced.c", "forced")
+	for i, env := range tuner.ForcedRounds() {
+		env = append(env, "GOCOLL_FALLBACK=error")
+		for _, n := range []int{1, 2, 3} {
+			var args []string
+			for _, c := range algorithms.Collectives {
+				x := forcedIn(env, c)
+				a, err := algorithms.Lookup(c, x)
+				if err != nil {
+					t.Fatal(err)
+				}
+				can := func(commutative bool) int {
+					if a.Check(algorithms.Params{P: n, Commutative: commutative, SharedMemory: n > 1}) == nil {
+						return 1
+					}
+					return 0
+				}
+				args = append(args, fmt.Sprintf("%s:%s:%d:%d", tuner.CollectiveName(c), x, can(true), can(false)))
+			}
+			out, code := run(t, 2*time.Minute, env, gocollrun(n, bin, args...)...)
+			what := fmt.Sprintf("forced, %d ranks, round %d %v", n, i, args)
+			m := regexp.MustCompile(`(?m)^(\d+) passed, (\d+) failed$`).FindAllStringSubmatch(out, -1)
+			if code != 0 || len(m) != n {
+				t.Errorf("%s: exit %d, %d verdicts for %d ranks:\n%s", what, code, len(m), n, out)
+				continue
+			}
+			for _, v := range m {
+				if v[1] == "0" || v[2] != "0" {
+					t.Errorf("%s: a rank has %s passed, %s failed:\n%s", what, v[1], v[2], out)
+				}
+			}
+		}
+	}
+	env := []string{"GOCOLL_FALLBACK=error", "GOCOLL_ALLREDUCE_ALGORITHM=ring"}
+	out, code := run(t, time.Minute, env, gocollrun(2, bin, "fatal")...)
+	refusal := regexp.MustCompile(`gocoll: MPI_Allreduce: forced algorithm cannot run this call \(GOCOLL_FALLBACK=error\): .*"ring" needs a commutative op`)
+	if code == 0 || !refusal.MatchString(out) || strings.Contains(out, "the refused call returned") {
+		t.Errorf("a refused call under MPI_ERRORS_ARE_FATAL: exit %d, want the job ended naming ring:\n%s", code, out)
 	}
 }
 

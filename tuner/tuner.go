@@ -282,6 +282,9 @@ type Choice struct {
 	// How says where the choice came from: "tuned", "forced", or
 	// "tuned (forced X cannot run: reason)".
 	How string
+	// Fallback: a forced algorithm could not run the call, and this is
+	// the tuned choice instead (GOCOLL_FALLBACK=warn or silent).
+	Fallback bool
 }
 
 // Name returns the chosen algorithm's name, or "native".
@@ -314,6 +317,7 @@ func (t *Tuner) Choose(q Query) (Choice, error) {
 			return Choice{}, fmt.Errorf("forced algorithm cannot run this call (GOCOLL_FALLBACK=error): %v", restriction)
 		}
 		c := t.tuned(q)
+		c.Fallback = true
 		c.How = fmt.Sprintf("tuned (forced %s cannot run: %v)", name, restriction)
 		if t.fallback == FallbackWarn {
 			t.warnOnce(q.Collective.String()+"/"+name, fmt.Sprintf("gocoll: %s: %v; using %s instead\n", q.Collective, restriction, c.Name()))

@@ -2,7 +2,12 @@
  * fastpath: small collectives of every type and op the C fast path takes
  * (fast.c), in place and not, at sizes on both sides of its limit, mixed
  * with larger calls that go through Go, each checked against a fold of
- * every rank's input computed here. Prints `N passed, N failed`.
+ * every rank's input computed here. gocoll's path counters
+ * (gocoll_test_counter) say where each call ran: small calls on the fast
+ * path without entering Go, wherever the fast path is on (more than one
+ * rank, the collective's algorithm auto or shm), and in Go where it is off
+ * or must decline (large, a user op); every call counted exactly once.
+ * Prints `N passed, N failed`.
  */
 #include <math.h>
 #include <mpi.h>
@@ -10,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include "gocoll_counters.h"
 
 static int rank, size, passed, failed;
 
@@ -112,6 +119,76 @@ static void fill(int k, int o, long n, void *buf) {
     }
 }
 
+/* counter reads one of gocoll's path counters, "<call>.<counter>". */
+static long long counter(const char *call, const char *what) {
+    char key[96];
+    snprintf(key, sizeof key, "%s.%s", call, what);
+    return gocoll_test_counter(key);
+}
+
+/* fast_on says whether the fast path takes small calls of a collective
+ * whose algorithm variable is var (NULL: MPI_Barrier): with more than one
+ * rank (a shared segment), unless another algorithm than shm is forced. */
+static int fast_on(const char *var) {
+    if (size < 2) return 0;
+    const char *v = var ? getenv(var) : NULL;
+    return !v || !*v || !strcasecmp(v, "auto") || !strcasecmp(v, "shm");
+}
+
+/* expect_path checks that the calls of call since the counts fast0 and
+ * go0 all ran on one path: n calls on the fast path and none in Go, or
+ * n in Go and none on the fast path. */
+static void expect_path(const char *call, const char *what, long long fast0, long long go0, int n, int fast) {
+    long long df = counter(call, "fast") - fast0, dg = counter(call, "go") - go0;
+    if (fast)
+        CHECK(df == n && dg == 0, "%s: %d small calls: fast path %lld, Go %lld; want all on the fast path, none in Go", what, n, df, dg);
+    else
+        CHECK(df == 0 && dg == n, "%s: %d calls: fast path %lld, Go %lld; want all in Go", what, n, df, dg);
+}
+
+static void keep_left(void *in, void *inout, int *len, MPI_Datatype *dt) {
+    (void)dt;
+    memcpy(inout, in, *len * sizeof(int));
+}
+
+/* paths: where small calls, large calls and user-op calls run. */
+static void paths(void) {
+    enum { K = 50 };
+    long long f, g;
+    int ai[4] = {rank, 1, 2, 3}, ao[4], *big = calloc(5000, sizeof(int)), *bigout = malloc(5000 * sizeof(int));
+    double d = rank, *all = malloc(size * sizeof *all);
+
+    f = counter("MPI_Allreduce", "fast"), g = counter("MPI_Allreduce", "go");
+    for (int i = 0; i < K; i++) MPI_Allreduce(ai, ao, 4, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    expect_path("MPI_Allreduce", "allreduce of 4 ints", f, g, K, fast_on("GOCOLL_ALLREDUCE_ALGORITHM"));
+
+    f = counter("MPI_Reduce_scatter_block", "fast"), g = counter("MPI_Reduce_scatter_block", "go");
+    int *rs = calloc(size, sizeof(int)), r1;
+    for (int i = 0; i < K; i++) MPI_Reduce_scatter_block(rs, &r1, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    expect_path("MPI_Reduce_scatter_block", "reduce_scatter_block of 1 int each", f, g, K, fast_on("GOCOLL_REDUCE_SCATTER_BLOCK_ALGORITHM"));
+
+    f = counter("MPI_Allgather", "fast"), g = counter("MPI_Allgather", "go");
+    for (int i = 0; i < K; i++) MPI_Allgather(&d, 1, MPI_DOUBLE, all, 1, MPI_DOUBLE, MPI_COMM_WORLD);
+    expect_path("MPI_Allgather", "allgather of 1 double", f, g, K, fast_on("GOCOLL_ALLGATHER_ALGORITHM"));
+
+    f = counter("MPI_Barrier", "fast"), g = counter("MPI_Barrier", "go");
+    for (int i = 0; i < K; i++) MPI_Barrier(MPI_COMM_WORLD);
+    expect_path("MPI_Barrier", "barrier", f, g, K, fast_on(NULL));
+
+    /* Calls the fast path must decline go to Go, under every setting. */
+    f = counter("MPI_Allreduce", "fast"), g = counter("MPI_Allreduce", "go");
+    MPI_Allreduce(big, bigout, 5000, MPI_INT, MPI_SUM, MPI_COMM_WORLD); /* 20000 bytes: over its limit */
+    expect_path("MPI_Allreduce", "allreduce of 20000 bytes", f, g, 1, 0);
+    MPI_Op left;
+    MPI_Op_create(keep_left, 0, &left);
+    f = counter("MPI_Allreduce", "fast"), g = counter("MPI_Allreduce", "go");
+    MPI_Allreduce(ai, ao, 1, MPI_INT, left, MPI_COMM_WORLD); /* a user op */
+    expect_path("MPI_Allreduce", "allreduce with a user op", f, g, 1, 0);
+    CHECK(ao[0] == 0, "allreduce with keep-left: %d, want rank 0's 0", ao[0]);
+    MPI_Op_free(&left);
+    free(big), free(bigout), free(all), free(rs);
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -121,6 +198,14 @@ int main(int argc, char **argv) {
                                       {MPI_FLOAT, MPI_REAL, MPI_REAL4},
                                       {MPI_DOUBLE, MPI_DOUBLE_PRECISION, MPI_REAL8}};
     const int sizes[4] = {4, 8, 4, 8};
+    CHECK(counter("MPI_Allreduce", "fast") >= 0 && counter("MPI_Barrier", "go") >= 0 && counter("MPI_Allreduce", "ring") >= 0 &&
+              counter("MPI_Allreduce", "nope") == -1 && counter("MPI_Nope", "go") == -1,
+          "gocoll_test_counter: valid keys count, unknown ones are -1");
+    paths();
+    /* Every call of the loops below runs on exactly one path. */
+    long long ar0 = counter("MPI_Allreduce", "fast") + counter("MPI_Allreduce", "go");
+    long long rsb0 = counter("MPI_Reduce_scatter_block", "fast") + counter("MPI_Reduce_scatter_block", "go");
+    long long ar = 0, rsb = 0;
     const long counts[] = {1, 2, 7, 100, 511, 512, 1024, 1025, 5000};
     for (int k = 0; k < 4; k++)
         for (int t = 0; t < 3; t++)
@@ -135,6 +220,7 @@ int main(int argc, char **argv) {
                     CHECK(!memcmp(out, want, bytes), "allreduce kind %d type %d %s n=%ld", k, t, opnames[o], n);
                     memcpy(out, in, bytes);
                     MPI_Allreduce(MPI_IN_PLACE, out, n, types[k][t], ops[o], MPI_COMM_WORLD);
+                    ar += 2;
                     CHECK(!memcmp(out, want, bytes), "in-place allreduce kind %d %s n=%ld", k, opnames[o], n);
                     /* reduce_scatter_block: n/size elements each */
                     long blk = n / size;
@@ -142,6 +228,7 @@ int main(int argc, char **argv) {
                         char *all = malloc(bytes * size), *wantall = malloc(bytes * size);
                         for (long j = 0; j < size; j++) memcpy(all + j * blk * sizes[k], in + j * blk * sizes[k], blk * sizes[k]);
                         MPI_Reduce_scatter_block(all, out, blk, types[k][t], ops[o], MPI_COMM_WORLD);
+                        rsb++;
                         memcpy(wantall, want, bytes);
                         CHECK(!memcmp(out, wantall + rank * blk * sizes[k], blk * sizes[k]), "reduce_scatter_block kind %d %s blk=%ld", k, opnames[o], blk);
                         free(all);
@@ -149,6 +236,10 @@ int main(int argc, char **argv) {
                     }
                     free(in); free(out); free(want);
                 }
+    long long dar = counter("MPI_Allreduce", "fast") + counter("MPI_Allreduce", "go") - ar0;
+    long long drsb = counter("MPI_Reduce_scatter_block", "fast") + counter("MPI_Reduce_scatter_block", "go") - rsb0;
+    CHECK(dar == ar && drsb == rsb, "%lld allreduce and %lld reduce_scatter_block calls counted (fast + go), %lld and %lld made",
+          dar, drsb, ar, rsb);
     /* allgather of small blocks, in place and not */
     for (long n = 1; n <= 1000; n *= 10) {
         double *mine = malloc(n * sizeof *mine), *all = malloc(n * size * sizeof *all);
