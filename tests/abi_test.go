@@ -141,7 +141,7 @@ func checkForced(t *testing.T, what, out string, env []string, n int, want []str
 	}
 }
 
-// The examples print PASS at every rank count.
+// The examples print PASS at every rank count, each rank its own.
 func TestExamples(t *testing.T) {
 	progs := map[string]string{
 		"allreduce":      "examples/c/allreduce.c",
@@ -152,14 +152,14 @@ func TestExamples(t *testing.T) {
 		bin := compile(t, filepath.Join(harness.Bin, "mpicc"), src, name)
 		for n := 1; n <= 8; n++ {
 			out, code := run(t, time.Minute, nil, gocollrun(n, bin)...)
-			if code != 0 || !strings.Contains(out, "PASS") || strings.Contains(out, "FAIL") {
+			if code != 0 || strings.Count(out, ": PASS\n") != n || strings.Contains(out, "FAIL") {
 				t.Errorf("%s on %d ranks: exit %d:\n%s", name, n, code, out)
 			}
 		}
 	}
 	f := compile(t, filepath.Join(harness.Bin, "mpif90"), "examples/fortran/allreduce.f90", "fallreduce")
 	for _, n := range []int{1, 2, 3, 4} {
-		if out, code := run(t, time.Minute, nil, gocollrun(n, f)...); code != 0 || !strings.Contains(out, "PASS") {
+		if out, code := run(t, time.Minute, nil, gocollrun(n, f)...); code != 0 || strings.Count(out, ": PASS\n") != n {
 			t.Errorf("fortran allreduce on %d ranks: exit %d:\n%s", n, code, out)
 		}
 	}
@@ -255,8 +255,8 @@ func TestFortran(t *testing.T) {
 	fixed := compile(t, filepath.Join(harness.Bin, "mpif90"), "tests/fortran/fixed.f", "ffixed")
 	for _, n := range []int{1, 2, 3, 5} {
 		out, code := run(t, time.Minute, nil, gocollrun(n, sub)...)
-		expectCounts(t, fmt.Sprintf("fortran subset on %d ranks", n), out, code)
-		if out, code := run(t, time.Minute, nil, gocollrun(n, fixed)...); code != 0 || !strings.Contains(out, "PASS") {
+		harness.ExpectRanks(t, fmt.Sprintf("fortran subset on %d ranks", n), out, code, n)
+		if out, code := run(t, time.Minute, nil, gocollrun(n, fixed)...); code != 0 || strings.Count(out, ": fixed-form allreduce: PASS\n") != n {
 			t.Errorf("fixed-form on %d ranks: exit %d:\n%s", n, code, out)
 		}
 	}
@@ -276,7 +276,7 @@ func TestMPICHBinaryRunsOnGocoll(t *testing.T) {
 	}
 	for _, n := range []int{1, 2, 4} {
 		out, code := run(t, time.Minute, env, gocollrun(n, bin)...)
-		expectCounts(t, fmt.Sprintf("MPICH-built subset on %d ranks", n), out, code)
+		harness.ExpectRanks(t, fmt.Sprintf("MPICH-built subset on %d ranks", n), out, code, n)
 	}
 }
 
@@ -288,7 +288,7 @@ func TestHydraLaunchesGocoll(t *testing.T) {
 	bin := compile(t, filepath.Join(harness.Bin, "mpicc"), "tests/c/subset.c", "subset")
 	for _, n := range []int{1, 3} {
 		out, code := run(t, time.Minute, nil, "mpiexec.mpich", "-n", strconv.Itoa(n), bin)
-		expectCounts(t, fmt.Sprintf("subset under mpiexec.mpich -n %d", n), out, code)
+		harness.ExpectRanks(t, fmt.Sprintf("subset under mpiexec.mpich -n %d", n), out, code, n)
 	}
 }
 
@@ -379,7 +379,7 @@ func TestWrappers(t *testing.T) {
 func TestSingletonWithoutLauncher(t *testing.T) {
 	bin := compile(t, filepath.Join(harness.Bin, "mpicc"), "tests/c/subset.c", "subset")
 	out, code := run(t, time.Minute, nil, bin)
-	expectCounts(t, "subset without a launcher", out, code)
+	harness.ExpectRanks(t, "subset without a launcher", out, code, 1)
 }
 
 // Calling MPI before MPI_Init is an error that names the call.
@@ -396,13 +396,13 @@ func TestCallBeforeInit(t *testing.T) {
 	}
 }
 
-// The main job (make demo, tools/demo.sh) runs the examples, which print
-// PASS, and fills its timing table: a number for every algorithm of every
+// The main job (make demo, tools/demo.sh) runs the examples, whose ranks
+// each print PASS, and fills its timing table: a number for every algorithm of every
 // collective at every size.
 func TestDemo(t *testing.T) {
 	out, code := run(t, 5*time.Minute, []string{"NP=2"}, filepath.Join(harness.Root, "tools", "demo.sh"))
-	if code != 0 || strings.Count(out, "PASS") != 4 {
-		t.Fatalf("demo: exit %d, %d PASS lines, want 4:\n%s", code, strings.Count(out, "PASS"), out)
+	if code != 0 || strings.Count(out, ": PASS\n") != 4*2 {
+		t.Fatalf("demo: exit %d, %d PASS lines, want 4 programs times 2 ranks:\n%s", code, strings.Count(out, ": PASS\n"), out)
 	}
 	rows := 0
 	for _, line := range strings.Split(out, "\n") {

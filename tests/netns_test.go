@@ -56,7 +56,7 @@ func TestTwoHostsOverTCP(t *testing.T) {
 	argv := []string{"ip", "netns", "exec", a, harness.Bin + "/gocollrun", "-n", "4",
 		"--host", a + ":2," + b + ":2", "--launcher", "ip netns exec %h", "--bind", addrA, bin}
 	out, code := run(t, 2*time.Minute, []string{"GOCOLL_DEBUG=info"}, argv...)
-	expectCounts(t, "subset on two emulated hosts", out, code)
+	harness.ExpectRanks(t, "subset on two emulated hosts", out, code, 4)
 	t.Log(regexp.MustCompile(`(?m)^gocoll: rank \d+ on host .*$`).FindAllString(out, -1))
 	for _, want := range []string{"gocoll: rank 0 on host " + a, "tcp " + addrA, "gocoll: rank 3 on host " + b, "shm:["} {
 		if !strings.Contains(out, want) {

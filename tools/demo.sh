@@ -18,9 +18,11 @@ $B/mpicc -O2 -o $OUT/collbench bench/collbench.c
 
 for prog in allreduce reduce_scatter allgather fallreduce; do
     echo "== gocollrun -n $NP $OUT/$prog   (GOCOLL_DEBUG=info)"
-    # One line per distinct call (every rank prints its own).
-    GOCOLL_DEBUG=info $B/gocollrun -n $NP $OUT/$prog 2>&1 | grep -v "transports map" |
-        sed 's/^gocoll: rank [0-9]*:/  gocoll, each rank:/' | sort -u
+    # One line per distinct call (every rank prints its own), and each
+    # rank's PASS or FAIL; a rank's failure is gocollrun's exit status.
+    GOCOLL_DEBUG=info $B/gocollrun -n $NP $OUT/$prog >$OUT/$prog.log 2>&1 ||
+        { cat $OUT/$prog.log; echo "demo: $prog failed" >&2; exit 1; }
+    grep -v "transports map" $OUT/$prog.log | sed 's/^gocoll: rank [0-9]*:/  gocoll, each rank:/' | sort -u
 done
 
 echo

@@ -13,7 +13,9 @@
 # also checks that gocoll, not the host MPI, ran every call on device
 # memory (the finalize reports' count of device calls; no call handed to
 # the host for its device buffer).
-# Prints every run's output, then a summary and `N passed, N failed`.
+# Each rank of a run judges its own checks (`rank R: N passed, N failed`
+# and its exit status; no verdict is combined through MPI). Prints every
+# run's output, then a summary and the totals, `N passed, N failed`.
 # Exit status: 0 all passed, 1 a check failed, 2 something needed is
 # missing (said plainly, before anything runs).
 set -u
@@ -168,12 +170,32 @@ args="--max-bytes $max_bytes"
 # ---- run ----
 total_pass=0 total_fail=$setup_failures
 summary=""
-# runone NAME COMMAND...: runs one job within the time limit and adds up
-# its `N passed, N failed` (a job that dies or times out counts one more
-# failure).
+# rank_counts LOG N: prints the passed and failed checks of the job whose
+# output is LOG, summed over its N ranks' own `rank R: N passed, N failed`
+# lines (each rank judges itself; no total is made by MPI), and one more
+# failure for each rank that printed no such line or more than one.
+rank_counts() {
+	local log=$1 n=$2 r k p=0 f=0 line
+	for ((r = 0; r < n; r++)); do
+		k=$(grep -cE "^rank $r: [0-9]+ passed, [0-9]+ failed\$" "$log")
+		if [ "$k" -ne 1 ]; then
+			echo "run.sh: $(basename "$log" .log): rank $r printed $k verdict lines, want 1" >&2
+			f=$((f + 1))
+			continue
+		fi
+		line=$(grep -E "^rank $r: [0-9]+ passed, [0-9]+ failed\$" "$log")
+		line=${line#*: }
+		p=$((p + ${line%% passed*})) line=${line#*, } f=$((f + ${line%% failed*}))
+	done
+	echo "$p $f"
+}
+
+# runone NAME N COMMAND...: runs one job of N ranks within the time limit
+# and adds up its ranks' verdicts (a job that dies or times out counts one
+# more failure, as does its non-zero exit status without a failed check).
 runone() {
-	local name=$1
-	shift
+	local name=$1 nranks=$2
+	shift 2
 	local log="$work/$name.log" elapsed=$(($(date +%s) - start)) limit=$per_run
 	echo
 	echo "==== $name ===="
@@ -189,10 +211,8 @@ runone() {
 	timeout -k 5 "$limit" "$@" >"$log" 2>&1
 	local rc=$? secs=$(($(date +%s) - t0))
 	cat "$log"
-	local line p f
-	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -1)
-	p=${line%% passed*} f=${line#*, } f=${f%% failed*}
-	[ -n "$line" ] || p=0 f=0
+	local p f
+	read -r p f < <(rank_counts "$log" "$nranks")
 	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
 		f=1
 		if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
@@ -249,13 +269,14 @@ check_calls() {
 	cat "$dir"/rank-* >"$errs" 2>/dev/null
 	grep -vE "$call_re" "$errs"
 	[ "$preload_device" = 1 ] || return
-	local line p f checks r files reports=0 dev lines fell ok=1
-	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -1)
-	p=${line%% passed*} f=${line#*, } f=${f%% failed*}
-	[ -n "$line" ] || p=0 f=0
-	checks=$((p + f))
-	[ "$checks" -gt 0 ] || ok=0
+	local line checks r files reports=0 dev lines fell ok=1
 	for ((r = 0; r < n; r++)); do
+		# this rank's checks, each one collective on device memory
+		line=$(grep -E "^rank $r: [0-9]+ passed, [0-9]+ failed\$" "$log" | head -1)
+		line=${line#*: }
+		checks=0
+		[ -n "$line" ] && checks=$((${line%% passed*} + $(echo "${line#*, }" | sed 's/ failed//')))
+		[ "$checks" -gt 0 ] || ok=0
 		files=$(ls "$dir"/rank-$r.* 2>/dev/null | wc -l)
 		dev=$(cat "$dir"/rank-$r.* 2>/dev/null | sed -nE 's/^gocoll: rank [0-9]+: finalize: .* \(on device memory ([0-9]+)\).*/\1/p')
 		lines=$(cat "$dir"/rank-$r.* 2>/dev/null | grep -cE '^gocoll: rank [0-9]+: MPI_[A-Za-z_]+ comm=.* memory=device$')
@@ -277,16 +298,16 @@ check_calls() {
 }
 
 for n in $ranks; do
-	runone "gocollrun-np$n" "$ROOT/build/bin/gocollrun" -n "$n" --timeout "$((per_run + 5))s" "$work/gpucoll" $args
+	runone "gocollrun-np$n" "$n" "$ROOT/build/bin/gocollrun" -n "$n" --timeout "$((per_run + 5))s" "$work/gpucoll" $args
 	for m in $built_preloads; do
 		# The checks and the timing table as an application runs them;
 		# then the quick checks again with GOCOLL_DEBUG=info (which turns
 		# the C half's decision cache off), to count the device calls.
 		launcher "$m" "$n" warn
-		runone "preload-$m-np$n" "${launch[@]}" "$work/gpucoll-$m" $args --no-special
+		runone "preload-$m-np$n" "$n" "${launch[@]}" "$work/gpucoll-$m" $args --no-special
 		launcher "$m" "$n" info
 		mkdir -p "$work/stderr-$m-np$n"
-		runone "preload-$m-np$n-calls" "${launch[@]}" "$work/rank-stderr.sh" "$work/stderr-$m-np$n" \
+		runone "preload-$m-np$n-calls" "$n" "${launch[@]}" "$work/rank-stderr.sh" "$work/stderr-$m-np$n" \
 			"$work/gpucoll-$m" --quick --no-time --no-special
 		check_calls "preload-$m-np$n-calls" "$n" "$work/stderr-$m-np$n"
 	done

@@ -32,10 +32,10 @@ func compile(t *testing.T, src, name string) string {
 }
 
 var (
-	run          = harness.Run
-	gocollrun    = harness.Gocollrun
-	expectCounts = harness.ExpectCounts
-	baseEnv      = harness.BaseEnv
+	run         = harness.Run
+	gocollrun   = harness.Gocollrun
+	expectRanks = harness.ExpectRanks
+	baseEnv     = harness.BaseEnv
 )
 
 // line is one line of a job's output and when the test read it.

@@ -33,7 +33,7 @@ func TestCheckCatchesMismatchesInC(t *testing.T) {
 		for _, n := range []int{2, 3, 5} {
 			env := append([]string{"GOCOLL_CHECK=1", "GOCOLL_TIMEOUT=10s", "GOCOLL_FALLBACK=silent"}, path.env...)
 			out, code := run(t, time.Minute, env, gocollrun(n, bin)...)
-			expectCounts(t, fmt.Sprintf("mismatch, %s, %d ranks", path.name, n), out, code)
+			expectRanks(t, fmt.Sprintf("mismatch, %s, %d ranks", path.name, n), out, code, n)
 		}
 	}
 }

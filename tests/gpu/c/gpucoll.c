@@ -9,9 +9,12 @@
  * in place and not, on counts from 1 to past one staging segment, plus
  * ops that gocoll reduces on the host (MPI_BAND, a user-defined op). Each
  * result is copied back and compared, bit for bit, with a reference the
- * program computes itself on the host (never by asking MPI). Rank 0
- * prints each failure, then "N passed, N failed", then a table of
- * MPI_Allreduce times on device and on host buffers from 8 B up.
+ * program computes itself on the host (never by asking MPI). Each rank
+ * judges its own results: it prints each of its failures, then
+ * "rank R: N passed, N failed", and exits non-zero if any of its checks
+ * failed (the launcher's exit status combines the ranks'; no verdict is
+ * combined through MPI). Then rank 0 prints a table of MPI_Allreduce times
+ * on device and on host buffers from 8 B up.
  *
  * It compiles against gocoll's mpi.h (build/bin/mpicc) or a host MPI's
  * (for LD_PRELOAD runs), with CUDA's runtime header when
@@ -315,9 +318,10 @@ static void check(enum coll c, const struct type *t, enum op op, long count, int
         }
         bad = i;
     }
-    int ok = rc == MPI_SUCCESS && bad < 0, all = 0;
-    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
-    if (!ok) {
+    int ok = rc == MPI_SUCCESS && bad < 0;
+    if (ok) passed++;
+    else {
+        failed++;
         fprintf(stderr, "gpucoll: FAIL %s %s%s%s count=%ld%s on rank %d: ", coll_names[c], t->name, c == ALLGATHER ? "" : " ",
                 c == ALLGATHER ? "" : op_names[op], count, inplace ? " in place" : "", rank);
         if (rc != MPI_SUCCESS) fprintf(stderr, "MPI error %d\n", rc);
@@ -327,10 +331,6 @@ static void check(enum coll c, const struct type *t, enum op op, long count, int
             for (int j = es - 1; j >= 0; j--) fprintf(stderr, "%s%02x", j == es - 1 ? ", want 0x" : "", (unsigned char)want[bad * es + j]);
             fprintf(stderr, "\n");
         }
-    }
-    if (rank == 0) {
-        if (all) passed++;
-        else failed++;
     }
     CUDA(cudaFree(dsend));
     CUDA(cudaFree(drecv));
@@ -421,7 +421,8 @@ int main(int argc, char **argv) {
     if (rank == 0) printf("gpucoll: %d ranks on %d GPU(s)%s\n", size, ndev, quick ? ", quick" : "");
     if (do_check) {
         check_all();
-        if (rank == 0) printf("%d passed, %d failed\n", passed, failed);
+        printf("rank %d: %d passed, %d failed\n", rank, passed, failed);
+        fflush(stdout);
     }
     if (do_time) time_all();
     MPI_Op_free(&mpi_ops[USER]);

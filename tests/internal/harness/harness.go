@@ -175,15 +175,31 @@ func Gocollrun(n int, prog string, args ...string) []string {
 	return append([]string{filepath.Join(Bin, "gocollrun"), "-n", strconv.Itoa(n), prog}, args...)
 }
 
-var countsLine = regexp.MustCompile(`(?m)^(\d+) passed, (\d+) failed$`)
+var (
+	countsLine = regexp.MustCompile(`(?m)^(\d+) passed, (\d+) failed$`)
+	rankLine   = regexp.MustCompile(`(?m)^rank (\d+): (\d+) passed, (\d+) failed$`)
+)
 
-// ExpectCounts checks a program's final `N passed, N failed` line (none
-// failed, some passed, exit status 0) and returns the number passed.
+// ExpectCounts checks a program's verdict and returns the number of
+// checks passed. A program whose ranks judge themselves prints one
+// `rank R: N passed, N failed` line per rank: every rank from 0 up must
+// have printed exactly one, none failed and each passed some. A program
+// with one verdict prints `N passed, N failed` lines: none may report a
+// failure and the last must report passes. Either way the exit status
+// (the launcher's, which is non-zero when any rank's is) must be 0.
 func ExpectCounts(t *testing.T, what, out string, code int) int {
 	t.Helper()
+	if rankLine.MatchString(out) {
+		return expectRanks(t, what, out, code, -1)
+	}
 	m := countsLine.FindAllStringSubmatch(out, -1)
 	if len(m) == 0 {
 		t.Fatalf("%s: no `N passed, N failed` line (exit %d):\n%s", what, code, out)
+	}
+	for _, l := range m {
+		if l[2] != "0" {
+			t.Fatalf("%s: %s, exit %d:\n%s", what, l[0], code, out)
+		}
 	}
 	passed, _ := strconv.Atoi(m[len(m)-1][1])
 	failed, _ := strconv.Atoi(m[len(m)-1][2])
@@ -191,4 +207,61 @@ func ExpectCounts(t *testing.T, what, out string, code int) int {
 		t.Fatalf("%s: %d passed, %d failed, exit %d:\n%s", what, passed, failed, code, out)
 	}
 	return passed
+}
+
+// ExpectRanks checks the verdicts of a program run on n ranks whose
+// ranks judge themselves: exactly one `rank R: N passed, N failed` line
+// from each rank 0..n-1, none failed, each passed some, and exit status
+// 0. The verdict rests on each rank's own checks and the launcher's exit
+// status, never on a collective of the library under test. It returns
+// the checks passed, summed over the ranks.
+func ExpectRanks(t *testing.T, what, out string, code, n int) int {
+	t.Helper()
+	return expectRanks(t, what, out, code, n)
+}
+
+// expectRanks is ExpectRanks; n < 0 takes the number of ranks from the
+// highest rank that printed its line.
+func expectRanks(t *testing.T, what, out string, code, n int) int {
+	t.Helper()
+	m := rankLine.FindAllStringSubmatch(out, -1)
+	if n < 0 {
+		for _, l := range m {
+			if r, _ := strconv.Atoi(l[1]); r+1 > n {
+				n = r + 1
+			}
+		}
+	}
+	seen := make([]int, n)
+	total := 0
+	var bad []string
+	for _, l := range m {
+		r, _ := strconv.Atoi(l[1])
+		passed, _ := strconv.Atoi(l[2])
+		failed, _ := strconv.Atoi(l[3])
+		if r >= n {
+			bad = append(bad, fmt.Sprintf("a line from rank %d of %d", r, n))
+			continue
+		}
+		seen[r]++
+		total += passed
+		if failed != 0 || passed == 0 {
+			bad = append(bad, l[0])
+		}
+	}
+	for r, k := range seen {
+		if k != 1 {
+			bad = append(bad, fmt.Sprintf("rank %d printed %d verdict lines, want 1", r, k))
+		}
+	}
+	if code != 0 {
+		bad = append(bad, fmt.Sprintf("exit %d", code))
+	}
+	if n == 0 {
+		bad = append(bad, "no `rank R: N passed, N failed` line")
+	}
+	if len(bad) > 0 {
+		t.Fatalf("%s: %s:\n%s", what, strings.Join(bad, "; "), out)
+	}
+	return total
 }

@@ -96,6 +96,7 @@ C     MPI_ALLGATHER, then in place
      &        ' failed'
       end if
       call mpi_finalize(ierr)
+      if (fail .ne. 0) stop 1
       end
 
       subroutine tally(ok, pass, fail, what)

@@ -23,6 +23,7 @@ program usempi
     write (*, '(i0,a,i0,a)') tot(1), ' passed, ', tot(2), ' failed'
   end if
   call mpi_finalize(ierr)
+  if (fail /= 0) stop 1
 contains
   subroutine check(good, what)
     logical, intent(in) :: good
