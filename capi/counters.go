@@ -18,7 +18,7 @@ var fastBits = map[counters.Call]C.int{
 // The fast path counts in C (mpi.c's FAST); its counts are the Fast
 // counters of package counters.
 func init() {
-	counters.SetFastSource(func(c counters.Call) int64 {
+	counters.SetSource(counters.Fast, func(c counters.Call) int64 {
 		if bit, ok := fastBits[c]; ok {
 			return int64(C.gocoll_fast_count(bit))
 		}

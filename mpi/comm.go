@@ -80,7 +80,7 @@ const worldContext = 1
 
 // Finalize shuts gocoll down. The world communicator is unusable after.
 // With GOCOLL_REPORT=1 it first prints Counters on stderr, one line per
-// collective (`gocoll: rank 0: report: MPI_Allreduce fast=0 go=5 ring=5`).
+// collective (`gocoll: rank 0: report: MPI_Allreduce go=5 ring=5`).
 func Finalize() error {
 	world.Lock()
 	defer world.Unlock()

@@ -147,7 +147,7 @@ func TestFinalizeReport(t *testing.T) {
 		if err != nil || !strings.Contains(string(out), "--- PASS: TestFinalizeReport") {
 			t.Fatalf("the child process: %v\n%s", err, out)
 		}
-		want := "gocoll: rank 0: report: MPI_Allreduce fast=0 go=3 recursive_doubling=3\n"
+		want := "gocoll: rank 0: report: MPI_Allreduce go=3 recursive_doubling=3\n"
 		if !strings.Contains(string(out), want) || strings.Count(string(out), "report:") != 1 {
 			t.Errorf("want exactly the report line %q:\n%s", want, out)
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/coll"
+	"github.com/gocoll/gocoll/internal/counters"
 	"github.com/gocoll/gocoll/mpierr"
 	"github.com/gocoll/gocoll/ops"
 	"github.com/gocoll/gocoll/tuner"
@@ -233,7 +234,9 @@ func gc_go_run(c *C.struct_gc_call) (rc C.int) {
 			fmt.Fprintf(os.Stderr, "gocoll: rank %d: %s comm=%s bytes=%d p=%d algorithm=%s (%s)%s\n",
 				st.rank, cl, st.name, int64(c.bytes), st.size, a.Algorithm, how(c, cl, st.c.Shared()), memory)
 		}
-		countRun(c)
+		if c.how == 2 { // coll sees the preload's choice as forced
+			counters.Add(calls[c.coll], counters.Fallback)
+		}
 		switch cl {
 		case algorithms.Allreduce:
 			err = st.c.Allreduce(a)

@@ -47,19 +47,15 @@ enum {
 };
 
 /*
- * Which path each call took, per collective (GOCOLL_REPORT=1 prints them
- * at MPI_Finalize; gocoll_test_counter reads them): GC_K_GO calls gocoll
- * ran, GC_K_ALG + i those of them its i-th algorithm (in the order of
- * algorithms.Names) ran, GC_K_FALLBACK calls whose forced algorithm could
- * not run (the tuner's choice ran, gocoll's or the host's). The host MPI
- * ran GC_K_HOST + GC_K_HOST_CACHED calls (whatever the reason); the
- * communicator's decision cache, without asking the tuner in Go, decided
- * GC_K_HOST_CACHED + GC_K_CACHED (a host call from the cache costs one
- * counter, as a host call did before there were counters). Relaxed atomic
- * adds, in C and in Go.
+ * The C half's share of the path counters (package internal/counters has
+ * the rest; counters.go adds these to it): GC_K_HOST calls handed to the
+ * host MPI, GC_K_FALLBACK those of them whose forced algorithm could not
+ * run, GC_K_CACHED calls gocoll ran on a decision from the communicator's
+ * cache, GC_K_HOST_CACHED host calls decided from the cache (a host call
+ * from the cache costs one counter, as a host call did before there were
+ * counters). Relaxed atomic adds.
  */
-enum { GC_K_GO = 0, GC_K_FALLBACK = 1, GC_K_HOST = 2, GC_K_HOST_CACHED = 3, GC_K_CACHED = 4, GC_K_ALG = 5,
-       GC_MAXALGS = 11, GC_NCOUNTERS = GC_K_ALG + GC_MAXALGS };
+enum { GC_K_HOST = 0, GC_K_HOST_CACHED = 1, GC_K_CACHED = 2, GC_K_FALLBACK = 3, GC_NCOUNTERS = 4 };
 
 /*
  * gocoll's state of one user communicator, kept by the host MPI as an

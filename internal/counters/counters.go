@@ -138,20 +138,20 @@ func Ran(c Call, a *algorithms.Algorithm, fallback bool) {
 	}
 }
 
-// fastSource reads Fast counts kept outside Go (the C fast path's array).
-var fastSource atomic.Pointer[func(Call) int64]
+// sources read, per path, counts kept outside Go: the C fast path's
+// array (libgocoll.so), the preload's C half's host and cache counters.
+var sources [numPaths]atomic.Pointer[func(Call) int64]
 
-// SetFastSource makes f, which reads counts kept outside Go, part of every
-// call's Fast counter.
-func SetFastSource(f func(Call) int64) { fastSource.Store(&f) }
+// SetSource makes f, which reads counts of path p kept outside Go (in C),
+// part of every call's counter of p. A Fast source also marks the
+// process as having a fast path: its reports show fast even at 0.
+func SetSource(p Path, f func(Call) int64) { sources[p].Store(&f) }
 
 // Get returns call c's counter of path p.
 func Get(c Call, p Path) int64 {
 	n := table[c][p].Load()
-	if p == Fast {
-		if f := fastSource.Load(); f != nil {
-			n += (*f)(c)
-		}
+	if f := sources[p].Load(); f != nil {
+		n += (*f)(c)
 	}
 	return n
 }
@@ -198,6 +198,7 @@ type AlgorithmCount struct {
 // Counts are one call's counters.
 type Counts struct {
 	Call       string
+	HasFast    bool // the process has a C fast path (libgocoll.so)
 	Fast, Go   int64
 	Algorithms []AlgorithmCount // those that ran, by name
 	Fallback   int64
@@ -207,10 +208,15 @@ type Counts struct {
 
 // String is the report's form: `MPI_Allreduce fast=10 go=5 ring=3 shm=2`,
 // the keys in that order (fast, go, the algorithms by name, fallback,
-// host, cached), those that are 0 left out except fast and go.
+// host, cached), those that are 0 left out except go, and fast where the
+// process has a fast path (HasFast).
 func (c Counts) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s fast=%d go=%d", c.Call, c.Fast, c.Go)
+	b.WriteString(c.Call)
+	if c.HasFast || c.Fast != 0 {
+		fmt.Fprintf(&b, " fast=%d", c.Fast)
+	}
+	fmt.Fprintf(&b, " go=%d", c.Go)
 	for _, a := range c.Algorithms {
 		if a.Calls != 0 {
 			fmt.Fprintf(&b, " %s=%d", a.Name, a.Calls)
@@ -229,7 +235,7 @@ func (c Counts) String() string {
 
 // Of returns call c's counters.
 func Of(c Call) Counts {
-	out := Counts{Call: c.String(), Fast: Get(c, Fast), Go: Get(c, Go), Fallback: Get(c, Fallback),
+	out := Counts{Call: c.String(), HasFast: sources[Fast].Load() != nil, Fast: Get(c, Fast), Go: Get(c, Go), Fallback: Get(c, Fallback),
 		Host: Get(c, Host), Cached: Get(c, Cached)}
 	for _, a := range algorithms.All(collectives[c]) {
 		if n := table[c][int(numPaths)+a.ID()].Load(); n != 0 {

@@ -69,34 +69,41 @@ func TestBlockVariantCountsApart(t *testing.T) {
 	}
 }
 
-// The fast source adds to Fast, and only to it.
-func TestFastSource(t *testing.T) {
-	old := fastSource.Load()
-	defer fastSource.Store(old)
-	base := Get(Barrier, Fast)
-	SetFastSource(func(c Call) int64 {
-		if c == Barrier {
-			return 40
+// A source adds to its path's counter, and only to it.
+func TestSource(t *testing.T) {
+	for _, p := range []Path{Fast, Host, Cached} {
+		old := sources[p].Load()
+		base := Get(Barrier, p)
+		SetSource(p, func(c Call) int64 {
+			if c == Barrier {
+				return 40
+			}
+			return 0
+		})
+		if got := Lookup("MPI_Barrier." + p.String()); got != base+40 {
+			t.Errorf("MPI_Barrier.%s = %d, want %d", p, got, base+40)
 		}
-		return 0
-	})
-	if got := Lookup("MPI_Barrier.fast"); got != base+40 {
-		t.Errorf("MPI_Barrier.fast = %d, want %d", got, base+40)
-	}
-	if Get(Barrier, Go) != table[Barrier][Go].Load() {
-		t.Error("the fast source moved go")
+		if Get(Barrier, Go) != table[Barrier][Go].Load() || Get(Allreduce, p) != table[Allreduce][p].Load() {
+			t.Errorf("the %s source moved another counter", p)
+		}
+		sources[p].Store(old)
 	}
 }
 
-// The report's line: keys in order, zeros left out but fast and go.
+// The report's line: keys in order, zeros left out but go, and fast where
+// the process has a fast path.
 func TestReportLine(t *testing.T) {
 	k := Counts{Call: "MPI_Allreduce", Fast: 10, Go: 5,
 		Algorithms: []AlgorithmCount{{"ring", 3}, {"shm", 2}}, Host: 7, Cached: 4}
 	if got, want := k.String(), "MPI_Allreduce fast=10 go=5 ring=3 shm=2 host=7 cached=4"; got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
-	k = Counts{Call: "MPI_Barrier", Fallback: 1}
+	k = Counts{Call: "MPI_Barrier", HasFast: true, Fallback: 1}
 	if got, want := k.String(), "MPI_Barrier fast=0 go=0 fallback=1"; got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	k = Counts{Call: "MPI_Allgather", Host: 2}
+	if got, want := k.String(), "MPI_Allgather go=0 host=2"; got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
 	Ran(Gather, mustLookup(t, algorithms.Gather, "linear"), false)
