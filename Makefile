@@ -75,16 +75,16 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
-# The packages whose tests compile C or Fortran, or run build/ (through
-# subprocesses that go test cannot see), are tests/... and cmd/gocollrun:
-# their results are never taken from go test's cache, which would miss a
-# change to a C file or to a library they do not import. The others stay
-# cacheable. make test builds once, before go test, and GOCOLL_TEST_BUILT
+# The packages whose tests compile C or Fortran, or build and run other
+# programs (through subprocesses that go test cannot see), are tests/...,
+# cmd/gocollrun and cmd/gocoll-soak: their results are never taken from go
+# test's cache, which would miss a change to a C file or to a package
+# they do not import. The others stay cacheable. make test builds once, before go test, and GOCOLL_TEST_BUILT
 # tells the TestMains (tests/internal/harness) that build/ is fresh, so
 # that they run no make of their own.
 test: build vet fmt-check
-	$(GO) test -timeout 20m $$($(GO) list ./... | grep -v -e '/tests$$' -e '/tests/' -e '/cmd/gocollrun$$')
-	GOCOLL_TEST_BUILT=$(ROOT) $(GO) test -count=1 -timeout 20m ./tests/... ./cmd/gocollrun
+	$(GO) test -timeout 20m $$($(GO) list ./... | grep -v -e '/tests$$' -e '/tests/' -e '/cmd/gocollrun$$' -e '/cmd/gocoll-soak$$')
+	GOCOLL_TEST_BUILT=$(ROOT) $(GO) test -count=1 -timeout 20m ./tests/... ./cmd/gocollrun ./cmd/gocoll-soak
 	@# Real fuzzing, bounded: 10 s on top of the committed corpus (which
 	@# go test ./... has just replayed). New findings land in the Go
 	@# build cache's fuzz corpus; a crasher is written to coll/testdata.
