@@ -28,9 +28,9 @@ var (
 )
 
 // Main is a test package's TestMain: it runs `make -s target` in the
-// repository (up is how many directories the package lies below it),
-// makes the scratch directory, runs the tests, calls after (if not nil)
-// and exits with the tests' status.
+// repository (see build; up is how many directories the package lies
+// below it), makes the scratch directory, runs the tests, calls after
+// (if not nil) and exits with the tests' status.
 func Main(m *testing.M, up int, target string, after func()) {
 	wd, _ := os.Getwd()
 	Root = wd
