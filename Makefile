@@ -31,28 +31,39 @@ build: deps lib fortran wrappers commands
 deps:
 	@tools/deps.sh
 
+# Every output is written under a name of its own (the shell's pid) and
+# renamed into place: a test or a job using the old file keeps it
+# (rewriting a mapped library or a running script in place breaks them),
+# and two makes at once (TestMains, a user's shell) never write one file.
 lib:
-	$(GO) build -buildmode=c-shared -o $(LIB)/libgocoll.so ./capi
-	@rm -f $(LIB)/libgocoll.h
 	@mkdir -p $(LIB)/mpich-abi
-	@ln -sf ../libgocoll.so $(LIB)/mpich-abi/libmpich.so.12
-	@# Built aside and renamed into place: jobs running with the old
-	@# library keep it (rewriting a mapped library in place breaks them).
+	$(GO) build -buildmode=c-shared -o $(LIB)/.libgocoll.so.$$$$.tmp ./capi && \
+		rm -f $(LIB)/.libgocoll.so.$$$$.h && mv -f $(LIB)/.libgocoll.so.$$$$.tmp $(LIB)/libgocoll.so
+	@rm -f $(LIB)/libgocoll.h
+	@ln -sfn ../libgocoll.so $(LIB)/mpich-abi/.libmpich.so.12.$$$$ && \
+		mv -fT $(LIB)/mpich-abi/.libmpich.so.12.$$$$ $(LIB)/mpich-abi/libmpich.so.12
 	$(GO) build -buildmode=c-shared -ldflags '-extldflags "-Wl,--version-script=$(ROOT)/preload/exports.map"' \
-		-o $(LIB)/.libgocoll-preload.so.tmp ./preload
-	@mv -f $(LIB)/.libgocoll-preload.so.tmp $(LIB)/libgocoll-preload.so
-	@rm -f $(LIB)/.libgocoll-preload.so.h $(LIB)/libgocoll-preload.h
+		-o $(LIB)/.libgocoll-preload.so.$$$$.tmp ./preload && \
+		rm -f $(LIB)/.libgocoll-preload.so.$$$$.h && mv -f $(LIB)/.libgocoll-preload.so.$$$$.tmp $(LIB)/libgocoll-preload.so
+	@rm -f $(LIB)/libgocoll-preload.h
 
 fortran:
 	@mkdir -p $(INC)
-	gfortran -c -Iinclude -J$(INC) include/mpi.f90 -o $(INC)/mpi.o
+	@d=$$(mktemp -d $(INC)/.tmp.XXXXXX) && \
+		echo gfortran -c -Iinclude -J$(INC) include/mpi.f90 -o $(INC)/mpi.o && \
+		gfortran -c -Iinclude -J$$d include/mpi.f90 -o $$d/mpi.o && \
+		mv -f $$d/mpi.mod $$d/mpi.o $(INC)/ && rmdir $$d || { rm -rf $$d; exit 1; }
 
 wrappers:
 	@mkdir -p $(BIN)
-	@for w in mpicc mpicxx mpif90; do sed 's|@ROOT@|$(ROOT)|' tools/$$w.in > $(BIN)/$$w; chmod +x $(BIN)/$$w; done
+	@for w in mpicc mpicxx mpif90; do \
+		sed 's|@ROOT@|$(ROOT)|' tools/$$w.in > $(BIN)/.$$w.$$$$.tmp && chmod +x $(BIN)/.$$w.$$$$.tmp && \
+		mv -f $(BIN)/.$$w.$$$$.tmp $(BIN)/$$w || exit 1; done
 
 commands:
-	$(GO) build -o $(BIN)/ ./cmd/...
+	@mkdir -p $(BIN)
+	@d=$$(mktemp -d $(BIN)/.tmp.XXXXXX) && echo $(GO) build -o $(BIN)/ ./cmd/... && \
+		$(GO) build -o $$d/ ./cmd/... && mv -f $$d/* $(BIN)/ && rmdir $$d || { rm -rf $$d; exit 1; }
 
 demo: build
 	tools/demo.sh
@@ -64,8 +75,16 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
+# The packages whose tests compile C or Fortran, or build and run other
+# programs (through subprocesses that go test cannot see), are tests/...,
+# cmd/gocollrun and cmd/gocoll-soak: their results are never taken from go
+# test's cache, which would miss a change to a C file or to a package
+# they do not import. The others stay cacheable. make test builds once, before go test, and GOCOLL_TEST_BUILT
+# tells the TestMains (tests/internal/harness) that build/ is fresh, so
+# that they run no make of their own.
 test: build vet fmt-check
-	$(GO) test -timeout 20m ./...
+	$(GO) test -timeout 20m $$($(GO) list ./... | grep -v -e '/tests$$' -e '/tests/' -e '/cmd/gocollrun$$' -e '/cmd/gocoll-soak$$')
+	GOCOLL_TEST_BUILT=$(ROOT) $(GO) test -count=1 -timeout 20m ./tests/... ./cmd/gocollrun ./cmd/gocoll-soak
 	@# Real fuzzing, bounded: 10 s on top of the committed corpus (which
 	@# go test ./... has just replayed). New findings land in the Go
 	@# build cache's fuzz corpus; a crasher is written to coll/testdata.

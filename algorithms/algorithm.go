@@ -165,6 +165,11 @@ var (
 	numIDs   int
 )
 
+// sorted holds each collective's algorithms sorted by name, for All,
+// which a call runs through when there is only one: built as they
+// register (at init), so that All allocates nothing.
+var sorted = map[Collective][]*Algorithm{}
+
 // register adds algorithms at init time.
 func register(algs ...*Algorithm) {
 	for _, a := range algs {
@@ -179,6 +184,9 @@ func register(algs ...*Algorithm) {
 		numIDs++
 		a.id = numIDs
 		m[a.Name] = a
+		all := append(sorted[a.Collective], a)
+		sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
+		sorted[a.Collective] = all
 	}
 }
 
@@ -201,11 +209,8 @@ func Names(c Collective) []string {
 	return names
 }
 
-// All returns every algorithm of collective c, sorted by name.
+// All returns every algorithm of collective c, sorted by name. The slice
+// is shared (steady-state calls allocate nothing): do not modify it.
 func All(c Collective) []*Algorithm {
-	var out []*Algorithm
-	for _, n := range Names(c) {
-		out = append(out, registry[c][n])
-	}
-	return out
+	return sorted[c]
 }

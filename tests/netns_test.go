@@ -15,14 +15,18 @@ import (
 
 // emulatedHosts creates two network namespaces joined by a veth pair with
 // loopback-range addresses (127.1.x.1 and 127.1.x.2; traffic never leaves
-// these namespaces) and removes them when the test ends.
+// these namespaces) and removes them when the test ends. Where they
+// cannot be made the test fails, as transport/tcp's emulated-host tests
+// do: a test that cannot make its environment has proved nothing.
+// GOCOLL_TEST_NO_NETNS=1 skips it instead, by the user's choice, and says
+// so.
 func emulatedHosts(t *testing.T) (a, b, addrA string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to create network namespaces (ip netns)")
+		noHosts(t, "creating network namespaces (ip netns add) needs root")
 	}
 	if _, err := exec.LookPath("ip"); err != nil {
-		t.Fatal("ip (iproute2) is missing: `make deps` installs it")
+		noHosts(t, "iproute2's ip command, which creates network namespaces, is missing (make deps installs it)")
 	}
 	id := rand.IntN(200) + 20
 	a, b = fmt.Sprintf("gocoll-t%d-a", id), fmt.Sprintf("gocoll-t%d-b", id)
@@ -37,7 +41,9 @@ func emulatedHosts(t *testing.T) (a, b, addrA string) {
 		exec.Command("ip", "netns", "del", a).Run()
 		exec.Command("ip", "netns", "del", b).Run()
 	})
-	sh(fmt.Sprintf("ip netns add %s && ip netns add %s", a, b))
+	if out, err := exec.Command("sh", "-c", fmt.Sprintf("ip netns add %s && ip netns add %s", a, b)).CombinedOutput(); err != nil {
+		noHosts(t, fmt.Sprintf("cannot create network namespaces: %v: %s", err, strings.TrimSpace(string(out))))
+	}
 	sh(fmt.Sprintf("ip link add %s type veth peer name %s && ip link set %s netns %s && ip link set %s netns %s", va, vb, va, a, vb, b))
 	for _, h := range []struct{ ns, dev, addr string }{{a, va, addrA}, {b, vb, addrB}} {
 		// route_localnet lets 127/8 addresses travel the veth.
@@ -45,6 +51,16 @@ func emulatedHosts(t *testing.T) (a, b, addrA string) {
 			h.ns, h.addr, h.dev, h.dev, h.dev))
 	}
 	return a, b, addrA
+}
+
+// noHosts ends a test that needs two emulated hosts where they cannot be
+// made: a failure, unless GOCOLL_TEST_NO_NETNS=1 asks to skip it.
+func noHosts(t *testing.T, why string) {
+	t.Helper()
+	if os.Getenv("GOCOLL_TEST_NO_NETNS") == "1" {
+		t.Skipf("SKIPPED, not passed (GOCOLL_TEST_NO_NETNS=1): two emulated hosts: %s", why)
+	}
+	t.Fatalf("two emulated hosts: %s; run the tests as root with iproute2, or set GOCOLL_TEST_NO_NETNS=1 to skip the emulated-host tests knowingly", why)
 }
 
 // The whole subset on two emulated hosts, two ranks each: shared memory

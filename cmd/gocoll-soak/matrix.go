@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -49,6 +50,12 @@ func runMatrix(iters int, seed uint64, ranksSpec, configsSpec string) int {
 	var results []result
 	status := 0
 	for _, config := range strings.Split(configsSpec, ",") {
+		if !slices.Contains([]string{"shm", "tcp", "netns", "netns-faults"}, config) {
+			fmt.Fprintf(os.Stderr, "gocoll-soak: %q: no such configuration (shm, tcp, netns, netns-faults)\n", config)
+			results = append(results, result{config: config, note: "not run: no such configuration"})
+			status = 1
+			continue
+		}
 		var hosts *emulated
 		if strings.HasPrefix(config, "netns") {
 			if hosts, err = newEmulated(self, config == "netns-faults"); err != nil {

@@ -48,7 +48,8 @@ type line struct {
 type job struct {
 	t     *testing.T
 	cmd   *exec.Cmd
-	tmp   string // the job's TMPDIR
+	tmp   string    // the job's TMPDIR
+	start time.Time // when gocollrun was started
 	mu    sync.Mutex
 	lines []line
 	news  chan struct{}
@@ -75,6 +76,7 @@ func startJob(t *testing.T, env []string, argv ...string) *job {
 	if err != nil {
 		t.Fatal(err)
 	}
+	j.start = time.Now()
 	if err := j.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

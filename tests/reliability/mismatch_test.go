@@ -62,13 +62,26 @@ func TestCheckMessage(t *testing.T) {
 // Calls that can never match (one rank on another communicator), which
 // no signature check can see, still end within the timeout on every path,
 // and the shared-memory transport calls it a deadlock.
+//
+// Twice the timeout is the most a rank waits for one that waits: the
+// job must end within that, plus a slack, after the last rank has
+// entered the deadlocked call (its `calling` line), which leaves
+// gocollrun's start-up out. The slack is 3 s, or four times the measured
+// start-up (gocollrun to every rank's `calling` line) on a machine slow
+// enough for that to be more.
 func TestDeadlockEnds(t *testing.T) {
 	bin := compile(t, "tests/reliability/c/mismatch.c", "mismatch")
+	const timeout = 2 * time.Second
+	calling := regexp.MustCompile(`^rank (\d+): calling$`)
 	for _, path := range paths {
-		start := time.Now()
-		out, code := run(t, time.Minute, append([]string{"GOCOLL_TIMEOUT=2s"}, path.env...), gocollrun(4, bin, "-deadlock")...)
-		took := time.Since(start)
-		if code == 0 || strings.Contains(out, "still running") {
+		j := startJob(t, append([]string{"GOCOLL_TIMEOUT=" + timeout.String()}, path.env...), gocollrun(4, bin, "-deadlock")...)
+		j.waitFor(calling, 4, time.Minute)
+		in := time.Now()
+		startup := in.Sub(j.start)
+		code := j.wait(time.Minute)
+		took := j.ended.Sub(in)
+		out := j.output()
+		if code == 0 {
 			t.Errorf("%s: exit %d:\n%s", path.name, code, out)
 		}
 		// The first rank to fail ends the job (MPI_ERRORS_ARE_FATAL): over
@@ -80,10 +93,13 @@ func TestDeadlockEnds(t *testing.T) {
 		if path.name == "shm-transport" && !strings.Contains(out, "deadlock") {
 			t.Errorf("%s: the message does not say deadlock:\n%s", path.name, out)
 		}
-		// Twice the timeout is the most a rank waits for one that waits.
-		if took > 4*time.Second+3*time.Second {
-			t.Errorf("%s: the job took %v with GOCOLL_TIMEOUT=2s", path.name, took)
+		bound := 2*timeout + max(3*time.Second, 4*startup)
+		if took > bound {
+			t.Errorf("%s: the job ended %v after every rank called, GOCOLL_TIMEOUT=%v, bound %v (start-up %v)",
+				path.name, took.Round(time.Millisecond), timeout, bound, startup.Round(time.Millisecond))
 		}
+		t.Logf("%s: the job ended %v after every rank called (bound %v, start-up %v)", path.name,
+			took.Round(time.Millisecond), bound.Round(time.Millisecond), startup.Round(time.Millisecond))
 	}
 }
 

@@ -57,7 +57,7 @@ func TestPreloadFailureDetection(t *testing.T) {
 			t.Run(m.name+"/"+string(how), func(t *testing.T) {
 				// gocoll's own algorithm, not whatever the measured rules give
 				// this size (the host MPI's collective has no timeout).
-				argv := m.argv(bin, "LD_PRELOAD="+lib, "GOCOLL_TIMEOUT="+timeout.String(), "GOCOLL_ALLREDUCE_ALGORITHM=shm")
+				argv := m.argv(bin, "LD_PRELOAD="+lib, "GOCOLL_TIMEOUT="+stallTimeout.String(), "GOCOLL_ALLREDUCE_ALGORITHM=shm")
 				argv = append(argv, "-ignore-term", "-coll", "allreduce", "-count", "50000")
 				j := startJob(t, nil, argv...)
 				pids := map[int]int{}
@@ -74,7 +74,7 @@ func TestPreloadFailureDetection(t *testing.T) {
 				}
 				t0 := time.Now()
 				syscall.Kill(pids[victim], sig)
-				j.wait(timeout + 30*time.Second)
+				j.wait(stallTimeout + 30*time.Second)
 				took := time.Since(t0)
 				out := j.output()
 				if strings.Contains(out, "WRONG") {

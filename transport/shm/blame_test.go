@@ -31,26 +31,50 @@ func within(t *testing.T, done chan error, d time.Duration, who string) error {
 	}
 }
 
+// asleepFor waits until ep sleeps in Wait for rank peer, as it says in
+// its control block (the word the other ranks read).
+func asleepFor(t *testing.T, ep *Endpoint, peer int) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); ep.myCtl.waitingOn.Load() != int32(peer)+1; time.Sleep(time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("rank %d is not asleep waiting for rank %d after 10 s (waitingOn %d)", ep.rank, peer, ep.myCtl.waitingOn.Load()-1)
+		}
+	}
+}
+
 // Rank 0 waits for rank 1, which waits for rank 2, which never answers.
 // Rank 0 started waiting first, so it would time out first; but rank 1
 // is asleep in Wait and beating, so rank 0 holds off, rank 1 blames rank
 // 2, and every rank names rank 2.
+//
+// The order is made, not slept for: rank 0 is held (its lock) from the
+// moment it sleeps waiting for rank 1 until rank 1 sleeps waiting for
+// rank 2; then rank 0's receive is dated half a timeout before rank 1's,
+// which both then wait from. However slow the machine, rank 0 reaches its
+// timeout first, with rank 1 asleep and waiting for rank 2; if it gave up
+// on rank 1 (at the timeout, or by itself at twice the timeout) it would
+// name rank 1.
 func TestStallBlamedOnStalledRank(t *testing.T) {
-	const timeout = 400 * time.Millisecond
+	const timeout = time.Second
 	eps := localJob(t, 3, Options{Timeout: timeout})
-	start := time.Now()
-	d0 := waitAsync(eps[0], []transport.Op{{Peer: 1, Tag: tag(1), Buf: make([]byte, 8), Recv: true}})
-	time.Sleep(timeout / 4)
-	d1 := waitAsync(eps[1], []transport.Op{{Peer: 2, Tag: tag(1), Buf: make([]byte, 8), Recv: true}})
+	ops0 := []transport.Op{{Peer: 1, Tag: tag(1), Buf: make([]byte, 8), Recv: true}}
+	ops1 := []transport.Op{{Peer: 2, Tag: tag(1), Buf: make([]byte, 8), Recv: true}}
+	d0 := waitAsync(eps[0], ops0)
+	asleepFor(t, eps[0], 1)
+	eps[0].mu.Lock()
+	d1 := waitAsync(eps[1], ops1)
+	asleepFor(t, eps[1], 2)
+	eps[1].mu.Lock()
+	ops1[0].Handle.(*req).since = eps[1].now()
+	eps[1].mu.Unlock()
+	ops0[0].Handle.(*req).since = eps[0].now() - timeout/2
+	eps[0].mu.Unlock()
 	for r, done := range []chan error{d0, d1} {
 		err := within(t, done, 10*timeout, "a rank")
 		var te *transport.Error
 		if !errors.Is(err, transport.ErrTimeout) || !errors.As(err, &te) || te.Peer != 2 {
 			t.Errorf("rank %d: %v, want a timeout naming rank 2", r, err)
 		}
-	}
-	if d := time.Since(start); d > 2*timeout+time.Second {
-		t.Errorf("the ranks failed after %v, timeout %v", d, timeout)
 	}
 	// Rank 2 itself learns that its peers gave up on it.
 	if err := exchange(eps[2], []transport.Op{{Peer: 0, Tag: tag(2), Buf: []byte{1}}}); !errors.Is(err, transport.ErrTimeout) {

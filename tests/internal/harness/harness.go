@@ -28,9 +28,9 @@ var (
 )
 
 // Main is a test package's TestMain: it runs `make -s target` in the
-// repository (up is how many directories the package lies below it),
-// makes the scratch directory, runs the tests, calls after (if not nil)
-// and exits with the tests' status.
+// repository (see build; up is how many directories the package lies
+// below it), makes the scratch directory, runs the tests, calls after
+// (if not nil) and exits with the tests' status.
 func Main(m *testing.M, up int, target string, after func()) {
 	wd, _ := os.Getwd()
 	Root = wd
@@ -39,9 +39,7 @@ func Main(m *testing.M, up int, target string, after func()) {
 	}
 	Bin = filepath.Join(Root, "build", "bin")
 	name := strings.ReplaceAll(strings.TrimPrefix(wd, Root+string(filepath.Separator)), string(filepath.Separator), "-")
-	cmd := exec.Command("make", "-s", "-C", Root, target)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
+	if err := build(target); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: make %s failed: %v\n", name, target, err)
 		os.Exit(1)
 	}
@@ -57,6 +55,37 @@ func Main(m *testing.M, up int, target string, after func()) {
 		after()
 	}
 	os.Exit(code)
+}
+
+// build runs `make -s target` in Root, unless GOCOLL_TEST_BUILT names
+// Root: `make test` sets it after building everything once, before go
+// test. Makes of test packages that go test runs at once take turns
+// (an exclusive flock on build/.test-make.lock), so that one never finds
+// what another is writing half built.
+func build(target string) error {
+	if os.Getenv("GOCOLL_TEST_BUILT") == Root {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Join(Root, "build"), 0o755); err != nil {
+		return err
+	}
+	lock, err := os.OpenFile(filepath.Join(Root, "build", ".test-make.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	defer lock.Close() // and with it the lock
+	for {
+		err = syscall.Flock(int(lock.Fd()), syscall.LOCK_EX)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("locking build/.test-make.lock: %w", err)
+	}
+	cmd := exec.Command("make", "-s", "-C", Root, target)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	return cmd.Run()
 }
 
 // Compile builds the sources srcs (relative to the repository) with
