@@ -45,30 +45,6 @@ func forcedRounds() [][]string {
 	return rounds
 }
 
-var reportLine = regexp.MustCompile(`(?m)^gocoll: rank (\d+): report: (MPI_\w+)((?: \w+=\d+)+)$`)
-
-// parseReport reads GOCOLL_REPORT's lines: rank -> call -> counter -> n.
-func parseReport(t *testing.T, out string) map[int]map[string]map[string]int64 {
-	t.Helper()
-	rep := map[int]map[string]map[string]int64{}
-	for _, m := range reportLine.FindAllStringSubmatch(out, -1) {
-		r, _ := strconv.Atoi(m[1])
-		if rep[r] == nil {
-			rep[r] = map[string]map[string]int64{}
-		}
-		if rep[r][m[2]] != nil {
-			t.Errorf("rank %d reports %s twice", r, m[2])
-		}
-		kv := map[string]int64{}
-		for _, f := range strings.Fields(m[3]) {
-			k, v, _ := strings.Cut(f, "=")
-			kv[k], _ = strconv.ParseInt(v, 10, 64)
-		}
-		rep[r][m[2]] = kv
-	}
-	return rep
-}
-
 // forcedBy maps each call a GOCOLL_<COLLECTIVE>_ALGORITHM variable forces
 // to that collective (MPI_Allgatherv runs MPI_Allgather's algorithms).
 var forcedBy = map[string]algorithms.Collective{
@@ -94,7 +70,7 @@ func forcedIn(env []string, c algorithms.Collective) string {
 // algorithm's restrictions (the registry's Check) can fail at n ranks.
 func checkForced(t *testing.T, what, out string, env []string, n int, want []string) {
 	t.Helper()
-	rep := parseReport(t, out)
+	rep := harness.ParseReport(t, out)
 	for r := range n {
 		calls := rep[r]
 		if calls == nil {
@@ -194,7 +170,7 @@ func TestFastPath(t *testing.T) {
 			expectCounts(t, what, out, code)
 			if i >= 2 {
 				checkForced(t, what, out, env, n, []string{"MPI_Allreduce", "MPI_Reduce_scatter_block", "MPI_Allgather"})
-			} else if rep := parseReport(t, out); i == 1 && (len(rep) != n || n > 1 && rep[0]["MPI_Barrier"]["fast"] == 0) {
+			} else if rep := harness.ParseReport(t, out); i == 1 && (len(rep) != n || n > 1 && rep[0]["MPI_Barrier"]["fast"] == 0) {
 				t.Errorf("%s: want GOCOLL_REPORT lines from every rank, with fast barriers:\n%s", what, out)
 			}
 		}

@@ -52,7 +52,8 @@ type scenario struct {
 	comm   string // world, dup or split
 	n      int    // ranks
 	how    failure
-	goMode bool // the Go program (package mpi) instead of the C one
+	goMode bool   // the Go program (package mpi) instead of the C one
+	path   string // the counter (gocoll_test_counter's key) the job's calls move: the path under test
 }
 
 // callNames maps victim's -coll to the MPI call in error messages.
@@ -73,16 +74,16 @@ func failureScenarios() []scenario {
 	var ss []scenario
 	for _, how := range []failure{killed, stopped, exited} {
 		ss = append(ss,
-			scenario{name: "fastpath-allreduce", coll: "allreduce", count: 16, comm: "world", n: 4, how: how},
-			scenario{name: "fastpath-barrier", coll: "barrier", comm: "dup", n: 3, how: how},
-			scenario{name: "shm-algorithm-allreduce", coll: "allreduce", count: 50000, comm: "split", n: 4, how: how},
-			scenario{name: "shm-algorithm-allgatherv", coll: "allgatherv", count: 20000, comm: "world", n: 3, how: how},
-			scenario{name: "shm-transport-ring", env: []string{"GOCOLL_ALLREDUCE_ALGORITHM=ring"}, coll: "allreduce", count: 50000, comm: "world", n: 4, how: how},
-			scenario{name: "shm-transport-reduce-scatter", env: []string{"GOCOLL_REDUCE_SCATTER_ALGORITHM=pairwise"}, coll: "reduce_scatter", count: 3000, comm: "split", n: 3, how: how},
-			scenario{name: "tcp-ring", env: append(tcp, "GOCOLL_ALLREDUCE_ALGORITHM=ring"), coll: "allreduce", count: 50000, comm: "world", n: 4, how: how},
-			scenario{name: "tcp-allgather-bruck", env: append(tcp, "GOCOLL_ALLGATHER_ALGORITHM=bruck"), coll: "allgather", count: 100, comm: "split", n: 3, how: how},
-			scenario{name: "go-shm-algorithm", coll: "allreduce", count: 50000, comm: "world", n: 4, how: how, goMode: true},
-			scenario{name: "go-tcp-recursive-doubling", env: append(tcp, "GOCOLL_ALLREDUCE_ALGORITHM=recursive_doubling"), coll: "allreduce", count: 1000, comm: "dup", n: 4, how: how, goMode: true},
+			scenario{name: "fastpath-allreduce", coll: "allreduce", count: 16, comm: "world", n: 4, how: how, path: "MPI_Allreduce.fast"},
+			scenario{name: "fastpath-barrier", coll: "barrier", comm: "dup", n: 3, how: how, path: "MPI_Barrier.fast"},
+			scenario{name: "shm-algorithm-allreduce", coll: "allreduce", count: 50000, comm: "split", n: 4, how: how, path: "MPI_Allreduce.shm"},
+			scenario{name: "shm-algorithm-allgatherv", coll: "allgatherv", count: 20000, comm: "world", n: 3, how: how, path: "MPI_Allgatherv.shm"},
+			scenario{name: "shm-transport-ring", env: []string{"GOCOLL_ALLREDUCE_ALGORITHM=ring"}, coll: "allreduce", count: 50000, comm: "world", n: 4, how: how, path: "MPI_Allreduce.ring"},
+			scenario{name: "shm-transport-reduce-scatter", env: []string{"GOCOLL_REDUCE_SCATTER_ALGORITHM=pairwise"}, coll: "reduce_scatter", count: 3000, comm: "split", n: 3, how: how, path: "MPI_Reduce_scatter.pairwise"},
+			scenario{name: "tcp-ring", env: append(tcp, "GOCOLL_ALLREDUCE_ALGORITHM=ring"), coll: "allreduce", count: 50000, comm: "world", n: 4, how: how, path: "MPI_Allreduce.ring"},
+			scenario{name: "tcp-allgather-bruck", env: append(tcp, "GOCOLL_ALLGATHER_ALGORITHM=bruck"), coll: "allgather", count: 100, comm: "split", n: 3, how: how, path: "MPI_Allgather.bruck"},
+			scenario{name: "go-shm-algorithm", coll: "allreduce", count: 50000, comm: "world", n: 4, how: how, goMode: true, path: "MPI_Allreduce.shm"},
+			scenario{name: "go-tcp-recursive-doubling", env: append(tcp, "GOCOLL_ALLREDUCE_ALGORITHM=recursive_doubling"), coll: "allreduce", count: 1000, comm: "dup", n: 4, how: how, goMode: true, path: "MPI_Allreduce.recursive_doubling"},
 		)
 	}
 	return ss
@@ -123,10 +124,10 @@ func TestFailureDetection(t *testing.T) {
 	}
 }
 
-var ready = regexp.MustCompile(`^rank (\d+) pid (\d+) job (\S+) comm-rank (\d+)$`)
+var ready = regexp.MustCompile(`^rank (\d+) pid (\d+) job (\S+) comm-rank (\d+) path (-?\d+)$`)
 
 func runScenario(t *testing.T, s scenario, prog string, victim int, delay time.Duration) {
-	args := []string{"-ignore-term", "-coll", s.coll, "-count", strconv.Itoa(max(s.count, 1)), "-comm", s.comm}
+	args := []string{"-ignore-term", "-coll", s.coll, "-count", strconv.Itoa(max(s.count, 1)), "-comm", s.comm, "-path", s.path}
 	if s.how == exited {
 		args = append(args, "-exit", strconv.Itoa(victim))
 	}
@@ -142,6 +143,11 @@ func runScenario(t *testing.T, s scenario, prog string, victim int, delay time.D
 		r, _ := strconv.Atoi(m[1])
 		pids[r], _ = strconv.Atoi(m[2])
 		jobID = m[3]
+		// The first call ran on the path the scenario is about, or the
+		// failure below would be tested on another one.
+		if n, _ := strconv.Atoi(m[5]); n != 1 {
+			t.Errorf("rank %d: %s is %d after the first call, want 1: the call did not take the path under test", r, s.path, n)
+		}
 	}
 	startup := time.Since(j.start)
 	var allPids []int

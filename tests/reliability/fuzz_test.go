@@ -1,13 +1,14 @@
 package reliability
 
 import (
-	"github.com/gocoll/gocoll/tests/internal/harness"
-
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/gocoll/gocoll/tests/internal/harness"
 )
 
 // fuzzSeed fixes the harness's random inputs, so that every run of the
@@ -45,13 +46,26 @@ func TestCFuzzHarness(t *testing.T) {
 		{"check", 3, check, 300, nil},
 		{"check, shm transport", 3, append(check, paths[1].env...), 200, nil},
 		{"check, tcp", 3, append(check, paths[2].env...), 200, nil},
-		{"no check (C fast path)", 2, []string{"GOCOLL_TIMEOUT=30s"}, 300, []string{"-nocheck"}},
-		{"no check (C fast path)", 3, []string{"GOCOLL_TIMEOUT=30s"}, 300, []string{"-nocheck"}},
+		{"no check (C fast path)", 2, []string{"GOCOLL_TIMEOUT=30s", "GOCOLL_REPORT=1"}, 300, []string{"-nocheck"}},
+		{"no check (C fast path)", 3, []string{"GOCOLL_TIMEOUT=30s", "GOCOLL_REPORT=1"}, 300, []string{"-nocheck"}},
 	}
 	for _, r := range runs {
 		args := append(append([]string{"-random", strconv.Itoa(r.random), "-seed", strconv.Itoa(fuzzSeed)}, r.args...), corpus...)
 		out, code := run(t, 2*time.Minute, r.env, gocollrun(r.n, bin, args...)...)
-		passed := expectRanks(t, fmt.Sprintf("collfuzz, %s, %d ranks", r.name, r.n), out, code, r.n)
+		what := fmt.Sprintf("collfuzz, %s, %d ranks", r.name, r.n)
+		passed := expectRanks(t, what, out, code, r.n)
 		t.Logf("%s, %d ranks: %d checks passed", r.name, r.n, passed)
+		if slices.Contains(r.env, "GOCOLL_REPORT=1") {
+			// The runs meant for the C fast path ran calls there: every
+			// rank's report counts fast calls of each collective it has.
+			rep := harness.ParseReport(t, out)
+			for rank := range r.n {
+				for _, call := range []string{"MPI_Allreduce", "MPI_Reduce_scatter_block", "MPI_Allgather"} {
+					if rep[rank][call]["fast"] == 0 {
+						t.Errorf("%s: rank %d ran no %s on the C fast path: %v", what, rank, call, rep[rank][call])
+					}
+				}
+			}
+		}
 	}
 }

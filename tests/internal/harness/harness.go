@@ -294,3 +294,30 @@ func expectRanks(t *testing.T, what, out string, code, n int) int {
 	}
 	return total
 }
+
+var reportLine = regexp.MustCompile(`(?m)^gocoll: rank (\d+): report: (MPI_\w+)((?: \w+=\d+)+)$`)
+
+// ParseReport reads GOCOLL_REPORT's lines (`gocoll: rank R: report:
+// MPI_Allreduce fast=10 go=5 ring=5`): rank -> call -> counter -> n, a
+// counter left out of a line being 0. A call reported twice by one rank
+// fails the test.
+func ParseReport(t *testing.T, out string) map[int]map[string]map[string]int64 {
+	t.Helper()
+	rep := map[int]map[string]map[string]int64{}
+	for _, m := range reportLine.FindAllStringSubmatch(out, -1) {
+		r, _ := strconv.Atoi(m[1])
+		if rep[r] == nil {
+			rep[r] = map[string]map[string]int64{}
+		}
+		if rep[r][m[2]] != nil {
+			t.Errorf("rank %d reports %s twice", r, m[2])
+		}
+		kv := map[string]int64{}
+		for _, f := range strings.Fields(m[3]) {
+			k, v, _ := strings.Cut(f, "=")
+			kv[k], _ = strconv.ParseInt(v, 10, 64)
+		}
+		rep[r][m[2]] = kv
+	}
+	return rep
+}

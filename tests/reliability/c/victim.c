@@ -4,12 +4,15 @@
  * on their own, quickly, with a message naming the collective, the
  * communicator and the peer.
  *
- *   victim -coll NAME -count N [-exit RANK] [-comm world|dup|split] [-ignore-term]
+ *   victim -coll NAME -count N [-exit RANK] [-comm world|dup|split] [-ignore-term] [-path KEY]
  *
  * NAME is allreduce, reduce_scatter, reduce_scatter_block, allgather,
  * allgatherv or barrier; N elements of MPI_INT per rank (per block for
  * the scattering and gathering calls). Every rank prints
- * `rank R pid P job J` once the first call has worked, then loops for at
+ * `rank R pid P job J comm-rank C path N` once the first call has worked,
+ * N being gocoll's path counter KEY (gocoll_test_counter, e.g.
+ * MPI_Allreduce.fast: the test knows which path the job took; -2 where
+ * the library has no such hook, as a host MPI), then loops for at
  * most 60 seconds. With -exit RANK, that rank calls exit(3) in the
  * middle of the loop (after about 0.3 s), without MPI_Finalize.
  *
@@ -21,12 +24,14 @@
  * prints `rank R: WRONG ...` and exits 2: a failure must never look like
  * an answer.
  */
+#define _GNU_SOURCE /* RTLD_DEFAULT */
 #include <mpi.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <dlfcn.h>
 
 static int rank, size, wrank; /* rank in the communicator tested, in MPI_COMM_WORLD */
 
@@ -37,7 +42,7 @@ static void die_wrong(const char *what, long i, long got, long want) {
 }
 
 int main(int argc, char **argv) {
-    const char *coll = "allreduce", *commname = "world";
+    const char *coll = "allreduce", *commname = "world", *path = "MPI_Allreduce.go";
     long n = 16;
     int exit_rank = -1, ignore_term = 0;
     for (int i = 1; i < argc; i++) {
@@ -46,6 +51,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "-exit") && i + 1 < argc) exit_rank = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-comm") && i + 1 < argc) commname = argv[++i];
         else if (!strcmp(argv[i], "-ignore-term")) ignore_term = 1;
+        else if (!strcmp(argv[i], "-path") && i + 1 < argc) path = argv[++i];
         else {
             fprintf(stderr, "victim: unknown argument %s\n", argv[i]);
             return 64;
@@ -101,7 +107,9 @@ int main(int argc, char **argv) {
             return 1;
         }
         if (it == 0) {
-            printf("rank %d pid %d job %s comm-rank %d\n", wrank, (int)getpid(), job ? job : "-", rank);
+            long long (*counter)(const char *) = (long long (*)(const char *))dlsym(RTLD_DEFAULT, "gocoll_test_counter");
+            printf("rank %d pid %d job %s comm-rank %d path %lld\n", wrank, (int)getpid(), job ? job : "-", rank,
+                   counter ? counter(path) : -2);
             fflush(stdout);
             start = MPI_Wtime();
         }

@@ -1,11 +1,12 @@
 // Command govictim is victim.c for Go programs: it runs one collective of
 // package mpi in a loop, checking every result, until a test kills, stops
-// or ends one of its ranks. It prints `rank R pid P job J comm-rank C`
-// once the first call has worked; a failed call prints
+// or ends one of its ranks. It prints `rank R pid P job J comm-rank C
+// path N` once the first call has worked (N: the path counter -path of
+// mpi.Counters, so the test knows which algorithm the job ran); a failed call prints
 // `gocoll: <error> (rank R)` and exits 76, a wrong result prints
 // `rank R: WRONG ...` and exits 2.
 //
-//	govictim -coll NAME -count N [-exit RANK] [-comm world|dup|split] [-ignore-term]
+//	govictim -coll NAME -count N [-exit RANK] [-comm world|dup|split] [-ignore-term] [-path KEY]
 package main
 
 import (
@@ -13,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -25,6 +27,7 @@ func main() {
 	exitRank := flag.Int("exit", -1, "world rank that exits in the middle of the job")
 	commName := flag.String("comm", "world", "world, dup or split (the ranks reversed)")
 	ignoreTerm := flag.Bool("ignore-term", false, "ignore SIGTERM")
+	path := flag.String("path", "MPI_Allreduce.go", "the path counter printed once the first call has worked: <call>.go or <call>.<algorithm>")
 	flag.Parse()
 	if *ignoreTerm {
 		signal.Ignore(syscall.SIGTERM)
@@ -106,7 +109,7 @@ func main() {
 			os.Exit(76)
 		}
 		if it == 0 {
-			fmt.Printf("rank %d pid %d job %s comm-rank %d\n", wrank, os.Getpid(), os.Getenv("GOCOLL_JOB_ID"), rank)
+			fmt.Printf("rank %d pid %d job %s comm-rank %d path %d\n", wrank, os.Getpid(), os.Getenv("GOCOLL_JOB_ID"), rank, pathCount(*path))
 			start = time.Now()
 		}
 		t := time.Since(start)
@@ -120,4 +123,18 @@ func main() {
 	}
 	fmt.Printf("rank %d: done\n", wrank)
 	mpi.Finalize()
+}
+
+// pathCount returns the counter key ("<call>.go" or "<call>.<algorithm>")
+// of mpi.Counters, -1 for a key of another form.
+func pathCount(key string) int64 {
+	call, counter, ok := strings.Cut(key, ".")
+	if !ok {
+		return -1
+	}
+	cc := mpi.Counters()[call]
+	if counter == "go" {
+		return cc.Go
+	}
+	return cc.Algorithms[counter]
 }
