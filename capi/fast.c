@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sched.h>
+#include <time.h>
 #include <unistd.h>
 #include "mpi.h"
 #include "fast.h"
@@ -30,7 +31,14 @@
 #define FAST_MAX 4096   /* largest message (bytes) taken here */
 #define SPINS 4000      /* polls before the wait goes to Go */
 #define SPINS_CROWDED 64 /* the same when there are more local ranks than cores */
-#define YIELDS_CROWDED 2000 /* then sched_yield polls, before Go's futex wait */
+/* Then, when crowded, sched_yield polls for at most this long before Go's
+ * futex wait, which also watches for dead peers and timeouts. A time, not
+ * a number of yields: on a loaded core one yield can take milliseconds
+ * (2000 took 3 s beside a busy loop), and a dead peer would go unnoticed
+ * that long per call. 10 ms is far longer than the hand-offs the yields
+ * are for (a few µs to a time slice) and far shorter than Go's 100 ms
+ * check for dead peers. */
+#define YIELD_NS_CROWDED 10000000L
 #define MAX_COMMS 1024
 
 struct fastcomm {
@@ -115,10 +123,13 @@ static int wait_all(struct fastcomm *f, uint64_t step, MPI_Comm comm, int which)
         /* More ranks than cores: the rank we wait for may be waiting for
          * our core. Yielding hands it over at once; a futex sleep would
          * cost a wake-up on every step. */
-        for (int i = 0; i < YIELDS_CROWDED; i++) {
+        struct timespec t0, t;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        do {
             if (all_at(f, step)) return MPI_SUCCESS;
             sched_yield();
-        }
+            clock_gettime(CLOCK_MONOTONIC, &t);
+        } while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < YIELD_NS_CROWDED);
     }
     return go_fast_wait(comm, which);
 }
