@@ -3,13 +3,11 @@ package preload
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/tests/internal/harness"
@@ -84,50 +82,18 @@ func parseCounts(re *regexp.Regexp, text string, rank int) (map[string]counts, e
 // GOCOLL_REPORT=1 and env, without GOCOLL_DEBUG unless env sets it.
 func launchPaths(t *testing.T, m hostMPI, np int, env []string, prog string, args ...string) pathsRun {
 	t.Helper()
-	dir, err := os.MkdirTemp(harness.Work, "paths-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	env = append([]string{"LD_PRELOAD=" + preloadLib(), "GOCOLL_REPORT=1"}, env...)
-	argv := append(m.args(np, env), filepath.Join(harness.Root, "tests", "preload", "testdata", "rank.sh"), dir, prog)
-	argv = append(argv, args...)
-	cmd := exec.Command(m.run, argv...)
-	cmd.Env = harness.BaseEnv()
-	cmd.Dir = harness.Work
-	done := make(chan struct{})
-	var out []byte
-	go func() { out, err = cmd.CombinedOutput(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(2 * time.Minute):
-		cmd.Process.Kill()
-		<-done
-		t.Fatalf("%s np=%d %v: still running after 2 minutes (hang)\n%s", m.name, np, env, out)
-	}
-	r := pathsRun{out: string(out)}
-	if err != nil {
-		ee, ok := err.(*exec.ExitError)
-		if !ok {
-			t.Fatal(err)
-		}
-		r.code = ee.ExitCode()
-	}
-	for rank := range np {
-		files, _ := filepath.Glob(filepath.Join(dir, fmt.Sprintf("rank-%d.*", rank)))
-		if len(files) != 1 {
-			t.Fatalf("%s np=%d: %d standard error files for rank %d", m.name, np, len(files), rank)
-		}
-		b, _ := os.ReadFile(files[0])
-		rep, err := parseCounts(reportRE, string(b), rank)
+	env = append([]string{"GOCOLL_REPORT=1"}, env...)
+	out, code, errs := runRanks(t, fmt.Sprintf("%s np=%d %v", m.name, np, env), m, np, env, prog, args...)
+	r := pathsRun{out: out, code: code, errs: errs}
+	for rank, b := range errs {
+		rep, err := parseCounts(reportRE, b, rank)
 		if err != nil {
 			t.Fatal(err)
 		}
-		q, err := parseCounts(queryRE, string(b), rank)
+		q, err := parseCounts(queryRE, b, rank)
 		if err != nil {
 			t.Fatal(err)
 		}
-		r.errs = append(r.errs, string(b))
 		r.report = append(r.report, rep)
 		r.query = append(r.query, q)
 	}

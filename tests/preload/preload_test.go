@@ -163,50 +163,58 @@ var (
 
 func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
 
-// launch runs a job with GOCOLL_DEBUG=info and collects what it printed.
-func launch(t *testing.T, j job) result {
+// runRanks runs prog with args on np ranks of m under the preload with
+// env, each rank's standard error in a file of its own (rank.sh): it
+// returns the launcher's output, its exit status and each rank's standard
+// error. A run still going after 2 minutes fails the test as a hang, and
+// so does a rank without exactly one standard error file.
+func runRanks(t *testing.T, what string, m hostMPI, np int, env []string, prog string, args ...string) (out string, code int, errs []string) {
 	t.Helper()
 	dir, err := os.MkdirTemp(harness.Work, "run-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	env := append([]string{"LD_PRELOAD=" + preloadLib(), "GOCOLL_DEBUG=info"}, j.round.env...)
-	env = append(env, j.env...)
-	argv := append(j.mpi.args(j.np, env), filepath.Join(harness.Root, "tests", "preload", "testdata", "rank.sh"), dir, j.prog)
-	argv = append(argv, j.args...)
-	cmd := exec.Command(j.mpi.run, argv...)
+	env = append([]string{"LD_PRELOAD=" + preloadLib()}, env...)
+	argv := append(m.args(np, env), filepath.Join(harness.Root, "tests", "preload", "testdata", "rank.sh"), dir, prog)
+	argv = append(argv, args...)
+	cmd := exec.Command(m.run, argv...)
+	cmd.Env = harness.BaseEnv()
 	cmd.Dir = harness.Work
 	done := make(chan struct{})
-	var out []byte
-	go func() { out, err = cmd.CombinedOutput(); close(done) }()
+	var b []byte
+	go func() { b, err = cmd.CombinedOutput(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(2 * time.Minute):
 		cmd.Process.Kill()
 		<-done
-		t.Fatalf("%v: still running after 2 minutes (hang)\n%s", j, out)
+		t.Fatalf("%s: still running after 2 minutes (hang)\n%s", what, b)
 	}
-	r := result{out: string(out)}
 	if err != nil {
 		ee, ok := err.(*exec.ExitError)
 		if !ok {
-			t.Fatalf("%v: %v", j, err)
+			t.Fatalf("%s: %v", what, err)
 		}
-		r.code = ee.ExitCode()
+		code = ee.ExitCode()
 	}
-	var errs strings.Builder
-	for rank := range j.np {
+	for rank := range np {
 		files, _ := filepath.Glob(filepath.Join(dir, fmt.Sprintf("rank-%d.*", rank)))
 		if len(files) != 1 {
-			t.Errorf("%v: %d standard error files for rank %d: %v", j, len(files), rank, files)
+			t.Fatalf("%s: %d standard error files for rank %d: %v\n%s", what, len(files), rank, files, b)
 		}
-		for _, f := range files {
-			b, _ := os.ReadFile(f)
-			errs.Write(b)
-		}
+		e, _ := os.ReadFile(files[0])
+		errs = append(errs, string(e))
 	}
-	r.errs = errs.String()
+	return string(b), code, errs
+}
+
+// launch runs a job with GOCOLL_DEBUG=info and collects what it printed.
+func launch(t *testing.T, j job) result {
+	t.Helper()
+	env := append(append([]string{"GOCOLL_DEBUG=info"}, j.round.env...), j.env...)
+	out, code, errs := runRanks(t, fmt.Sprint(j), j.mpi, j.np, env, j.prog, j.args...)
+	r := result{out: out, code: code, errs: strings.Join(errs, "")}
 	if m := countsRE.FindAllStringSubmatch(r.out, -1); len(m) > 0 {
 		r.passed, r.failed = atoi(m[len(m)-1][1]), atoi(m[len(m)-1][2])
 	}
