@@ -6,6 +6,9 @@ package main
 import "C"
 
 import (
+	"fmt"
+	"os"
+
 	"github.com/gocoll/gocoll/internal/counters"
 )
 
@@ -32,7 +35,13 @@ func init() {
 // unknown call or counter name. tests/c/gocoll_counters.h declares it.
 //
 //export gocoll_test_counter
-func gocoll_test_counter(key *C.char) C.longlong {
+func gocoll_test_counter(key *C.char) (v C.longlong) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(os.Stderr, "gocoll: gocoll_test_counter: internal error: %v\n", r)
+			v = -1
+		}
+	}()
 	if key == nil {
 		return -1
 	}
