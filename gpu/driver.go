@@ -118,6 +118,30 @@ type (
 	Function uintptr // CUfunction
 )
 
+// The driver's special stream handles, which name the application's
+// default streams in the calling thread's current context (cuda.h:
+// CU_STREAM_LEGACY and CU_STREAM_PER_THREAD). gocoll queues no work on
+// them: it records an event on each at the start of a device call and
+// makes its own streams wait for it, so the call sees what the
+// application queued there before it (see package executor/device).
+const (
+	// StreamLegacy is CU_STREAM_LEGACY ((CUstream)0x1): the context's
+	// legacy default stream, where cudaMemcpy, cudaMemset and kernels
+	// launched without a stream go in a program built with the default
+	// --default-stream legacy. Its work waits for, and is waited for by,
+	// the context's blocking streams; streams made with
+	// CU_STREAM_NON_BLOCKING, such as gocoll's, never wait for it unless
+	// told to (cuStreamWaitEvent). cudaMemcpy from pageable host memory
+	// may return before the copy has landed on the device.
+	StreamLegacy Stream = 0x1
+	// StreamPerThread is CU_STREAM_PER_THREAD ((CUstream)0x2): the
+	// calling OS thread's per-thread default stream in the current
+	// context, the default stream of code built with --default-stream
+	// per-thread (or CUDA_API_PER_THREAD_DEFAULT_STREAM). Which stream it
+	// names depends on the thread that makes the call.
+	StreamPerThread Stream = 0x2
+)
+
 // IPCHandle is a CUipcMemHandle: 64 opaque bytes that name an allocation
 // across processes of one node.
 type IPCHandle [64]byte
@@ -184,6 +208,32 @@ const (
 	ErrorNotReady        = 600
 	ErrorPeerUnsupported = 217
 )
+
+// More CUresult values gocoll looks at.
+const (
+	// The driver has no PTX JIT compiler, its PTX ISA is older than the
+	// module's, or JIT compilation is disabled: cuModuleLoadDataEx of
+	// gocoll's PTX fails with one of these (or ErrorInvalidPTX).
+	ErrorJITCompilerNotFound    = 221
+	ErrorUnsupportedPTXVersion  = 222
+	ErrorJITCompilationDisabled = 223
+	// ErrorContextIsDestroyed: the current context was destroyed (a
+	// primary context whose last reference was released).
+	ErrorContextIsDestroyed = 709
+	// ErrorMisalignedAddress: a kernel loaded or stored at an address not
+	// aligned for the access. It is sticky: the context is unusable from
+	// then on, every later call in it fails, and only a new process can
+	// use the GPU again.
+	ErrorMisalignedAddress = 716
+)
+
+func init() {
+	errorNames[ErrorJITCompilerNotFound] = "CUDA_ERROR_JIT_COMPILER_NOT_FOUND"
+	errorNames[ErrorUnsupportedPTXVersion] = "CUDA_ERROR_UNSUPPORTED_PTX_VERSION"
+	errorNames[ErrorJITCompilationDisabled] = "CUDA_ERROR_JIT_COMPILATION_DISABLED"
+	errorNames[ErrorContextIsDestroyed] = "CUDA_ERROR_CONTEXT_IS_DESTROYED"
+	errorNames[ErrorMisalignedAddress] = "CUDA_ERROR_MISALIGNED_ADDRESS"
+}
 
 // Sentinels for errors.Is.
 var (

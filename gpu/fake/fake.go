@@ -18,7 +18,23 @@
 //   - calls that need a context fail with CUDA_ERROR_INVALID_CONTEXT
 //     unless the calling OS thread has one current;
 //   - every call is counted (Stats), so tests can see which path ran:
-//     kernel launches by name, copies by direction, IPC opens and closes.
+//     kernel launches by name, copies by direction, IPC opens and closes;
+//   - a kernel launched on an operand not aligned for its element type
+//     fails with CUDA_ERROR_MISALIGNED_ADDRESS, and, as on a GPU, the
+//     error is sticky: every later call in that context fails;
+//   - a primary context lives while someone holds it: the application
+//     (AppInit to AppRelease) or a retain (PrimaryContextRetain); calls in
+//     it fail with CUDA_ERROR_CONTEXT_IS_DESTROYED once nobody does.
+//
+// Default streams: StreamLegacy names a context's legacy default stream
+// and StreamPerThread the calling thread's per-thread default stream in
+// the context, each a stream of its own, so that AppWriteAsync can play
+// application work queued there and tests can see whether gocoll waits
+// for it. Not modelled: the implicit synchronisation of the legacy
+// stream with blocking streams (the fake's streams are all non-blocking,
+// as gocoll's are). The NULL stream (0) is refused, although the driver
+// takes it as the legacy stream: gocoll never means it, and a zero handle
+// is the sign of a stream never made.
 //
 // Kernels: ModuleLoadData checks the PTX as package fake's ParsePTX does
 // and keeps its entries; a launch of gocoll_<op>_<type> runs package ops'
@@ -51,6 +67,10 @@ type Options struct {
 	// Jitter, when set, delays each stream operation by a random time up
 	// to it.
 	Jitter time.Duration
+	// ModuleLoadError, when not 0, is the CUresult every ModuleLoadData
+	// fails with: a driver whose PTX JIT is missing, disabled
+	// (gpu.ErrorJITCompilationDisabled) or too old for the module.
+	ModuleLoadError int
 }
 
 // Machine is a fake node.
@@ -85,6 +105,7 @@ type allocation struct {
 	managed bool
 	freed   bool
 	owner   *Process
+	ctx     gpu.Context // a context the application created (CtxCreate); 0: the device's primary context
 }
 
 // Stats counts what the fake did.
@@ -250,6 +271,17 @@ type Process struct {
 	pinned      map[uintptr][]byte
 	next        uintptr
 	asyncErr    error
+
+	userCtx  map[gpu.Context]int       // contexts made by CtxCreate -> process ordinal
+	sticky   map[gpu.Context]error     // contexts a kernel fault made unusable
+	defaults map[defaultStream]*stream // default streams, made at first use
+}
+
+// defaultStream names a default stream: the legacy one of a context
+// (tid 0) or a thread's per-thread one.
+type defaultStream struct {
+	ctx gpu.Context
+	tid int
 }
 
 // NewProcess returns a process on the node that sees the given machine
@@ -271,6 +303,7 @@ func (m *Machine) NewProcess(visible ...int) *Process {
 		streams: map[gpu.Stream]*stream{}, events: map[gpu.Event]*event{},
 		modules: map[gpu.Module]map[string]gpu.Function{}, functions: map[gpu.Function]string{},
 		pinned: map[uintptr][]byte{}, next: 1,
+		userCtx: map[gpu.Context]int{}, sticky: map[gpu.Context]error{}, defaults: map[defaultStream]*stream{},
 	}
 }
 
@@ -285,14 +318,29 @@ func (p *Process) ctxOf(dev int) gpu.Context {
 	return gpu.Context(uintptr(p.m.id)<<32 | uintptr(p.pid)<<8 | uintptr(dev+1))
 }
 
-// devOf returns the process ordinal of one of its contexts, or -1.
+// devOf returns the process ordinal of one of its contexts, or -1. The
+// caller holds p.mu.
 func (p *Process) devOf(c gpu.Context) int {
 	for d := range p.visible {
 		if p.ctxOf(d) == c {
 			return d
 		}
 	}
+	if d, ok := p.userCtx[c]; ok {
+		return d
+	}
 	return -1
+}
+
+// alive reports whether context c of ordinal d exists: a created one
+// always, a primary one while the application or a retain holds it. The
+// caller holds p.mu.
+func (p *Process) alive(c gpu.Context, d int) bool {
+	if _, ok := p.userCtx[c]; ok {
+		return true
+	}
+	md := p.visible[d]
+	return p.primary[md] > 0 || p.appActive[md]
 }
 
 // ordinal returns the process ordinal of a machine device, or -1.
@@ -301,20 +349,33 @@ func (p *Process) ordinal(machineDev int) int {
 }
 
 // need checks that CUDA is initialised and the calling thread has one of
-// the process's contexts current, and returns its device ordinal.
+// the process's contexts current, alive and not poisoned by a kernel
+// fault, and returns its device ordinal.
 func (p *Process) need(call string) (int, error) {
+	d, _, err := p.needCtx(call)
+	return d, err
+}
+
+// needCtx is need, also returning the context.
+func (p *Process) needCtx(call string) (int, gpu.Context, error) {
 	tid := syscall.Gettid()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.initialized {
-		return -1, fail(call, gpu.ErrorNotInitialized, "cuInit was not called")
+		return -1, 0, fail(call, gpu.ErrorNotInitialized, "cuInit was not called")
 	}
 	c := p.current[tid]
 	d := p.devOf(c)
 	if d < 0 {
-		return -1, fail(call, gpu.ErrorInvalidContext, "no current context on thread %d", tid)
+		return -1, 0, fail(call, gpu.ErrorInvalidContext, "no current context on thread %d", tid)
 	}
-	return d, nil
+	if !p.alive(c, d) {
+		return -1, 0, fail(call, gpu.ErrorContextIsDestroyed, "context %#x: its primary context was released by all", c)
+	}
+	if err := p.sticky[c]; err != nil {
+		return -1, 0, fail(call, gpu.ErrorMisalignedAddress, "sticky error of context %#x: %v", c, err)
+	}
+	return d, c, nil
 }
 
 // AppInit plays an application that initialises CUDA on device ordinal
@@ -325,6 +386,78 @@ func (p *Process) AppInit(dev int) {
 	defer p.mu.Unlock()
 	p.initialized = true
 	p.appActive[p.visible[dev]] = true
+}
+
+// AppRelease plays the application letting go of device ordinal dev's
+// primary context (its cuDevicePrimaryCtxRelease, after AppInit): the
+// context is destroyed unless a retain still holds it.
+func (p *Process) AppRelease(dev int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.appActive[p.visible[dev]] = false
+}
+
+// PrimaryRetains returns the retain count of device ordinal dev's primary
+// context (the application's AppInit not included).
+func (p *Process) PrimaryRetains(dev int) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.primary[p.visible[dev]]
+}
+
+// CtxCreate plays cuCtxCreate on device ordinal dev: a context of the
+// application's own, not the primary one (current on no thread).
+func (p *Process) CtxCreate(dev int) gpu.Context {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.initialized = true
+	p.next++
+	c := gpu.Context(uintptr(p.m.id)<<40 | uintptr(p.pid)<<24 | 1<<20 | p.next)
+	p.userCtx[c] = dev
+	return c
+}
+
+// MallocIn plays cuMemAlloc in context ctx, one of CtxCreate's.
+func (p *Process) MallocIn(ctx gpu.Context, n int) uintptr {
+	p.mu.Lock()
+	dev, ok := p.userCtx[ctx]
+	p.mu.Unlock()
+	if !ok {
+		panic(fmt.Sprintf("fake: %#x is not a context of CtxCreate", ctx))
+	}
+	ptr := p.alloc(dev, n, false)
+	p.m.find(ptr, 1).a.ctx = ctx
+	return ptr
+}
+
+// Poisoned returns the sticky error of context ctx, or nil while it is
+// usable.
+func (p *Process) Poisoned(ctx gpu.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.sticky[ctx]
+}
+
+// AppWriteAsync plays application work that writes data at device
+// address ptr from default stream s (gpu.StreamLegacy, or the calling
+// thread's gpu.StreamPerThread) of device ordinal dev's primary context,
+// landing after delay: a kernel, or cudaMemcpy from pageable memory that
+// returned before its copy landed.
+func (p *Process) AppWriteAsync(dev int, s gpu.Stream, ptr uintptr, data []byte, delay time.Duration) {
+	st, err := p.defaultStream("AppWriteAsync", p.ctxOf(dev), s)
+	if err != nil {
+		panic(err)
+	}
+	data = slices.Clone(data)
+	st.enqueue(func() error {
+		time.Sleep(delay)
+		b, err := p.m.bytes(ptr, len(data))
+		if err != nil {
+			return err
+		}
+		copy(b, data)
+		return nil
+	})
 }
 
 // Malloc plays cudaMalloc on device ordinal dev (no context needed).
@@ -523,7 +656,11 @@ func (p *Process) PointerAttributes(ptr uintptr) (gpu.PointerAttrs, error) {
 	p.m.count(func(s *Stats) { s.PointerQueries++ })
 	if mp := p.m.find(ptr, 1); mp != nil && !mp.a.freed && (mp.proc == p) {
 		d := p.ordinal(mp.a.dev)
-		return gpu.PointerAttrs{Type: gpu.MemoryDevice, Managed: mp.a.managed, Context: p.ctxOf(d), Device: d,
+		ctx := p.ctxOf(d)
+		if mp.a.ctx != 0 {
+			ctx = mp.a.ctx
+		}
+		return gpu.PointerAttrs{Type: gpu.MemoryDevice, Managed: mp.a.managed, Context: ctx, Device: d,
 			BufferID: mp.id, Start: mp.va, Size: mp.size}, nil
 	}
 	p.mu.Lock()
@@ -537,11 +674,15 @@ func (p *Process) PointerAttributes(ptr uintptr) (gpu.PointerAttrs, error) {
 }
 
 func (p *Process) MemAlloc(size int) (uintptr, error) {
-	d, err := p.need("cuMemAlloc")
+	d, c, err := p.needCtx("cuMemAlloc")
 	if err != nil {
 		return 0, err
 	}
-	return p.alloc(d, size, false), nil
+	ptr := p.alloc(d, size, false)
+	if c != p.ctxOf(d) {
+		p.m.find(ptr, 1).a.ctx = c
+	}
+	return ptr, nil
 }
 
 func (p *Process) MemFree(ptr uintptr) error {
@@ -658,11 +799,38 @@ func (p *Process) handle() uintptr {
 }
 
 func (p *Process) stream(call string, s gpu.Stream) (*stream, error) {
+	if s == gpu.StreamLegacy || s == gpu.StreamPerThread {
+		p.mu.Lock()
+		c := p.current[syscall.Gettid()]
+		p.mu.Unlock()
+		return p.defaultStream(call, c, s)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	st := p.streams[s]
 	if st == nil || st.closed {
 		return nil, fail(call, gpu.ErrorInvalidHandle, "no stream %#x", s)
+	}
+	return st, nil
+}
+
+// defaultStream returns default stream s of context c, as the calling
+// thread names it, making it at first use.
+func (p *Process) defaultStream(call string, c gpu.Context, s gpu.Stream) (*stream, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.devOf(c) < 0 {
+		return nil, fail(call, gpu.ErrorInvalidContext, "no current context for default stream %#x", s)
+	}
+	k := defaultStream{ctx: c}
+	if s == gpu.StreamPerThread {
+		k.tid = syscall.Gettid()
+	}
+	st := p.defaults[k]
+	if st == nil {
+		st = &stream{p: p, ops: make(chan func() error, 1024)}
+		go st.run()
+		p.defaults[k] = st
 	}
 	return st, nil
 }
@@ -765,6 +933,9 @@ func (p *Process) EventRecord(e gpu.Event, s gpu.Stream) error {
 func (p *Process) asyncError() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if err := p.sticky[p.current[syscall.Gettid()]]; err != nil {
+		return fail("(asynchronous)", gpu.ErrorMisalignedAddress, "sticky: %v", err)
+	}
 	if p.asyncErr != nil {
 		return fail("(asynchronous)", 700, "%v", p.asyncErr) // CUDA_ERROR_ILLEGAL_ADDRESS
 	}
@@ -809,6 +980,9 @@ func (p *Process) EventSynchronize(e gpu.Event) error {
 func (p *Process) ModuleLoadData(ptx string) (gpu.Module, error) {
 	if _, err := p.need("cuModuleLoadDataEx"); err != nil {
 		return 0, err
+	}
+	if code := p.m.opts.ModuleLoadError; code != 0 {
+		return 0, fail("cuModuleLoadDataEx", code, "the fake's driver cannot load PTX (Options.ModuleLoadError)")
 	}
 	entries, err := ParsePTX(ptx)
 	if err != nil {
@@ -862,7 +1036,8 @@ var hostType = map[gpu.Elem]ops.Type{
 
 func (p *Process) LaunchKernel(f gpu.Function, grid, block int, s gpu.Stream, dst, a, b uintptr, n int) error {
 	const call = "cuLaunchKernel"
-	if _, err := p.need(call); err != nil {
+	_, ctx, err := p.needCtx(call)
+	if err != nil {
 		return err
 	}
 	p.mu.Lock()
@@ -887,6 +1062,16 @@ func (p *Process) LaunchKernel(f gpu.Function, grid, block int, s gpu.Stream, ds
 		return err
 	}
 	size := n * elem.Size()
+	for _, ptr := range []uintptr{dst, a, b} {
+		if ptr%uintptr(elem.Size()) != 0 {
+			// A GPU faults on the access and the context is lost.
+			err := fail(call, gpu.ErrorMisalignedAddress, "%s: operand %#x is not aligned to %d bytes", name, ptr, elem.Size())
+			p.mu.Lock()
+			p.sticky[ctx] = err
+			p.mu.Unlock()
+			return err
+		}
+	}
 	for _, ptr := range []uintptr{dst, a, b} {
 		if _, dev, err := p.m.mem(ptr, size); err != nil || (!dev && size > 0) {
 			return fail(call, gpu.ErrorInvalidValue, "kernel operand %#x is not device memory", ptr)

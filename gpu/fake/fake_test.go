@@ -3,7 +3,9 @@ package fake_test
 import (
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/gocoll/gocoll/gpu"
@@ -102,5 +104,133 @@ func TestIPC(t *testing.T) {
 	}
 	if err := b.IpcCloseMemHandle(q); err == nil {
 		t.Error("closed twice")
+	}
+}
+
+// current makes device 0's primary context current on the (locked)
+// calling thread, retained.
+func current(t *testing.T, p *fake.Process) gpu.Context {
+	t.Helper()
+	ctx, err := p.PrimaryContextRetain(0)
+	if err == nil {
+		err = p.SetCurrentContext(ctx)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx
+}
+
+// A kernel on an operand not aligned for its element type fails with
+// CUDA_ERROR_MISALIGNED_ADDRESS, and the error is sticky: every later
+// call in the context fails, as on a GPU.
+func TestMisalignedLaunchIsSticky(t *testing.T) {
+	p := fake.NewMachine(fake.Options{}).NewProcess()
+	p.AppInit(0)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	ctx := current(t, p)
+	mod, err := p.ModuleLoadData(gpu.PTX())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := p.ModuleGetFunction(mod, "gocoll_sum_f64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := p.StreamCreate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := p.EventCreate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := p.Malloc(0, 256)
+	if err := p.LaunchKernel(f, 1, 32, s, buf, buf+64, buf+128, 8); err != nil {
+		t.Fatalf("aligned launch: %v", err)
+	}
+	if err := p.LaunchKernel(f, 1, 32, s, buf, buf+64+4, buf+128, 8); !gpu.IsCode(err, gpu.ErrorMisalignedAddress) {
+		t.Fatalf("launch on an operand 4 bytes off: %v, want CUDA_ERROR_MISALIGNED_ADDRESS", err)
+	}
+	if p.Poisoned(ctx) == nil {
+		t.Error("the context is not poisoned")
+	}
+	if _, err := p.MemAlloc(16); !gpu.IsCode(err, gpu.ErrorMisalignedAddress) {
+		t.Errorf("cuMemAlloc after the fault: %v", err)
+	}
+	if err := p.EventRecord(ev, s); !gpu.IsCode(err, gpu.ErrorMisalignedAddress) {
+		t.Errorf("cuEventRecord after the fault: %v", err)
+	}
+	if err := p.EventSynchronize(ev); !gpu.IsCode(err, gpu.ErrorMisalignedAddress) {
+		t.Errorf("cuEventSynchronize after the fault: %v", err)
+	}
+}
+
+// The default streams are streams of their own: an event recorded on the
+// legacy stream or on the calling thread's per-thread stream completes
+// after the application's work queued there before it, and the NULL
+// stream is refused.
+func TestDefaultStreams(t *testing.T) {
+	p := fake.NewMachine(fake.Options{}).NewProcess()
+	p.AppInit(0)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	current(t, p)
+	buf := p.Malloc(0, 8)
+	ev, err := p.EventCreate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range []gpu.Stream{gpu.StreamLegacy, gpu.StreamPerThread} {
+		p.AppWriteAsync(0, s, buf, []byte{byte(i + 1)}, 20*time.Millisecond)
+		if err := p.EventRecord(ev, s); err != nil {
+			t.Fatalf("stream %#x: %v", s, err)
+		}
+		if done, _ := p.EventQuery(ev); done {
+			t.Errorf("stream %#x: the event completed before the application's write", s)
+		}
+		if err := p.EventSynchronize(ev); err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Read(buf, 1)[0]; got != byte(i+1) {
+			t.Errorf("stream %#x: %d after the event, want the application's %d", s, got, i+1)
+		}
+	}
+	if err := p.EventRecord(ev, 0); !gpu.IsCode(err, gpu.ErrorInvalidHandle) {
+		t.Errorf("NULL stream: %v", err)
+	}
+}
+
+// A primary context lives while the application (AppInit to AppRelease)
+// or a retain holds it; calls in it fail once nobody does.
+func TestPrimaryContextLifetime(t *testing.T) {
+	p := fake.NewMachine(fake.Options{}).NewProcess()
+	p.AppInit(0)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	current(t, p) // one retain
+	p.AppRelease(0)
+	if _, err := p.StreamCreate(); err != nil {
+		t.Fatalf("retained, after the application's release: %v", err)
+	}
+	if err := p.PrimaryContextRelease(0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.StreamCreate(); !gpu.IsCode(err, gpu.ErrorContextIsDestroyed) {
+		t.Errorf("released by all: %v, want CUDA_ERROR_CONTEXT_IS_DESTROYED", err)
+	}
+}
+
+// Options.ModuleLoadError plays a driver that cannot load PTX.
+func TestModuleLoadError(t *testing.T) {
+	p := fake.NewMachine(fake.Options{ModuleLoadError: gpu.ErrorJITCompilerNotFound}).NewProcess()
+	p.AppInit(0)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	current(t, p)
+	if _, err := p.ModuleLoadData(gpu.PTX()); !gpu.IsCode(err, gpu.ErrorJITCompilerNotFound) ||
+		!strings.Contains(err.Error(), "CUDA_ERROR_JIT_COMPILER_NOT_FOUND") {
+		t.Errorf("ModuleLoadData: %v", err)
 	}
 }
