@@ -62,6 +62,12 @@ func (r *run) run() error {
 	}
 	r.count = make([]int, len(c.Ranks))
 
+	// Before anything touches the caller's buffers: the application's
+	// work on its default streams.
+	if err := r.order(); err != nil {
+		return err
+	}
+
 	// The buffers in the engine's context: a buffer elsewhere (host
 	// memory, another device) is copied into a temporary first.
 	r.out, r.outMem = c.Out.Ptr, c.Out.Mem
@@ -127,6 +133,44 @@ func (r *run) run() error {
 		return err
 	}
 	return r.wait(ev)
+}
+
+// order makes the call wait for the work the application queued before
+// it on the legacy default stream and on the calling thread's per-thread
+// default stream of the engine's context (gocoll's streams are
+// non-blocking and would not): an event recorded on each, waited for by
+// the compute stream. That is enough for every stream: the first copies
+// of the caller's buffers and every kernel are on the compute stream, and
+// before each round's transfers the copy streams wait for a fence
+// recorded on it (communicate), which direct and IPC peers wait for too
+// (makeReady). It runs on the thread that called Run, locked to it, the
+// application's thread when called from C: the per-thread stream is that
+// thread's.
+func (r *run) order() error {
+	var evs [2]gpu.Event
+	defer func() {
+		for _, ev := range evs {
+			if ev != 0 {
+				r.putEvents(ev)
+			}
+		}
+	}()
+	for i, s := range []gpu.Stream{gpu.StreamLegacy, gpu.StreamPerThread} {
+		ev, err := r.event()
+		if err != nil {
+			return err
+		}
+		evs[i] = ev
+		if err := r.drv.EventRecord(ev, s); err != nil {
+			return fmt.Errorf("waiting for the application's default stream: %w", err)
+		}
+	}
+	for _, ev := range evs {
+		if err := r.drv.StreamWaitEvent(r.st.comp, ev); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // syncAll waits for everything queued on the state's streams, after a
