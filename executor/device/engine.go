@@ -3,6 +3,8 @@ package device
 import (
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"runtime"
 	"sync"
 
@@ -21,7 +23,9 @@ type Engine struct {
 	dev int    // the context's device ordinal
 	bus string // and its PCI bus id
 	// retained: ctx is the device's primary context, retained by the
-	// engine (the buffers' driver gave no context).
+	// engine for its lifetime (cuDevicePrimaryCtxRetain), so that the
+	// application's release of its own reference cannot destroy it under
+	// the engine's streams, memory and module.
 	retained bool
 	opts     Options
 
@@ -35,6 +39,10 @@ type Engine struct {
 	mappings map[gpu.IPCHandle]*ipcIn
 	lru      uint64
 	badPeer  map[string]bool // device bus ids whose handles cannot be opened here
+
+	// moduleErr: the module failed to load (an *errNoKernels), and
+	// reductions run on the host.
+	moduleErr error
 }
 
 type ipcOut struct {
@@ -95,6 +103,13 @@ var engines = struct {
 
 // acquire returns the engine of the context that holds mem, making it at
 // first use. The caller's OS thread is locked.
+//
+// A new engine retains the device's primary context when that is its
+// context (from the buffer's attributes, else the thread's current one,
+// else the primary context itself), and releases it with the engine. A
+// context the application created (cuCtxCreate) is not retained: the
+// driver has no reference count for it, and it is the application's to
+// keep alive until it is done with gocoll.
 func acquire(rt *gpu.Runtime, mem gpu.Memory, opts Options) (*Engine, error) {
 	drv := rt.Driver()
 	ctx, retained := mem.Context, false
@@ -122,6 +137,8 @@ func acquire(rt *gpu.Runtime, mem gpu.Memory, opts Options) (*Engine, error) {
 			return nil, err
 		}
 		ctx, retained = c, true
+	} else {
+		retained = retainIfPrimary(drv, ctx, mem.Device)
 	}
 	e := &Engine{rt: rt, drv: drv, ctx: ctx, dev: mem.Device, retained: retained, opts: opts.withDefaults(), refs: 1,
 		fns: map[string]gpu.Function{}, handles: map[uint64]ipcOut{}, mappings: map[gpu.IPCHandle]*ipcIn{},
@@ -129,6 +146,26 @@ func acquire(rt *gpu.Runtime, mem gpu.Memory, opts Options) (*Engine, error) {
 	e.bus, _ = drv.DevicePCIBusID(mem.Device)
 	engines.m[key] = e
 	return e, nil
+}
+
+// retainIfPrimary retains device dev's primary context if it is ctx, and
+// reports whether it did. An inactive primary context cannot be ctx (a
+// buffer's context exists), and retaining it would create one, so it is
+// not asked for; the retain of a primary context that is not ctx is
+// released at once.
+func retainIfPrimary(drv gpu.Driver, ctx gpu.Context, dev int) bool {
+	if on, err := drv.PrimaryContextActive(dev); err != nil || !on {
+		return false
+	}
+	c, err := drv.PrimaryContextRetain(dev)
+	if err != nil {
+		return false
+	}
+	if c != ctx {
+		drv.PrimaryContextRelease(dev)
+		return false
+	}
+	return true
 }
 
 // release drops a reference; the last one frees the engine's resources.
@@ -149,11 +186,22 @@ func (e *Engine) release() error {
 	if !last {
 		return nil
 	}
-	leave, err := e.enter()
-	if err != nil {
-		return err
+	var errs []error
+	if leave, err := e.enter(); err != nil {
+		errs = append(errs, err)
+	} else {
+		errs = append(errs, e.free())
+		leave()
 	}
-	defer leave()
+	if e.retained { // last, once nothing of the engine's is left in the context
+		errs = append(errs, e.drv.PrimaryContextRelease(e.dev))
+	}
+	return errors.Join(errs...)
+}
+
+// free frees the engine's mappings, pinned memory and module, in its
+// context.
+func (e *Engine) free() error {
 	var errs []error
 	for h, m := range e.mappings {
 		errs = append(errs, e.drv.IpcCloseMemHandle(m.ptr))
@@ -166,9 +214,6 @@ func (e *Engine) release() error {
 	if e.module != 0 {
 		errs = append(errs, e.drv.ModuleUnload(e.module))
 		e.module = 0
-	}
-	if e.retained {
-		errs = append(errs, e.drv.PrimaryContextRelease(e.dev))
 	}
 	return errors.Join(errs...)
 }
@@ -194,17 +239,56 @@ func (e *Engine) enter() (leave func(), err error) {
 	}, nil
 }
 
+// errNoKernels wraps the driver's error when gocoll's PTX module cannot
+// be loaded: reductions then run on the host.
+type errNoKernels struct{ err error }
+
+func (e *errNoKernels) Error() string {
+	return "the CUDA driver cannot load gocoll's reduction kernels: " + e.err.Error()
+}
+
+func (e *errNoKernels) Unwrap() error { return e.err }
+
+// warnOutput is where the warnings of an engine go; warned holds the
+// runtimes (processes, outside tests) that printed theirs.
+var (
+	warnMu     sync.Mutex
+	warnOutput io.Writer = os.Stderr
+	warned               = map[*gpu.Runtime]bool{}
+)
+
+// warnNoKernels says once per runtime that reductions on device buffers
+// run on the host, and why.
+func warnNoKernels(rt *gpu.Runtime, err error) {
+	warnMu.Lock()
+	defer warnMu.Unlock()
+	if warned[rt] {
+		return
+	}
+	warned[rt] = true
+	fmt.Fprintf(warnOutput, "gocoll: warning: %v; reductions on device buffers run on the host instead (slower, results the same)\n", &errNoKernels{err})
+}
+
 // function returns a reduction kernel, compiling the module at first use.
+// When the driver cannot load the module (no PTX JIT, JIT disabled, a
+// driver older than the PTX) it warns once and returns an *errNoKernels
+// from then on, without asking the driver again: the caller reduces on
+// the host.
 func (e *Engine) function(name string) (gpu.Function, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if f, ok := e.fns[name]; ok {
 		return f, nil
 	}
+	if e.moduleErr != nil {
+		return 0, e.moduleErr
+	}
 	if e.module == 0 {
 		m, err := e.drv.ModuleLoadData(gpu.PTX())
 		if err != nil {
-			return 0, fmt.Errorf("compiling gocoll's reduction kernels: %w", err)
+			warnNoKernels(e.rt, err)
+			e.moduleErr = &errNoKernels{err}
+			return 0, e.moduleErr
 		}
 		e.module = m
 	}

@@ -69,10 +69,13 @@ func (r *run) run() error {
 	}
 
 	// The buffers in the engine's context: a buffer elsewhere (host
-	// memory, another device) is copied into a temporary first.
+	// memory, another device), or one a reduction kernel could not read
+	// (not aligned for its element type), is copied into a temporary
+	// first; cuMemcpyAsync takes any byte address.
 	r.out, r.outMem = c.Out.Ptr, c.Out.Mem
 	inPlace := c.In.Len > 0 && c.In.Ptr >= c.Out.Ptr && c.In.Ptr+uintptr(c.In.Len) <= c.Out.Ptr+uintptr(c.Out.Len)
-	if c.Out.Len > 0 && !r.sameContext(c.Out.Mem) {
+	align := r.kernelAlign()
+	if c.Out.Len > 0 && (!r.sameContext(c.Out.Mem) || c.Out.Ptr%align != 0) {
 		if err := st.ensure(&st.tmpOut, c.Out.Len); err != nil {
 			return err
 		}
@@ -86,7 +89,7 @@ func (r *run) run() error {
 	switch {
 	case inPlace:
 		r.in, r.inMem = r.out+(c.In.Ptr-c.Out.Ptr), r.outMem
-	case c.In.Len > 0 && !r.sameContext(c.In.Mem):
+	case c.In.Len > 0 && (!r.sameContext(c.In.Mem) || c.In.Ptr%align != 0):
 		if err := st.ensure(&st.tmpIn, c.In.Len); err != nil {
 			return err
 		}
@@ -171,6 +174,20 @@ func (r *run) order() error {
 		}
 	}
 	return nil
+}
+
+// kernelAlign returns the alignment a reduction kernel needs of its
+// operands: the size of its element type (the PTX loads and stores one
+// element at a time, ld.global/st.global of 2, 4 or 8 bytes, which must
+// be naturally aligned), or 1 when the call launches no kernel. step
+// checks every launch's operands again: what staging cannot align (an
+// in-place input at an odd offset into the output) is reduced on the
+// host.
+func (r *run) kernelAlign() uintptr {
+	if r.c.Kernel == "" || r.c.Elem == gpu.ElemNone {
+		return 1
+	}
+	return uintptr(r.c.Elem.Size())
 }
 
 // syncAll waits for everything queued on the state's streams, after a

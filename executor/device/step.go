@@ -8,7 +8,9 @@ import (
 )
 
 // step applies a local step on the compute stream: a copy device to
-// device, or a reduction by a GPU kernel, or on the host.
+// device, or a reduction by a GPU kernel, or on the host (no kernel for
+// the op and type, operands not aligned for one, or no module: see
+// Engine.function).
 func (r *run) step(s schedule.Step) error {
 	c, drv, comp := r.c, r.drv, r.st.comp
 	dst, a := r.addr(s.Dst), r.addr(s.A)
@@ -20,16 +22,33 @@ func (r *run) step(s schedule.Step) error {
 		return drv.MemcpyAsync(dst, a, n, comp)
 	}
 	b := r.addr(s.B)
-	if c.Kernel == "" {
+	var f gpu.Function
+	var err error
+	onGPU := false
+	switch {
+	case c.Kernel == "":
+	case (dst|a|b)%r.kernelAlign() != 0:
+		// A misaligned access would fault and poison the application's
+		// context (CUDA_ERROR_MISALIGNED_ADDRESS is sticky). run stages
+		// misaligned buffers, so only an in-place input at an odd offset
+		// into the output comes here.
+	default:
+		f, err = r.e.function(c.Kernel)
+		var nk *errNoKernels
+		if errors.As(err, &nk) {
+			break // warned once: reduce on the host
+		}
+		if err != nil {
+			return err
+		}
+		onGPU = true
+	}
+	if !onGPU {
 		if c.Reduce == nil {
 			return errors.New("device executor: a reduce step without a kernel")
 		}
 		r.x.count(func(s *Stats) { s.HostReduce++ })
 		return r.hostReduce(dst, a, b, n)
-	}
-	f, err := r.e.function(c.Kernel)
-	if err != nil {
-		return err
 	}
 	elems := n / c.Elem.Size()
 	block := r.e.opts.Block

@@ -1,0 +1,154 @@
+package device_test
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/gocoll/gocoll/executor/device"
+	"github.com/gocoll/gocoll/gpu"
+	"github.com/gocoll/gocoll/gpu/fake"
+)
+
+// Device buffers not aligned for their element type never reach a
+// kernel: a misaligned load faults with CUDA_ERROR_MISALIGNED_ADDRESS,
+// which is sticky and would leave the application's context unusable
+// (the fake's LaunchKernel fails so, and poisons the context). They are
+// copied into aligned temporaries (cuMemcpyAsync takes any address) and
+// reduced there on the GPU: results right, in place and not, every
+// offset below the element size, and the context usable afterwards.
+func TestMisalignedBuffers(t *testing.T) {
+	const n = 70
+	rs := pair(t, device.Options{Segment: 128})
+	p0, p1 := rs[0].proc, rs[1].proc
+	v0, want := operands(0, n)
+	v1, _ := operands(1, n)
+	seq := uint32(0)
+	launches := 0
+	for _, e := range []gpu.Elem{gpu.F32, gpu.F64} {
+		for _, off := range []uintptr{1, 2, uintptr(e.Size() - 1)} {
+			for _, inPlace := range []bool{false, true} {
+				name := fmt.Sprintf("%v offset %d in place %v", e, off, inPlace)
+				size := e.Size() * n
+				in := [2]uintptr{p0.Malloc(0, size+8) + off, p1.Malloc(0, size+8) + off}
+				out := p1.Malloc(0, size+8) + off
+				if inPlace {
+					out = in[1]
+				}
+				p0.Write(in[0], encode(e, v0))
+				p1.Write(in[1], encode(e, v1))
+				seq++
+				if err := callSum(rs, e, n, seq, in, out, nil); err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				checkSum(t, p1, e, out, want)
+				if err := p1.Poisoned(rs[1].rt.Classify(out).Context); err != nil {
+					t.Fatalf("%s: the context is poisoned: %v", name, err)
+				}
+				launches++
+			}
+		}
+	}
+	// Still on the GPU, and the context still works.
+	if s := rs[1].x.Stats(); s.GPUReduce != launches || s.HostReduce != 0 {
+		t.Errorf("%+v: want %d reductions on the GPU", s, launches)
+	}
+	in := [2]uintptr{p0.Malloc(0, 4*n), p1.Malloc(0, 4*n)}
+	out := p1.Malloc(0, 4*n)
+	p0.Write(in[0], encode(gpu.F32, v0))
+	p1.Write(in[1], encode(gpu.F32, v1))
+	if err := callSum(rs, gpu.F32, n, seq+1, in, out, nil); err != nil {
+		t.Fatalf("aligned call after the misaligned ones: %v", err)
+	}
+	checkSum(t, p1, gpu.F32, out, want)
+	for _, r := range rs {
+		if err := r.x.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// A driver that cannot load gocoll's PTX (no JIT, JIT disabled, a driver
+// older than the PTX) does not fail the call: reductions run on the host,
+// with one warning per process naming the driver's error, and the
+// module is not asked for again.
+func TestModuleLoadFailureFallsBackToHost(t *testing.T) {
+	var warn bytes.Buffer
+	defer device.SetWarnOutput(&warn)()
+	m := fake.NewMachine(fake.Options{ModuleLoadError: gpu.ErrorJITCompilationDisabled})
+	rs := pairOn(t, m, device.Options{Segment: 64})
+	const calls = 3
+	for seq := range uint32(calls) {
+		runPair(t, rs, 40, "gocoll_sum_f32", seq+1)
+	}
+	if s := rs[1].x.Stats(); s.HostReduce != calls || s.GPUReduce != 0 {
+		t.Errorf("%+v: want %d host reductions", s, calls)
+	}
+	if l := m.Stats().Launches; len(l) != 0 {
+		t.Errorf("kernels launched: %v", l)
+	}
+	out := warn.String()
+	if strings.Count(out, "gocoll: warning") != 1 || !strings.Contains(out, "CUDA_ERROR_JIT_COMPILATION_DISABLED") ||
+		!strings.Contains(out, "reductions on device buffers run on the host") {
+		t.Errorf("want one warning naming the driver's error, got %q", out)
+	}
+	for _, r := range rs {
+		if err := r.x.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// The engine retains the primary context it works in, for its lifetime:
+// the application releasing its own reference (the fake's AppRelease,
+// which destroys a primary context nobody else holds) does not pull the
+// context from under gocoll's streams, memory and module; closing the
+// executors releases the retain, and then the context is gone.
+func TestPrimaryContextRetained(t *testing.T) {
+	rs := pair(t, device.Options{})
+	runPair(t, rs, 16, "gocoll_sum_f32", 1)
+	for r, rk := range rs {
+		if got := rk.proc.PrimaryRetains(0); got != 1 {
+			t.Errorf("rank %d: primary context retained %d times, want 1", r, got)
+		}
+		rk.proc.AppRelease(0)
+	}
+	runPair(t, rs, 16, "gocoll_sum_f32", 2)
+	for r, rk := range rs {
+		if err := rk.x.Close(); err != nil {
+			t.Errorf("rank %d: %v", r, err)
+		}
+		if got := rk.proc.PrimaryRetains(0); got != 0 {
+			t.Errorf("rank %d: %d retains left after Close", r, got)
+		}
+		if on, _ := rk.proc.PrimaryContextActive(0); on {
+			t.Errorf("rank %d: the primary context is still active after gocoll and the application let it go", r)
+		}
+	}
+}
+
+// A context the application made itself (cuCtxCreate) is not retained:
+// the engine's probe of the primary context is released at once, and the
+// call runs in the buffers' context.
+func TestUserContextNotRetained(t *testing.T) {
+	const n = 16
+	rs := pair(t, device.Options{})
+	ctx := rs[1].proc.CtxCreate(0)
+	bufs := []uintptr{rs[0].proc.Malloc(0, 4*n), rs[1].proc.MallocIn(ctx, 4*n), rs[1].proc.MallocIn(ctx, 4*n)}
+	if got := rs[1].rt.Classify(bufs[1]).Context; got != ctx {
+		t.Fatalf("buffer in context %#x, want %#x", got, ctx)
+	}
+	runPair(t, rs, n, "gocoll_sum_f32", 1, bufs...)
+	if got := rs[1].proc.PrimaryRetains(0); got != 0 {
+		t.Errorf("primary context retained %d times by an engine in the application's own context", got)
+	}
+	if got := rs[0].proc.PrimaryRetains(0); got != 1 {
+		t.Errorf("rank 0: primary context retained %d times, want 1", got)
+	}
+	for r, rk := range rs {
+		if err := rk.x.Close(); err != nil {
+			t.Errorf("rank %d: %v", r, err)
+		}
+	}
+}
