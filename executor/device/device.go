@@ -30,6 +30,16 @@
 // round's steps wait for the up stream. The call returns once its last
 // step has completed on the GPU, so the caller's buffers are final.
 //
+// The application's work: the streams are non-blocking, so each call
+// first makes the compute stream wait for events recorded on the legacy
+// default stream and on the calling thread's per-thread default stream
+// (run.order); work on the application's own streams is the
+// application's to finish before the call. Nothing is done that could
+// poison the application's context: buffers not aligned for a kernel's
+// element type are staged (kernelAlign), a PTX module the driver cannot
+// load sends reductions to the host (Engine.function), and an engine
+// retains the primary context it works in (acquire).
+//
 // Messages carry tags of their own kind (data, descriptor,
 // acknowledgement) and index within the round, so every rank of a call
 // must use the device executor: all ranks pass device memory, or none
