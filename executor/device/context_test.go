@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/gocoll/gocoll/executor/device"
+	"github.com/gocoll/gocoll/executor/host"
 	"github.com/gocoll/gocoll/gpu"
 	"github.com/gocoll/gocoll/gpu/fake"
+	"github.com/gocoll/gocoll/ops"
+	"github.com/gocoll/gocoll/transport"
 )
 
 // Device buffers not aligned for their element type never reach a
@@ -150,5 +154,62 @@ func TestUserContextNotRetained(t *testing.T) {
 		if err := rk.x.Close(); err != nil {
 			t.Errorf("rank %d: %v", r, err)
 		}
+	}
+}
+
+// What staging cannot align, an in-place input at an offset into the
+// output that is not a multiple of the element size (MPI_IN_PLACE never
+// makes one), is reduced on the host: still no kernel sees a misaligned
+// address.
+func TestMisalignedInPlaceOffsetReducesOnHost(t *testing.T) {
+	const n = 40
+	rs := pair(t, device.Options{Segment: 64})
+	p0, p1 := rs[0].proc, rs[1].proc
+	v0, _ := operands(0, n)
+	in0 := p0.Malloc(0, 4*n)
+	p0.Write(in0, encode(gpu.F32, v0))
+	out := p1.Malloc(0, 4*n+8)
+	init := make([]byte, 4*n+4)
+	for i := range init {
+		init[i] = byte(i%7) + 0x3c // small positive floats at any 4-byte window
+	}
+	p1.Write(out, init)
+	in1 := out + 2 // in place, 2 bytes into the output
+	k, _ := ops.Lookup(ops.Sum, ops.Float)
+	want := make([]byte, 4*n)
+	k(want, init[2:2+4*n], encode(gpu.F32, v0))
+
+	sch := sendReduce(n)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for r := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := &device.Call{Sched: sch[r], ElemSize: 4, Reduce: host.Kernel(k), T: rs[r].t, Ranks: []int{0, 1},
+				Tag: transport.Tag{Context: 1, Seq: 1}, Kernel: "gocoll_sum_f32", Elem: gpu.F32}
+			if r == 0 {
+				c.In = device.Buffer{Ptr: in0, Len: 4 * n, Mem: rs[0].rt.Classify(in0)}
+			} else {
+				c.In = device.Buffer{Ptr: in1, Len: 4 * n, Mem: rs[1].rt.Classify(in1)}
+				c.Out = device.Buffer{Ptr: out, Len: 4*n + 4, Mem: rs[1].rt.Classify(out)}
+			}
+			errs[r] = rs[r].x.Run(c)
+		}()
+	}
+	wg.Wait()
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+	if got := p1.Read(out, 4*n); !bytes.Equal(got, want) {
+		t.Errorf("result %x\nwant   %x", got, want)
+	}
+	if s := rs[1].x.Stats(); s.HostReduce != 1 || s.GPUReduce != 0 {
+		t.Errorf("%+v: want the reduction on the host", s)
+	}
+	if err := p1.Poisoned(rs[1].rt.Classify(out).Context); err != nil {
+		t.Errorf("the context is poisoned: %v", err)
 	}
 }
