@@ -181,11 +181,6 @@ func (x *Executor) Run(c *Call) error {
 		// A failed call leaves the streams in an unknown state: wait for
 		// what was queued before anyone reuses the buffers.
 		r.syncAll()
-		for _, b := range []Buffer{c.In, c.Out} {
-			if b.Mem.OnDevice() {
-				x.rt.Forget(b.Ptr)
-			}
-		}
 	}
 	return err
 }
