@@ -255,5 +255,8 @@ func (st *state) ensure(m *devMem, n int) error {
 		return fmt.Errorf("device scratch memory (%d bytes): %w", n, err)
 	}
 	*m = devMem{ptr: p, n: n, mem: gpu.Memory{Kind: gpu.Device, Context: st.e.ctx, Device: st.e.dev, Base: p, Size: n}}
+	if a, err := st.e.drv.PointerAttributes(p); err == nil {
+		m.mem.BufferID = a.BufferID // so that its IPC handle is cached (Engine.handle)
+	}
 	return nil
 }

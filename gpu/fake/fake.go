@@ -337,6 +337,9 @@ func (m *Machine) NewProcess(visible ...int) *Process {
 
 var _ gpu.Driver = (*Process)(nil)
 
+// Machine returns the node the process runs on.
+func (p *Process) Machine() *Machine { return p.m }
+
 func fail(call string, code int, format string, a ...any) error {
 	return gpu.NewError(call, code, fmt.Sprintf(format, a...))
 }
