@@ -82,6 +82,9 @@ const maxMappings = 256
 // cuIpcOpenMemHandle per maxIdle per buffer at most.
 var maxIdle = 2 * time.Second
 
+// clock is the time of the mapping policy (tests move it).
+var clock = time.Now
+
 // maxHandles bounds the sender's handle cache; when full it starts again
 // empty (a handle holds no memory: it is only asked for again).
 const maxHandles = 1024
@@ -326,13 +329,16 @@ func (e *Engine) open(d descriptor) (ptr uintptr, done func(), err error) {
 	if e.badPeer[d.bus] {
 		return 0, nil, fmt.Errorf("device %s cannot be reached from this process", d.bus)
 	}
-	now := time.Now()
+	now := clock()
 	e.lru++
 	src := ipcSource{d.rt, d.base}
 	m, ok := e.mappings[src]
 	if ok && (m.buf != d.buf || m.h != d.handle) {
 		e.unmapLocked(src, m) // the sender freed it: a new allocation is at its base
 		ok = false
+	}
+	if ok {
+		m.busy++ // before the sweep, which leaves busy mappings alone
 	}
 	e.sweepLocked(now)
 	if !ok {
@@ -341,14 +347,13 @@ func (e *Engine) open(d descriptor) (ptr uintptr, done func(), err error) {
 			e.badPeer[d.bus] = true
 			return 0, nil, err
 		}
-		m = &ipcIn{ptr: p, buf: d.buf, h: d.handle}
+		m = &ipcIn{ptr: p, buf: d.buf, h: d.handle, busy: 1}
 		e.mappings[src] = m
 		if e.sweeper == nil {
 			e.sweeper = time.AfterFunc(maxIdle, e.sweepIdle)
 		}
 	}
 	m.used, m.at = e.lru, now
-	m.busy++
 	return m.ptr, func() {
 		e.mu.Lock()
 		defer e.mu.Unlock()
@@ -423,7 +428,7 @@ func (e *Engine) sweepIdle() {
 	defer e.mu.Unlock()
 	if err == nil {
 		defer leave()
-		e.sweepLocked(time.Now())
+		e.sweepLocked(clock())
 	}
 	if len(e.mappings) > 0 && e.sweeper == nil {
 		e.sweeper = time.AfterFunc(maxIdle, e.sweepIdle)

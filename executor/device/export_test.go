@@ -9,3 +9,11 @@ func SetMaxIdle(d time.Duration) (restore func()) {
 	maxIdle = d
 	return func() { maxIdle = old }
 }
+
+// SetClock makes the IPC mapping policy read the time from now, for a
+// test; the returned function restores it.
+func SetClock(now func() time.Time) (restore func()) {
+	old := clock
+	clock = now
+	return func() { clock = old }
+}

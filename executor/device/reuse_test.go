@@ -153,9 +153,14 @@ func TestIPCAddressReuseCalls(t *testing.T) {
 
 // A freed allocation whose address is not reused: its mapping is closed
 // once unused for the idle time, by the engine's timer, with no further
-// call; a later call maps again.
+// call; a later call maps again. (The timer runs every 50 ms; the
+// policy's clock stands still until the test moves it past the idle
+// time.)
 func TestIPCIdleMappingClosed(t *testing.T) {
 	defer device.SetMaxIdle(50 * time.Millisecond)()
+	var mu sync.Mutex
+	now := time.Now()
+	defer device.SetClock(func() time.Time { mu.Lock(); defer mu.Unlock(); return now })()
 	const n = 16
 	rs := pair(t, device.Options{})
 	ipcPeers(rs)
@@ -167,17 +172,57 @@ func TestIPCIdleMappingClosed(t *testing.T) {
 	if m.FreedMapped() != 1 {
 		t.Fatalf("%d mappings of freed memory, want 1", m.FreedMapped())
 	}
+	time.Sleep(200 * time.Millisecond) // timer sweeps that find it recently used
+	if m.FreedMapped() != 1 {
+		t.Fatalf("%d mappings of freed memory before the idle time passed, want 1", m.FreedMapped())
+	}
+	mu.Lock()
+	now = now.Add(time.Second)
+	mu.Unlock()
 	deadline := time.Now().Add(5 * time.Second)
 	for m.FreedMapped() != 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if m.FreedMapped() != 0 || m.OpenMappings() != 0 {
-		t.Fatalf("5 s after the free: %d mappings of freed memory, %d open; want none (idle time 50 ms)", m.FreedMapped(), m.OpenMappings())
+		t.Fatalf("5 s after the idle time passed: %d mappings of freed memory, %d open; want none", m.FreedMapped(), m.OpenMappings())
 	}
 	in0 = rs[0].proc.Malloc(0, 4*n)
 	sumOver(t, rs, n, 2, 5, in0, in1, out)
 	if st := m.Stats(); st.IPCOpens != 2 || st.IPCCloses != 1 {
 		t.Errorf("%d opens, %d closes; want 2, 1", st.IPCOpens, st.IPCCloses)
+	}
+	for _, r := range rs {
+		if err := r.x.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+	if m.OpenMappings() != 0 {
+		t.Errorf("%d mappings open after Close", m.OpenMappings())
+	}
+}
+
+// A mapping idle for longer than the idle time but not yet swept is
+// used again by a call on the same allocation: the call's own sweep
+// must not close it under the copy. (The clock jumps; the timer, set
+// to an hour, never runs.)
+func TestIPCIdleMappingReused(t *testing.T) {
+	defer device.SetMaxIdle(time.Hour)()
+	var mu sync.Mutex
+	now := time.Now()
+	defer device.SetClock(func() time.Time { mu.Lock(); defer mu.Unlock(); return now })()
+	const n = 16
+	rs := pair(t, device.Options{})
+	ipcPeers(rs)
+	m := rs[0].proc.Machine()
+	in0 := rs[0].proc.Malloc(0, 4*n)
+	in1, out := rs[1].proc.Malloc(0, 4*n), rs[1].proc.Malloc(0, 4*n)
+	sumOver(t, rs, n, 1, 1, in0, in1, out)
+	mu.Lock()
+	now = now.Add(2 * time.Hour)
+	mu.Unlock()
+	sumOver(t, rs, n, 2, 9, in0, in1, out)
+	if st := m.Stats(); st.IPCOpens != 1 || st.IPCCloses != 0 {
+		t.Errorf("%d opens, %d closes; want the one mapping reused", st.IPCOpens, st.IPCCloses)
 	}
 	for _, r := range rs {
 		if err := r.x.Close(); err != nil {
