@@ -73,8 +73,8 @@ type ipcIn struct {
 // address is not reused is not seen to go, so mappings are also closed
 // when unused for maxIdle (a timer, and every open, sweeps them) and,
 // beyond maxMappings, the least recently used first: the memory of a
-// freed buffer is held at most maxIdle after its last transfer, or until
-// the communicators close. A mapping in use by a copy is closed when the
+// freed buffer is held at most about maxIdle (plus an eighth) after its
+// last transfer. A mapping in use by a copy is closed when the
 // copy ends.
 const maxMappings = 256
 
@@ -426,11 +426,19 @@ func (e *Engine) sweepIdle() {
 	leave, err := e.enter()
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	now := clock()
 	if err == nil {
 		defer leave()
-		e.sweepLocked(clock())
+		e.sweepLocked(now)
 	}
 	if len(e.mappings) > 0 && e.sweeper == nil {
-		e.sweeper = time.AfterFunc(maxIdle, e.sweepIdle)
+		// Next when the first one left falls idle, or a little later.
+		next := maxIdle
+		for _, m := range e.mappings {
+			if d := m.at.Add(maxIdle).Sub(now); m.busy == 0 && d < next {
+				next = d
+			}
+		}
+		e.sweeper = time.AfterFunc(max(next, maxIdle/8), e.sweepIdle)
 	}
 }
