@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -64,8 +63,8 @@ type Memory struct {
 // OnDevice reports whether the memory must be reached through CUDA.
 func (m Memory) OnDevice() bool { return m.Kind != Host }
 
-// Runtime is one process's view of CUDA: the driver, whether the
-// application has a context yet, and the device allocations seen so far.
+// Runtime is one process's view of CUDA: the driver and whether the
+// application has a context yet.
 // A nil *Runtime is valid and classifies everything as host memory
 // without a call: that is the runtime of GOCOLL_CUDA=off and of machines
 // without a driver.
@@ -79,14 +78,8 @@ type Runtime struct {
 	ctxSeen atomic.Bool
 	devices atomic.Int32 // device count, -1 until known
 
-	mu     sync.Mutex
-	ranges atomic.Pointer[[]Memory] // device allocations by Base; copy on write
-
 	queries atomic.Int64 // cuPointerGetAttributes calls, for tests and debugging
 }
-
-// maxRanges bounds the allocation cache; when full it starts again empty.
-const maxRanges = 4096
 
 // NewRuntime returns the runtime of drv. With On it initialises the driver
 // and fails unless there is at least one device; with Auto it calls
@@ -232,16 +225,20 @@ func (r *Runtime) Devices() int {
 
 // Classify says where the memory at ptr lives. Without a runtime, or
 // before the process has a CUDA context, it is host memory and nothing is
-// called. A device allocation is asked about once (cuPointerGetAttributes)
-// and then found in a cache by address range; host memory is asked about
-// at every call, since CUDA gives no range for it. A driver error makes
-// the buffer host memory, as it does for the driver's own copies.
+// called. Otherwise every call asks the driver once
+// (cuPointerGetAttributes), and a driver error makes the buffer host
+// memory, as it does for the driver's own copies.
+//
+// Nothing is cached by address: after cudaFree, cudaMalloc often returns
+// the same address for a new allocation (a new buffer id, a new IPC
+// handle), so a cached range can name memory that is gone. Revalidating
+// a cached entry would cost the same one query that answers afresh (the
+// buffer id comes with the range, context and device), so the query is
+// the answer. Callers that cache by allocation (IPC handles, mappings)
+// compare Memory.BufferID.
 func (r *Runtime) Classify(ptr uintptr) Memory {
 	if ptr == 0 || !r.Active() {
 		return Memory{Kind: Host}
-	}
-	if m, ok := r.cached(ptr); ok {
-		return m
 	}
 	r.queries.Add(1)
 	a, err := r.drv.PointerAttributes(ptr)
@@ -258,80 +255,9 @@ func (r *Runtime) Classify(ptr uintptr) Memory {
 		return Memory{Kind: Host}
 	}
 	if m.Base == 0 || m.Size <= 0 || ptr < m.Base || ptr >= m.Base+uintptr(m.Size) {
-		m.Base, m.Size = ptr, 1 // the driver gave no range: cache the address alone
+		m.Base, m.Size = ptr, 1 // the driver gave no range: the address alone
 	}
-	r.remember(m)
 	return m
-}
-
-// cached finds the device allocation that holds ptr.
-func (r *Runtime) cached(ptr uintptr) (Memory, bool) {
-	rs := r.ranges.Load()
-	if rs == nil {
-		return Memory{}, false
-	}
-	all := *rs
-	i, _ := slices.BinarySearchFunc(all, ptr, func(m Memory, p uintptr) int {
-		switch {
-		case m.Base+uintptr(m.Size) <= p:
-			return -1
-		case m.Base > p:
-			return 1
-		}
-		return 0
-	})
-	if i < len(all) && all[i].Base <= ptr && ptr < all[i].Base+uintptr(all[i].Size) {
-		return all[i], true
-	}
-	return Memory{}, false
-}
-
-// remember adds an allocation to the cache, replacing any it overlaps
-// (the application freed those and reused their addresses).
-func (r *Runtime) remember(m Memory) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var old []Memory
-	if rs := r.ranges.Load(); rs != nil && len(*rs) < maxRanges {
-		old = *rs
-	}
-	next := make([]Memory, 0, len(old)+1)
-	end := m.Base + uintptr(m.Size)
-	for _, o := range old {
-		if o.Base < end && m.Base < o.Base+uintptr(o.Size) {
-			continue
-		}
-		next = append(next, o)
-	}
-	i, _ := slices.BinarySearchFunc(next, m.Base, func(o Memory, b uintptr) int {
-		if o.Base < b {
-			return -1
-		}
-		if o.Base > b {
-			return 1
-		}
-		return 0
-	})
-	next = slices.Insert(next, i, m)
-	r.ranges.Store(&next)
-}
-
-// Forget drops the cached allocation that holds ptr, after a driver call
-// on it failed: the application may have freed it.
-func (r *Runtime) Forget(ptr uintptr) {
-	if r == nil {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	rs := r.ranges.Load()
-	if rs == nil {
-		return
-	}
-	next := slices.DeleteFunc(slices.Clone(*rs), func(m Memory) bool {
-		return m.Base <= ptr && ptr < m.Base+uintptr(m.Size)
-	})
-	r.ranges.Store(&next)
 }
 
 // Queries returns how many times Classify asked the driver.

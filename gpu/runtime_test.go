@@ -69,41 +69,43 @@ func TestClassifyWithoutContext(t *testing.T) {
 	}
 }
 
-// Once a context exists, a device allocation is asked about once and then
-// found by range; host memory is asked about every time (CUDA gives no
-// range for it); a forgotten allocation is asked about again.
-func TestClassifyCache(t *testing.T) {
+// Once a context exists, each call asks the driver once, device and
+// host memory alike, and nothing is remembered by address: after the
+// application frees an allocation and gets the same address back for a
+// new one (cudaMalloc often does), the answer is the new allocation, its
+// buffer id and its range.
+func TestClassifyAddressReuse(t *testing.T) {
 	ctrl := gomock.NewController(t)
 	d := mockgpu.NewMockDriver(ctrl)
 	rt, _ := gpu.NewRuntime(d, gpu.Auto)
 	const base, size = 0x7f0000000000, 1 << 20
 	d.EXPECT().CurrentContext().Return(gpu.Context(0xc0), nil).Times(1) // the context is seen once, for good
-	dev := gpu.PointerAttrs{Type: gpu.MemoryDevice, Context: 0xc0, Device: 0, BufferID: 9, Start: base, Size: size}
+	old := gpu.PointerAttrs{Type: gpu.MemoryDevice, Context: 0xc0, Device: 0, BufferID: 9, Start: base, Size: size}
+	reused := gpu.PointerAttrs{Type: gpu.MemoryDevice, Context: 0xc0, Device: 0, BufferID: 10, Start: base, Size: size / 2}
 	gomock.InOrder(
-		d.EXPECT().PointerAttributes(uintptr(base+64)).Return(dev, nil),
+		d.EXPECT().PointerAttributes(uintptr(base+64)).Return(old, nil),
+		// cudaFree(base); cudaMalloc(size/2) == base
+		d.EXPECT().PointerAttributes(uintptr(base+64)).Return(reused, nil),
+		d.EXPECT().PointerAttributes(uintptr(base+100)).Return(reused, nil),
 		d.EXPECT().PointerAttributes(uintptr(0x1000)).Return(gpu.PointerAttrs{}, nil).Times(2),
-		d.EXPECT().PointerAttributes(uintptr(base+8)).Return(dev, nil),
 	)
 	m := rt.Classify(base + 64)
 	if m.Kind != gpu.Device || m.Base != base || m.Size != size || m.Context != 0xc0 || m.BufferID != 9 {
 		t.Fatalf("device pointer: %+v", m)
 	}
-	for _, p := range []uintptr{base, base + 100, base + size - 1} {
-		if m := rt.Classify(p); m.Kind != gpu.Device || m.Base != base {
-			t.Errorf("cache miss for %#x: %+v", p, m)
-		}
+	if m := rt.Classify(base + 64); m.Kind != gpu.Device || m.Base != base || m.Size != size/2 || m.BufferID != 10 {
+		t.Errorf("new allocation at the freed one's address: %+v, want buffer id 10, %d bytes", m, size/2)
+	}
+	if m := rt.Classify(base + 100); m.Kind != gpu.Device || m.Base != base || m.BufferID != 10 {
+		t.Errorf("same allocation again: %+v", m)
 	}
 	for range 2 {
 		if m := rt.Classify(0x1000); m.Kind != gpu.Host {
 			t.Errorf("host pointer: %+v", m)
 		}
 	}
-	rt.Forget(base + 5)
-	if m := rt.Classify(base + 8); m.Kind != gpu.Device {
-		t.Errorf("after Forget: %+v", m)
-	}
-	if rt.Queries() != 4 {
-		t.Errorf("%d queries, want 4", rt.Queries())
+	if rt.Queries() != 5 {
+		t.Errorf("%d queries, want 5 (one per call)", rt.Queries())
 	}
 }
 

@@ -191,11 +191,6 @@ func (x *Executor) Run(c *Call) error {
 		// A failed call leaves the streams in an unknown state: wait for
 		// what was queued before anyone reuses the buffers.
 		r.syncAll()
-		for _, b := range []Buffer{c.In, c.Out} {
-			if b.Mem.OnDevice() {
-				x.rt.Forget(b.Ptr)
-			}
-		}
 	}
 	return err
 }
@@ -270,5 +265,8 @@ func (st *state) ensure(m *devMem, n int) error {
 		return fmt.Errorf("device scratch memory (%d bytes): %w", n, err)
 	}
 	*m = devMem{ptr: p, n: n, mem: gpu.Memory{Kind: gpu.Device, Context: st.e.ctx, Device: st.e.dev, Base: p, Size: n}}
+	if a, err := st.e.drv.PointerAttributes(p); err == nil {
+		m.mem.BufferID = a.BufferID // so that its IPC handle is cached (Engine.handle)
+	}
 	return nil
 }

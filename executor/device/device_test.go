@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/mock/gomock"
 
@@ -392,6 +393,7 @@ func TestStagingReceiveThenReduce(t *testing.T) {
 // to device from the mapping, and closes it exactly once when the
 // executor goes away.
 func TestIPCOpenClosePairing(t *testing.T) {
+	defer device.SetMaxIdle(time.Hour)() // no idle close between the calls
 	const n = 16
 	var mapped uintptr
 	rs := pair(t, device.Options{}, func(m *mockgpu.MockDriver, p *fake.Process, tr *trace) {

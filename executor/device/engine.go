@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/gocoll/gocoll/gpu"
 )
@@ -35,10 +36,12 @@ type Engine struct {
 	fns      map[string]gpu.Function
 	slots    []uintptr         // free pinned segments, Options.Segment bytes each
 	pinned   []uintptr         // every pinned segment
-	handles  map[uint64]ipcOut // this process's allocations, by buffer id
-	mappings map[gpu.IPCHandle]*ipcIn
+	handles  map[uint64]ipcOut // this process's allocations, by base address
+	mappings map[ipcSource]*ipcIn
 	lru      uint64
 	badPeer  map[string]bool // device bus ids whose handles cannot be opened here
+	sweeper  *time.Timer     // closes idle mappings (sweepIdle); nil when none is due
+	sweepMu  sync.Mutex      // held by a sweep and by release's teardown
 
 	// moduleErr: the module failed to load (an *errNoKernels), and
 	// reductions run on the host.
@@ -46,18 +49,53 @@ type Engine struct {
 }
 
 type ipcOut struct {
-	h  gpu.IPCHandle
-	ok bool // false: the allocation has no handle (pool or VMM memory)
+	buf uint64 // the allocation's buffer id
+	h   gpu.IPCHandle
+	ok  bool // false: the allocation has no handle (pool or VMM memory)
+}
+
+// ipcSource names another process's allocation: that process's runtime
+// ID and the allocation's base address there.
+type ipcSource struct {
+	rt   uint64
+	base uint64
 }
 
 type ipcIn struct {
-	ptr  uintptr
-	used uint64
+	ptr   uintptr
+	buf   uint64 // the sender's buffer id
+	h     gpu.IPCHandle
+	used  uint64    // e.lru at the last use
+	at    time.Time // the last use
+	busy  int       // copies from it in flight
+	stale bool      // out of e.mappings while busy: closed by the last copy's done
 }
 
-// maxMappings bounds the open IPC mappings of an engine; the least
-// recently used is closed first.
+// The mapping policy. Another process's allocation is mapped once and
+// reused while the sender's descriptors name the same allocation: the
+// same base, buffer id and handle. CUDA often gives a freed allocation's
+// address to the next one, with a new buffer id and handle, so a
+// descriptor naming a known base with another buffer id means the mapped
+// allocation was freed: its mapping is closed at once (CUDA keeps freed
+// memory alive while another process maps it). A freed allocation whose
+// address is not reused is not seen to go, so mappings are also closed
+// when unused for maxIdle (a timer, and every open, sweeps them) and,
+// beyond maxMappings, the least recently used first: the memory of a
+// freed buffer is held at most about maxIdle (plus an eighth) after its
+// last transfer. A mapping in use by a copy is closed when the
+// copy ends.
 const maxMappings = 256
+
+// maxIdle is how long an unused mapping stays open; reopening costs one
+// cuIpcOpenMemHandle per maxIdle per buffer at most.
+var maxIdle = 2 * time.Second
+
+// clock is the time of the mapping policy (tests move it).
+var clock = time.Now
+
+// maxHandles bounds the sender's handle cache; when full it starts again
+// empty (a handle holds no memory: it is only asked for again).
+const maxHandles = 1024
 
 // Options tune the device executor. Segment must be the same on every
 // rank of a job: staged messages travel in segments of that size.
@@ -141,7 +179,7 @@ func acquire(rt *gpu.Runtime, mem gpu.Memory, opts Options) (*Engine, error) {
 		retained = retainIfPrimary(drv, ctx, mem.Device)
 	}
 	e := &Engine{rt: rt, drv: drv, ctx: ctx, dev: mem.Device, retained: retained, opts: opts.withDefaults(), refs: 1,
-		fns: map[string]gpu.Function{}, handles: map[uint64]ipcOut{}, mappings: map[gpu.IPCHandle]*ipcIn{},
+		fns: map[string]gpu.Function{}, handles: map[uint64]ipcOut{}, mappings: map[ipcSource]*ipcIn{},
 		badPeer: map[string]bool{}}
 	e.bus, _ = drv.DevicePCIBusID(mem.Device)
 	engines.m[key] = e
@@ -186,6 +224,8 @@ func (e *Engine) release() error {
 	if !last {
 		return nil
 	}
+	e.stopSweeps()
+	defer e.sweepMu.Unlock()
 	var errs []error
 	if leave, err := e.enter(); err != nil {
 		errs = append(errs, err)
@@ -328,23 +368,32 @@ func (e *Engine) putSlots(s []uintptr) {
 	e.mu.Unlock()
 }
 
-// handle returns the IPC handle of the allocation mem, made once; false
-// when the allocation cannot be shared (managed memory, memory pools).
+// handle returns the IPC handle of the allocation mem, asked for once
+// per allocation; false when the allocation cannot be shared (managed
+// memory, memory pools). The cache is keyed by base address and holds the
+// buffer id: a new allocation at a freed one's address (cudaMalloc often
+// reuses it) has a new buffer id and gets its own handle. Without a buffer
+// id allocations cannot be told apart, and the handle is asked for at
+// every call.
 func (e *Engine) handle(mem gpu.Memory) (gpu.IPCHandle, bool) {
 	if mem.Kind != gpu.Device {
 		return gpu.IPCHandle{}, false
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	key := mem.BufferID
-	if key == 0 {
-		key = uint64(mem.Base)
-	}
-	if h, ok := e.handles[key]; ok {
+	key := uint64(mem.Base)
+	if h, ok := e.handles[key]; ok && mem.BufferID != 0 && h.buf == mem.BufferID {
 		return h.h, h.ok
 	}
 	h, err := e.drv.IpcGetMemHandle(mem.Base)
-	e.handles[key] = ipcOut{h, err == nil}
+	if mem.BufferID == 0 {
+		delete(e.handles, key)
+		return h, err == nil
+	}
+	if len(e.handles) >= maxHandles {
+		clear(e.handles)
+	}
+	e.handles[key] = ipcOut{mem.BufferID, h, err == nil}
 	return h, err == nil
 }
 
@@ -352,41 +401,128 @@ func (e *Engine) handle(mem gpu.Memory) (gpu.IPCHandle, bool) {
 func (e *Engine) forgetHandle(mem gpu.Memory) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	key := mem.BufferID
-	if key == 0 {
-		key = uint64(mem.Base)
-	}
-	delete(e.handles, key)
+	delete(e.handles, uint64(mem.Base))
 }
 
-// open maps another process's allocation, once per handle.
-func (e *Engine) open(h gpu.IPCHandle, bus string) (uintptr, error) {
+// open maps the allocation a descriptor names (see the mapping policy
+// above) and returns its address here; done must be called once the
+// copy from it has ended.
+func (e *Engine) open(d descriptor) (ptr uintptr, done func(), err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.badPeer[bus] {
-		return 0, fmt.Errorf("device %s cannot be reached from this process", bus)
+	if e.badPeer[d.bus] {
+		return 0, nil, fmt.Errorf("device %s cannot be reached from this process", d.bus)
 	}
+	now := clock()
 	e.lru++
-	if m, ok := e.mappings[h]; ok {
-		m.used = e.lru
-		return m.ptr, nil
+	src := ipcSource{d.rt, d.base}
+	m, ok := e.mappings[src]
+	if ok && (m.buf != d.buf || m.h != d.handle) {
+		e.unmapLocked(src, m) // the sender freed it: a new allocation is at its base
+		ok = false
 	}
-	if len(e.mappings) >= maxMappings {
-		var oldest gpu.IPCHandle
-		least := ^uint64(0)
-		for k, m := range e.mappings {
-			if m.used < least {
-				oldest, least = k, m.used
+	if ok {
+		m.busy++ // before the sweep, which leaves busy mappings alone
+	}
+	e.sweepLocked(now)
+	if !ok {
+		p, err := e.drv.IpcOpenMemHandle(d.handle)
+		if err != nil {
+			e.badPeer[d.bus] = true
+			return 0, nil, err
+		}
+		m = &ipcIn{ptr: p, buf: d.buf, h: d.handle, busy: 1}
+		e.mappings[src] = m
+		if e.sweeper == nil {
+			e.sweeper = time.AfterFunc(maxIdle, e.sweepIdle)
+		}
+	}
+	m.used, m.at = e.lru, now
+	return m.ptr, func() {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if m.busy--; m.busy == 0 && m.stale {
+			e.drv.IpcCloseMemHandle(m.ptr)
+		}
+	}, nil
+}
+
+// unmapLocked drops a mapping and closes it, or leaves the closing to
+// its last copy; e.mu is held.
+func (e *Engine) unmapLocked(src ipcSource, m *ipcIn) {
+	delete(e.mappings, src)
+	if m.busy > 0 {
+		m.stale = true
+		return
+	}
+	e.drv.IpcCloseMemHandle(m.ptr)
+}
+
+// sweepLocked closes the mappings unused for maxIdle, then the least
+// recently used ones beyond maxMappings - 1 (room for one more); e.mu is
+// held.
+func (e *Engine) sweepLocked(now time.Time) {
+	for src, m := range e.mappings {
+		if m.busy == 0 && now.Sub(m.at) >= maxIdle {
+			e.unmapLocked(src, m)
+		}
+	}
+	for len(e.mappings) >= maxMappings {
+		var oldest ipcSource
+		var victim *ipcIn
+		for src, m := range e.mappings {
+			if m.busy == 0 && (victim == nil || m.used < victim.used) {
+				oldest, victim = src, m
 			}
 		}
-		e.drv.IpcCloseMemHandle(e.mappings[oldest].ptr)
-		delete(e.mappings, oldest)
+		if victim == nil {
+			return // every one is in use
+		}
+		e.unmapLocked(oldest, victim)
 	}
-	p, err := e.drv.IpcOpenMemHandle(h)
-	if err != nil {
-		e.badPeer[bus] = true
-		return 0, err
+}
+
+// stopSweeps waits for a sweep in progress and stops the timer; later
+// sweeps find the engine released. The caller unlocks e.sweepMu once the
+// mappings are closed.
+func (e *Engine) stopSweeps() {
+	e.sweepMu.Lock()
+	e.mu.Lock()
+	if e.sweeper != nil {
+		e.sweeper.Stop()
+		e.sweeper = nil
 	}
-	e.mappings[h] = &ipcIn{ptr: p, used: e.lru}
-	return p, nil
+	e.mu.Unlock()
+}
+
+// sweepIdle is the timer's sweep: it closes the mappings unused for
+// maxIdle, from a thread of its own, and comes back while any are open.
+func (e *Engine) sweepIdle() {
+	e.sweepMu.Lock()
+	defer e.sweepMu.Unlock()
+	e.mu.Lock()
+	e.sweeper = nil
+	live := e.refs > 0
+	e.mu.Unlock()
+	if !live {
+		return // released: release closes everything
+	}
+	leave, err := e.enter()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := clock()
+	if err == nil {
+		defer leave()
+		e.sweepLocked(now)
+	}
+	if len(e.mappings) > 0 && e.sweeper == nil {
+		// Next when the first one left falls idle, or a little later.
+		next := maxIdle
+		for _, m := range e.mappings {
+			if d := m.at.Add(maxIdle).Sub(now); m.busy == 0 && d < next {
+				next = d
+			}
+		}
+		e.sweeper = time.AfterFunc(max(next, maxIdle/8), e.sweepIdle)
+	}
 }

@@ -112,7 +112,7 @@ func (x *Executor) peer(q int) Peer {
 
 // The descriptor a sender on the same node sends instead of data.
 const (
-	descLen   = 128
+	descLen   = 152
 	descMagic = 0x63736467 // "gdsc"
 
 	descStaged = 0 // the data follows as segments
@@ -126,12 +126,19 @@ const (
 	ackFailed = 2          // the copy failed
 )
 
+// A descIPC descriptor names the sender's allocation (its runtime ID,
+// base address and buffer id) beside the handle, so that the receiver
+// can tell a new allocation at a freed one's address from the one it
+// mapped (see the mapping policy in engine.go).
 type descriptor struct {
 	kind   uint32
 	len    uint64
-	offset uint64
+	offset uint64 // from base
 	addr   uint64
 	handle gpu.IPCHandle
+	rt     uint64 // the sender's runtime ID
+	base   uint64 // the allocation's base in the sender
+	buf    uint64 // its buffer id (0 if the driver gave none)
 	bus    string // the sender's device
 }
 
@@ -142,8 +149,11 @@ func (d descriptor) encode(b []byte) {
 	binary.LittleEndian.PutUint64(b[16:], d.offset)
 	binary.LittleEndian.PutUint64(b[24:], d.addr)
 	copy(b[32:96], d.handle[:])
-	clear(b[96:])
-	copy(b[96:], d.bus)
+	binary.LittleEndian.PutUint64(b[96:], d.rt)
+	binary.LittleEndian.PutUint64(b[104:], d.base)
+	binary.LittleEndian.PutUint64(b[112:], d.buf)
+	clear(b[120:])
+	copy(b[120:], d.bus)
 }
 
 func decodeDescriptor(b []byte) (descriptor, error) {
@@ -155,7 +165,10 @@ func decodeDescriptor(b []byte) (descriptor, error) {
 		len:    binary.LittleEndian.Uint64(b[8:]),
 		offset: binary.LittleEndian.Uint64(b[16:]),
 		addr:   binary.LittleEndian.Uint64(b[24:]),
-		bus:    string(bytes.TrimRight(b[96:], "\x00")),
+		rt:     binary.LittleEndian.Uint64(b[96:]),
+		base:   binary.LittleEndian.Uint64(b[104:]),
+		buf:    binary.LittleEndian.Uint64(b[112:]),
+		bus:    string(bytes.TrimRight(b[120:], "\x00")),
 	}
 	copy(d.handle[:], b[32:96])
 	if d.kind > descDirect {

@@ -363,6 +363,7 @@ func (r *run) sends(i int, rd *schedule.Round) error {
 		case path == PeerIPC:
 			if h, ok := r.e.handle(mem); ok {
 				d.kind, d.handle, d.offset, d.bus = descIPC, h, uint64(src-mem.Base), r.e.bus
+				d.rt, d.base, d.buf = r.e.rt.ID(), uint64(mem.Base), mem.BufferID
 			}
 		}
 		if d.kind != descStaged {
@@ -450,7 +451,7 @@ func (r *run) recv(i, idx int, t schedule.Transfer) error {
 	case descDirect:
 		src = uintptr(d.addr)
 	case descIPC:
-		base, err := r.e.open(d.handle, d.bus)
+		base, done, err := r.e.open(d)
 		if err != nil {
 			// Not reachable from here after all: ask for the data staged.
 			if err := r.answer(peer, r.tag(i, idx, kindAck), ackStaged); err != nil {
@@ -459,6 +460,7 @@ func (r *run) recv(i, idx int, t schedule.Transfer) error {
 			return r.recvStaged(peer, r.tag(i, idx, kindData), dst, n)
 		}
 		src = base + uintptr(d.offset)
+		defer done()
 	}
 	status := uint32(ackDone)
 	ev, err := r.event()

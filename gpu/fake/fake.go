@@ -24,7 +24,13 @@
 //     error is sticky: every later call in that context fails;
 //   - a primary context lives while someone holds it: the application
 //     (AppInit to AppRelease) or a retain (PrimaryContextRetain); calls in
-//     it fail with CUDA_ERROR_CONTEXT_IS_DESTROYED once nobody does.
+//     it fail with CUDA_ERROR_CONTEXT_IS_DESTROYED once nobody does;
+//   - freed address ranges are reused, the last freed first (as cudaMalloc
+//     after cudaFree often returns the same address), each allocation with
+//     a new buffer id and new IPC handles, so a cache that trusts an
+//     address gets the wrong memory; freed memory is unreachable, except
+//     through the IPC mappings other processes still hold, which keep it
+//     alive until they close it, as CUDA's do (FreedMapped counts those).
 //
 // Default streams: StreamLegacy names a context's legacy default stream
 // and StreamPerThread the calling thread's per-thread default stream in
@@ -83,6 +89,9 @@ type Machine struct {
 	allocID uint64
 	procs   int
 
+	spanMu sync.Mutex
+	spans  []span // freed address ranges, the last freed at the end
+
 	statsMu sync.Mutex
 	stats   Stats
 }
@@ -103,9 +112,15 @@ type allocation struct {
 	data    []byte
 	dev     int // machine device index
 	managed bool
-	freed   bool
+	freed   bool // by its owner: reachable only through IPC mappings still open
 	owner   *Process
 	ctx     gpu.Context // a context the application created (CtxCreate); 0: the device's primary context
+}
+
+// span is a freed range of device addresses, page-aligned.
+type span struct {
+	va   uintptr
+	size uintptr
 }
 
 // Stats counts what the fake did.
@@ -121,7 +136,8 @@ type Stats struct {
 }
 
 // The device address space of every fake machine: one reservation the
-// CPU may not touch, handed out without reuse.
+// CPU may not touch. Each machine reuses the ranges it freed (Machine.reserve)
+// before taking new ones here.
 var space struct {
 	sync.Mutex
 	base, next, end uintptr
@@ -141,11 +157,41 @@ func reserve(n int) uintptr {
 		space.next, space.end = space.base, space.base+spaceSize
 	}
 	p := space.next
-	space.next += (uintptr(max(n, 1)) + 4095) &^ 4095
+	space.next += pages(n)
 	if space.next > space.end {
 		panic("fake: device address space exhausted")
 	}
 	return p
+}
+
+// pages rounds an allocation of n bytes up to whole pages.
+func pages(n int) uintptr { return (uintptr(max(n, 1)) + 4095) &^ 4095 }
+
+// reserve returns the address of a new n-byte range of m: the most
+// recently freed range that is large enough (its start), else a new one.
+func (m *Machine) reserve(n int) uintptr {
+	need := pages(n)
+	m.spanMu.Lock()
+	defer m.spanMu.Unlock()
+	for i := len(m.spans) - 1; i >= 0; i-- {
+		sp := &m.spans[i]
+		if sp.size < need {
+			continue
+		}
+		p := sp.va
+		if sp.va, sp.size = sp.va+need, sp.size-need; sp.size == 0 {
+			m.spans = slices.Delete(m.spans, i, i+1)
+		}
+		return p
+	}
+	return reserve(n)
+}
+
+// unreserve gives back the range of a mapping that went away.
+func (m *Machine) unreserve(va uintptr, n int) {
+	m.spanMu.Lock()
+	m.spans = append(m.spans, span{va, pages(n)})
+	m.spanMu.Unlock()
 }
 
 func inSpace(p uintptr) bool {
@@ -202,6 +248,21 @@ func (m *Machine) OpenMappings() int {
 	n := 0
 	for _, mp := range m.maps {
 		if mp.alias {
+			n++
+		}
+	}
+	return n
+}
+
+// FreedMapped returns the number of IPC mappings still open of
+// allocations their owner freed: device memory kept alive for a freed
+// buffer.
+func (m *Machine) FreedMapped() int {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	n := 0
+	for _, mp := range m.maps {
+		if mp.alias && mp.a.freed {
 			n++
 		}
 	}
@@ -308,6 +369,9 @@ func (m *Machine) NewProcess(visible ...int) *Process {
 }
 
 var _ gpu.Driver = (*Process)(nil)
+
+// Machine returns the node the process runs on.
+func (p *Process) Machine() *Machine { return p.m }
 
 func fail(call string, code int, format string, a ...any) error {
 	return gpu.NewError(call, code, fmt.Sprintf(format, a...))
@@ -472,7 +536,7 @@ func (p *Process) alloc(dev, n int, managed bool) uintptr {
 	m.allocID++
 	a := &allocation{id: m.allocID, data: make([]byte, max(n, 1)), dev: p.visible[dev], managed: managed, owner: p}
 	m.mu.Unlock()
-	mp := &mapping{va: reserve(n), size: max(n, 1), a: a, proc: p, id: a.id}
+	mp := &mapping{va: m.reserve(n), size: max(n, 1), a: a, proc: p, id: a.id}
 	m.insert(mp)
 	return mp.va
 }
@@ -485,9 +549,20 @@ func (p *Process) free(call string, ptr uintptr) error {
 	if mp == nil || mp.alias || mp.va != ptr || mp.proc != p {
 		return fail(call, gpu.ErrorInvalidValue, "%#x is not an allocation of this process", ptr)
 	}
+	p.m.mu.Lock()
 	mp.a.freed = true
+	if !p.m.mappedLocked(mp.a) {
+		mp.a.data = nil // nobody holds it: gone
+	}
+	p.m.mu.Unlock()
 	p.m.remove(mp)
+	p.m.unreserve(mp.va, mp.size)
 	return nil
+}
+
+// mappedLocked reports whether some IPC mapping of a is open; m.mu is held.
+func (m *Machine) mappedLocked(a *allocation) bool {
+	return slices.ContainsFunc(m.maps, func(o *mapping) bool { return o.alias && o.a == a })
 }
 
 // Write plays cudaMemcpy from host to device, synchronously.
@@ -514,7 +589,7 @@ func (m *Machine) bytes(ptr uintptr, n int) ([]byte, error) {
 	if mp == nil {
 		return nil, fmt.Errorf("fake: [%#x, +%d) is not device memory", ptr, n)
 	}
-	if mp.a.freed {
+	if mp.a.freed && !mp.alias {
 		return nil, fmt.Errorf("fake: [%#x, +%d) was freed", ptr, n)
 	}
 	off := int(ptr - mp.va)
@@ -1162,7 +1237,7 @@ func (p *Process) IpcOpenMemHandle(h gpu.IPCHandle) (uintptr, error) {
 		return 0, fail(call, gpu.ErrorPeerUnsupported, "device %d cannot reach device %d", p.visible[d], orig.a.dev)
 	}
 	m.allocID++
-	mp := &mapping{va: reserve(orig.size), size: orig.size, a: orig.a, proc: p, alias: true, refs: 1, id: m.allocID}
+	mp := &mapping{va: m.reserve(orig.size), size: orig.size, a: orig.a, proc: p, alias: true, refs: 1, id: m.allocID}
 	i, _ := slices.BinarySearchFunc(m.maps, mp.va, func(o *mapping, v uintptr) int {
 		if o.va < v {
 			return -1
@@ -1190,6 +1265,10 @@ func (p *Process) IpcCloseMemHandle(ptr uintptr) error {
 			m.count(func(s *Stats) { s.IPCCloses++ })
 			if mp.refs--; mp.refs == 0 {
 				m.maps = slices.Delete(m.maps, i, i+1)
+				if mp.a.freed && !m.mappedLocked(mp.a) {
+					mp.a.data = nil // the last mapping of a freed allocation: gone
+				}
+				m.unreserve(mp.va, mp.size)
 			}
 			return nil
 		}

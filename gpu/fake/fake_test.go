@@ -234,3 +234,82 @@ func TestModuleLoadError(t *testing.T) {
 		t.Errorf("ModuleLoadData: %v", err)
 	}
 }
+
+// Address reuse: a freed range is handed out again, the last freed
+// first, as a new allocation (new buffer id, new IPC handle, fresh
+// bytes); another process's mapping of the freed allocation still reads
+// the old bytes until it is closed, and then nothing holds them.
+func TestAddressReuse(t *testing.T) {
+	m := fake.NewMachine(fake.Options{})
+	a, b := m.NewProcess(), m.NewProcess()
+	for _, p := range []*fake.Process{a, b} {
+		p.AppInit(0)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	use := func(p *fake.Process) {
+		ctx, _ := p.PrimaryContextRetain(0)
+		p.SetCurrentContext(ctx)
+	}
+	use(a)
+	x, y := a.Malloc(0, 100), a.Malloc(0, 5000)
+	a.Write(y, []byte("old"))
+	attrs, _ := a.PointerAttributes(y + 10)
+	h, err := a.IpcGetMemHandle(y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	use(b)
+	q, err := b.IpcOpenMemHandle(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	use(a)
+	if err := a.Free(x); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Free(y); err != nil {
+		t.Fatal(err)
+	}
+	if m.FreedMapped() != 1 || string(b.Read(q, 3)) != "old" {
+		t.Errorf("mapping of a freed allocation: %d freed mapped, reads %q; want 1, %q", m.FreedMapped(), b.Read(q, 3), "old")
+	}
+	if at, _ := a.PointerAttributes(y); at.Type == gpu.MemoryDevice {
+		t.Errorf("freed memory is still device memory: %+v", at)
+	}
+	y2 := a.Malloc(0, 5000) // the last freed first
+	if y2 != y {
+		t.Fatalf("reallocation at %#x, want the last freed %#x", y2, y)
+	}
+	if x2 := a.Malloc(0, 64); x2 != x {
+		t.Errorf("second reallocation at %#x, want %#x", x2, x)
+	}
+	attrs2, _ := a.PointerAttributes(y2 + 10)
+	if attrs2.BufferID == attrs.BufferID || attrs2.Start != y || attrs2.Size != 5000 {
+		t.Errorf("reused range: %+v, was %+v: want a new buffer id, the same range", attrs2, attrs)
+	}
+	if got := a.Read(y2, 3); string(got) == "old" {
+		t.Error("a new allocation holds the freed one's bytes")
+	}
+	a.Write(y2, []byte("new"))
+	h2, err := a.IpcGetMemHandle(y2)
+	if err != nil || h2 == h {
+		t.Errorf("handle of the new allocation: %v, same as the old: %v", err, h2 == h)
+	}
+	use(b)
+	if string(b.Read(q, 3)) != "old" {
+		t.Errorf("the old mapping reads %q after the reuse", b.Read(q, 3))
+	}
+	q2, err := b.IpcOpenMemHandle(h2)
+	if err != nil || q2 == q || string(b.Read(q2, 3)) != "new" {
+		t.Errorf("mapping of the new allocation: %#x (old %#x), %v", q2, q, err)
+	}
+	for _, p := range []uintptr{q, q2} {
+		if err := b.IpcCloseMemHandle(p); err != nil {
+			t.Error(err)
+		}
+	}
+	if m.FreedMapped() != 0 || m.OpenMappings() != 0 {
+		t.Errorf("after closing: %d freed mapped, %d open", m.FreedMapped(), m.OpenMappings())
+	}
+}
