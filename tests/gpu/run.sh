@@ -26,7 +26,7 @@
 #                          GOCOLL_DEBUG=info, also checks that gocoll, not
 #                          the host MPI, ran every call on device memory
 #                          (the finalize reports' count of device calls)
-#   wrapper                the bundle's mpicc compiles examples/allreduce.c
+#   wrapper (first)        the bundle's mpicc compiles examples/allreduce.c
 #                          against this copy's include/ and lib/, and it
 #                          runs (when a C compiler is here)
 # (npN for N of --ranks; 1 rank: no -ipc/-staged, IPC needs a peer.)
@@ -132,6 +132,7 @@ echo "run.sh: bundle $here"
 # ---- what the machine must have ----
 # The bundle's programs must load here (glibc, their libraries).
 for f in bin/gocollrun lib/libgocoll.so lib/libgocoll-preload.so tests/gpucoll; do
+	have ldd || break
 	out=$(ldd "$here/$f" 2>&1)
 	if echo "$out" | grep -qE 'not found|not a dynamic'; then
 		echo "$out" | grep -E 'not found|not a dynamic' >&2
@@ -201,7 +202,7 @@ for m in $preloads; do
 	elif [ -z "${mpirun_of[$m]}" ]; then
 		echo "run.sh: LD_PRELOAD over $m: skipped: no $m launcher here (mpirun.openmpi or an Open MPI mpirun; mpiexec.mpich or a Hydra mpiexec)"
 		notes="$notes preload-$m:no-$m"
-	elif ldd "$here/tests/gpucoll-$m" 2>&1 | grep -q 'not found'; then
+	elif have ldd && ldd "$here/tests/gpucoll-$m" 2>&1 | grep -q 'not found'; then
 		echo "run.sh: LD_PRELOAD over $m: skipped: gpucoll-$m does not load here:"
 		ldd "$here/tests/gpucoll-$m" 2>&1 | grep 'not found' | sed 's/^/run.sh:   /'
 		notes="$notes preload-$m:does-not-load"
@@ -416,7 +417,7 @@ check_wrapper() {
 		f=$((f + 1))
 	fi
 	if "$here/bin/mpicc" -O2 -o "$work/allreduce" "$here/examples/allreduce.c" >"$work/wrapper-cc.log" 2>&1 &&
-		ldd "$work/allreduce" | grep -qF "libgocoll.so => $here/lib/libgocoll.so"; then
+		{ ! have ldd || ldd "$work/allreduce" | grep -qF "libgocoll.so => $here/lib/libgocoll.so"; }; then
 		p=$((p + 1))
 		local t0=$(date +%s)
 		timeout -k 5 "$per_run" "$here/bin/gocollrun" -n 2 "$work/allreduce" >"$work/wrapper.log" 2>&1
@@ -437,6 +438,7 @@ check_wrapper() {
 	add wrapper "$p" "$f" "(mpicc -show, build and load from this copy, run on 2 ranks)"
 }
 
+check_wrapper
 for n in $ranks; do
 	g=("$here/bin/gocollrun" -n "$n" --timeout "$((per_run + 5))s")
 	t=$targs
@@ -473,7 +475,6 @@ for n in $ranks; do
 	done
 done
 grep -qs '^gpucoll: no libcudart found' "$work"/*.log && notes="$notes cudart:no-libcudart"
-check_wrapper
 
 echo
 echo "==== summary ($(($(date +%s) - start))s) ====$summary"
