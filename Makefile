@@ -4,6 +4,10 @@
 #                 LD_PRELOAD library), the Fortran module, the compiler
 #                 wrappers, gocollrun and the Go commands
 #   make demo     the main job (see the README)
+#   make gpu-bundle
+#                 build/gpu-bundle/: the device check, a folder to copy to
+#                 a GPU machine that has only the NVIDIA driver, and run
+#                 there (run.sh; see the README's CUDA section)
 #   make test     every test: vet, gofmt, go test (Go, C and Fortran)
 #   make bench    the Go benchmarks (kernels, collectives); not part of test
 #   make compare  gocoll against Open MPI and MPICH on this machine, np=2
@@ -22,7 +26,7 @@ INC     := $(BUILD)/include
 # own header marks deprecated: keep gcc quiet about them.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: all build deps lib fortran wrappers commands demo test vet fmt-check bench compare measure clean
+.PHONY: all build deps lib fortran wrappers commands gpu-bundle demo test vet fmt-check bench compare measure clean
 
 all: build
 
@@ -54,16 +58,22 @@ fortran:
 		gfortran -c -Iinclude -J$$d include/mpi.f90 -o $$d/mpi.o && \
 		mv -f $$d/mpi.mod $$d/mpi.o $(INC)/ && rmdir $$d || { rm -rf $$d; exit 1; }
 
+# The wrappers have no path built in: they find include/ and lib/ from
+# where they are, so that a copy of build/gpu-bundle works anywhere.
 wrappers:
 	@mkdir -p $(BIN)
 	@for w in mpicc mpicxx mpif90; do \
-		sed 's|@ROOT@|$(ROOT)|' tools/$$w.in > $(BIN)/.$$w.$$$$.tmp && chmod +x $(BIN)/.$$w.$$$$.tmp && \
+		cp tools/$$w.in $(BIN)/.$$w.$$$$.tmp && chmod +x $(BIN)/.$$w.$$$$.tmp && \
 		mv -f $(BIN)/.$$w.$$$$.tmp $(BIN)/$$w || exit 1; done
 
 commands:
 	@mkdir -p $(BIN)
 	@d=$$(mktemp -d $(BIN)/.tmp.XXXXXX) && echo $(GO) build -o $(BIN)/ ./cmd/... && \
 		$(GO) build -o $$d/ ./cmd/... && mv -f $$d/* $(BIN)/ && rmdir $$d || { rm -rf $$d; exit 1; }
+
+# Built in a temporary folder and renamed into place (tests/gpu/bundle.sh).
+gpu-bundle: build
+	@tests/gpu/bundle.sh $(BUILD)/gpu-bundle
 
 demo: build
 	tools/demo.sh
@@ -79,10 +89,11 @@ fmt-check:
 # programs (through subprocesses that go test cannot see), are tests/...,
 # cmd/gocollrun and cmd/gocoll-soak: their results are never taken from go
 # test's cache, which would miss a change to a C file or to a package
-# they do not import. The others stay cacheable. make test builds once, before go test, and GOCOLL_TEST_BUILT
-# tells the TestMains (tests/internal/harness) that build/ is fresh, so
-# that they run no make of their own.
-test: build vet fmt-check
+# they do not import. The others stay cacheable. make test builds once
+# (build and gpu-bundle), before go test, and GOCOLL_TEST_BUILT tells the
+# TestMains (tests/internal/harness) that build/ is fresh, so that they
+# run no make of their own.
+test: build gpu-bundle vet fmt-check
 	$(GO) test -timeout 20m $$($(GO) list ./... | grep -v -e '/tests$$' -e '/tests/' -e '/cmd/gocollrun$$' -e '/cmd/gocoll-soak$$')
 	GOCOLL_TEST_BUILT=$(ROOT) $(GO) test -count=1 -timeout 20m ./tests/... ./cmd/gocollrun ./cmd/gocoll-soak
 	@# Real fuzzing, bounded: 10 s on top of the committed corpus (which

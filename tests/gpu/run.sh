@@ -1,73 +1,98 @@
 #!/bin/bash
-# tests/gpu/run.sh: gocoll on CUDA device memory, on a machine with an
-# NVIDIA GPU, its driver and the CUDA toolkit (nvcc).
+# run.sh: gocoll on CUDA device memory, the device check. `make gpu-bundle`
+# copies this file into build/gpu-bundle/, a folder with everything it
+# runs, built beforehand (tests/gpu/bundle.sh): copy the folder to a
+# machine with an NVIDIA GPU and its driver (nothing else: no compiler,
+# no CUDA toolkit, no Go, no network) and run its run.sh there. Started
+# from the source tree (tests/gpu/run.sh) it checks its arguments, runs
+# `make gpu-bundle` and then the bundle's run.sh.
 #
-# Builds tests/gpu/c/gpucoll.c (cudaMalloc'd buffers, every op and type
-# gocoll reduces on the GPU, checked against a host reference; then a
-# table of MPI_Allreduce times on device and host buffers, 8 B .. 256 MiB)
-# and runs it on 2 and 4 ranks sharing the GPU, under gocollrun (gocoll's
-# own mpi.h) and under LD_PRELOAD over the host MPI (Open MPI or MPICH;
-# there, NaNs and signed zeros are left out of MPI_MAX/MPI_MIN: the host
-# MPI may run a call, and MPI leaves those results open). Each LD_PRELOAD
-# run is followed by a second, quick one with GOCOLL_DEBUG=info, which
-# also checks that gocoll, not the host MPI, ran every call on device
-# memory (the finalize reports' count of device calls; no call handed to
-# the host for its device buffer).
-# Each rank of a run judges its own checks (`rank R: N passed, N failed`
-# and its exit status; no verdict is combined through MPI). Prints every
-# run's output, then a summary and the totals, `N passed, N failed`.
+# The runs, each a job of N ranks sharing the GPU under the bundle's
+# gocollrun, of tests/gpucoll (tests/gpu/c/gpucoll.c: the driver through
+# dlopen, the checks of each group against a host reference):
+#   gocollrun-npN-ipc      every op and type, four collectives, in place
+#                          and not; the default-stream ordering; cudaMalloc
+#                          memory when a libcudart is found; the timing
+#                          table (device vs host buffers, 8 B up)
+#   gocollrun-npN-staged   the same checks with GOCOLL_CUDA_IPC=0
+#   realloc-npN-ipc/-staged  allocate, call, free, again at the same address
+#   misaligned-npN-ipc/-staged  buffers off an element boundary, then the
+#                          context must still work
+#   preload-M-npN(-calls)  under LD_PRELOAD over the host MPI M (Open MPI,
+#                          MPICH) when it is installed and the binary built
+#                          for it loads (ldd); NaNs and signed zeros left
+#                          out of MPI_MAX/MPI_MIN (the host MPI may run a
+#                          call, MPI leaves them open); the -calls run, with
+#                          GOCOLL_DEBUG=info, also checks that gocoll, not
+#                          the host MPI, ran every call on device memory
+#                          (the finalize reports' count of device calls)
+#   wrapper (first)        the bundle's mpicc compiles examples/allreduce.c
+#                          against this copy's include/ and lib/, and it
+#                          runs (when a C compiler is here)
+# (npN for N of --ranks; 1 rank: no -ipc/-staged, IPC needs a peer.)
+# Each rank judges its own checks (`rank R: N passed, N failed` and its
+# exit status; no verdict is combined through MPI). Prints every run's
+# output, then a summary and the totals, `N passed, N failed`, last.
 # Exit status: 0 all passed, 1 a check failed, 2 something needed is
 # missing (said plainly, before anything runs).
 set -u
 
 usage() {
 	cat <<'EOF'
-usage: tests/gpu/run.sh [options]
+usage: run.sh [options]   (build/gpu-bundle/run.sh, or tests/gpu/run.sh)
 
-  --quick           fewer counts and iterations, sizes up to 16 MiB
-  --ranks "2 4"     rank counts to run (default "2 4")
+  --quick           fewer counts and cycles, sizes up to 16 MiB
+  --ranks "1 2 4"   rank counts to run (default "1 2 4")
   --max-bytes N     largest message of the timing table (default 268435456)
+  --no-time         no timing table
   --mpi NAME        host MPI for the LD_PRELOAD runs: openmpi, mpich, both,
                     or none (default: openmpi if installed, else mpich)
   --no-preload      same as --mpi none
-  --timeout SECS    limit for each run (default 65; the whole script stays
-                    under 5 minutes with the defaults)
-  --self-test       check this script and gocoll's device path without a
-                    GPU: a stand-in CUDA driver and runtime (tests/gpu/c)
-  --stub-preload    with --self-test, give the LD_PRELOAD runs stand-in
-                    device memory too, and check that gocoll ran those
-                    calls (by default they get host memory; without
-                    --self-test they always get real device memory)
+  --timeout SECS    limit for each run (default 60)
+  --budget SECS     limit for the whole script (default 225: under 4
+                    minutes); runs that would pass it are not run, and
+                    count as failed
+  --self-test       check this script, the bundle and gocoll's device path
+                    without a GPU: the bundle's stand-in CUDA driver and
+                    runtime (stub/) give "device" memory the CPU cannot
+                    touch; also checks that the -ipc runs used CUDA IPC and
+                    the -staged ones did not, and compiles with the bundle's
+                    mpicc (a C compiler is needed)
   -h, --help        this text
 
-Needs: an NVIDIA GPU and driver (nvidia-smi, libcuda.so.1), the CUDA
-toolkit (nvcc, cuda_runtime_api.h, libcudart; found through nvcc, or
-CUDA_HOME), Go and gcc to build gocoll (make build), and for the
-LD_PRELOAD runs Open MPI (openmpi-bin libopenmpi-dev) or MPICH.
+Needs: Linux x86-64 with an NVIDIA GPU and its driver (libcuda.so.1;
+nvidia-smi for information only). Nothing else: the programs are built.
+A CUDA runtime (libcudart) is used when found, else its checks are said
+to be not run; a host MPI (Open MPI or MPICH) for the LD_PRELOAD runs,
+else they are said to be skipped; a C compiler for the wrapper check,
+else it is said to be skipped.
 EOF
 }
 
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-quick=0 ranks="2 4" max_bytes=268435456 mpi=auto per_run=65 self_test=0 stub_preload=0 preload_env="" preload_device=1
+args=("$@")
+quick=0 ranks="1 2 4" max_bytes=268435456 mpi=auto per_run=60 budget=225 self_test=0 no_time=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--quick) quick=1 ;;
 	--ranks) [ $# -ge 2 ] || { echo "run.sh: --ranks needs a value" >&2; exit 2; }; ranks=$2; shift ;;
 	--max-bytes) [ $# -ge 2 ] || { echo "run.sh: --max-bytes needs a value" >&2; exit 2; }; max_bytes=$2; shift ;;
+	--no-time) no_time=1 ;;
 	--mpi) [ $# -ge 2 ] || { echo "run.sh: --mpi needs a value" >&2; exit 2; }; mpi=$2; shift ;;
 	--no-preload) mpi=none ;;
 	--timeout) [ $# -ge 2 ] || { echo "run.sh: --timeout needs a value" >&2; exit 2; }; per_run=$2; shift ;;
+	--budget) [ $# -ge 2 ] || { echo "run.sh: --budget needs a value" >&2; exit 2; }; budget=$2; shift ;;
 	--self-test) self_test=1 ;;
-	--stub-preload) stub_preload=1 ;;
 	-h | --help) usage; exit 0 ;;
 	*) echo "run.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
 	esac
 	shift
 done
 case "$max_bytes" in '' | *[!0-9]*) echo "run.sh: --max-bytes wants a number of bytes, not '$max_bytes'" >&2; exit 2 ;; esac
-case "$per_run" in '' | *[!0-9]*) echo "run.sh: --timeout wants seconds, not '$per_run'" >&2; exit 2 ;; esac
+case "$per_run" in '' | *[!0-9]* | 0) echo "run.sh: --timeout wants seconds, not '$per_run'" >&2; exit 2 ;; esac
+case "$budget" in '' | *[!0-9]* | 0) echo "run.sh: --budget wants seconds, not '$budget'" >&2; exit 2 ;; esac
+[ -n "$ranks" ] || { echo "run.sh: --ranks wants rank counts" >&2; exit 2; }
 for n in $ranks; do
-	case "$n" in '' | *[!0-9]* | 0 | 1) echo "run.sh: --ranks wants counts of 2 or more, not '$n'" >&2; exit 2 ;; esac
+	case "$n" in '' | *[!0-9]* | 0) echo "run.sh: --ranks wants counts of 1 or more, not '$n'" >&2; exit 2 ;; esac
 done
 case "$mpi" in auto | openmpi | mpich | both | none) ;; *) echo "run.sh: --mpi wants openmpi, mpich, both or none, not '$mpi'" >&2; exit 2 ;; esac
 [ "$quick" = 1 ] && [ "$max_bytes" -gt 16777216 ] && max_bytes=16777216
@@ -80,96 +105,131 @@ missing() {
 	exit 2
 }
 
+here=$(cd "$(dirname "$(readlink -f "$0")")" && pwd)
+if [ ! -x "$here/bin/gocollrun" ] || [ ! -x "$here/tests/gpucoll" ]; then
+	# The source tree's copy: build the bundle, run the bundle's.
+	root=$(cd "$here/../.." && pwd)
+	[ -f "$root/tests/gpu/bundle.sh" ] || missing "this is neither a bundle (no bin/gocollrun, tests/gpucoll beside run.sh) nor tests/gpu of a checkout"
+	echo "run.sh: make gpu-bundle (in $root)"
+	log=$(mktemp /tmp/gocoll-gpu-bundle.XXXXXX) || missing "no temporary file"
+	if ! make -s -C "$root" gpu-bundle >"$log" 2>&1; then
+		tail -20 "$log" >&2
+		rm -f "$log"
+		missing "make gpu-bundle fails (see above)"
+	fi
+	tail -1 "$log"
+	rm -f "$log"
+	exec "$root/build/gpu-bundle/run.sh" "${args[@]}"
+fi
+
 start=$(date +%s)
 work=$(mktemp -d /tmp/gocoll-gpu.XXXXXX) || missing "no temporary directory"
 trap 'rm -rf "$work"' EXIT
+have() { command -v "$1" >/dev/null 2>&1; }
+echo "run.sh: bundle $here"
+[ -f "$here/BUILD" ] && sed 's/^/run.sh: /' "$here/BUILD"
 
 # ---- what the machine must have ----
-if [ "$self_test" = 1 ]; then
-	echo "run.sh: SELF-TEST: no GPU is used. A stand-in CUDA driver and runtime (tests/gpu/c/stub*.c)"
-	echo "run.sh: give gocoll \"device\" memory the CPU cannot touch, reduced by the driver in C; the"
-	echo "run.sh: LD_PRELOAD runs use host memory posing as device memory unless --stub-preload."
-	cuda_cflags="" cuda_libs="-L$work -lcudart -Wl,-rpath,$work"
-	{ gcc -O2 -shared -fPIC -o "$work/libcudart.so" "$ROOT/tests/gpu/c/stubcudart.c" -ldl &&
-		gcc -O2 -shared -fPIC -o "$work/libcuda.so.1" "$ROOT/tests/gpu/c/stubcuda.c" -lm; } ||
-		missing "gcc cannot build the stand-in CUDA driver and runtime"
-	export LD_LIBRARY_PATH="$work${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" # dlopen("libcuda.so.1") finds the stand-in
-	export GOCOLL_CUDA=on
-	[ "$stub_preload" = 1 ] || preload_env="GPUCOLL_STUB_HOSTMEM=1"
-	[ "$stub_preload" = 1 ] || preload_device=0
-else
-	command -v nvidia-smi >/dev/null 2>&1 ||
-		missing "no NVIDIA GPU driver (nvidia-smi not found)"
-	gpus=$(nvidia-smi -L 2>&1) || missing "nvidia-smi fails: $gpus"
-	echo "$gpus" | grep -q '^GPU ' || missing "no NVIDIA GPU (nvidia-smi -L lists none)"
-	{ ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1'; } || [ -e /usr/lib/x86_64-linux-gnu/libcuda.so.1 ] ||
-		[ -e /usr/lib64/libcuda.so.1 ] || missing "no CUDA driver library (libcuda.so.1)"
-	nvcc=$(command -v nvcc 2>/dev/null || true)
-	[ -z "$nvcc" ] && [ -n "${CUDA_HOME:-}" ] && [ -x "$CUDA_HOME/bin/nvcc" ] && nvcc=$CUDA_HOME/bin/nvcc
-	[ -z "$nvcc" ] && [ -x /usr/local/cuda/bin/nvcc ] && nvcc=/usr/local/cuda/bin/nvcc
-	[ -n "$nvcc" ] || missing "no CUDA toolkit (nvcc not in PATH, \$CUDA_HOME/bin or /usr/local/cuda/bin)"
-	cuda=${CUDA_HOME:-$(dirname "$(dirname "$(readlink -f "$nvcc")")")}
-	[ -f "$cuda/include/cuda_runtime_api.h" ] || missing "no cuda_runtime_api.h under $cuda/include (set CUDA_HOME)"
-	libdir=$cuda/lib64
-	[ -e "$libdir/libcudart.so" ] || libdir=$cuda/lib
-	[ -e "$libdir/libcudart.so" ] || missing "no libcudart.so under $cuda/lib64 (set CUDA_HOME)"
-	cuda_cflags="-DGPUCOLL_CUDA_HEADERS -I$cuda/include"
-	cuda_libs="-L$libdir -lcudart -Wl,-rpath,$libdir"
-	echo "run.sh: $(echo "$gpus" | head -1); $("$nvcc" --version | tail -1)"
-	export GOCOLL_CUDA=on # gocoll must find the driver, or say why not
-fi
-
-for f in build/bin/gocollrun build/bin/mpicc build/lib/libgocoll.so build/lib/libgocoll-preload.so; do
-	if [ ! -e "$ROOT/$f" ]; then
-		echo "run.sh: $f is missing: make build"
-		make -s -C "$ROOT" build >"$work/make.log" 2>&1 || { tail -20 "$work/make.log" >&2; missing "make build fails (see above)"; }
-		break
+# The bundle's programs must load here (glibc, their libraries).
+for f in bin/gocollrun lib/libgocoll.so lib/libgocoll-preload.so tests/gpucoll; do
+	have ldd || break
+	out=$(ldd "$here/$f" 2>&1)
+	if echo "$out" | grep -qE 'not found|not a dynamic'; then
+		echo "$out" | grep -E 'not found|not a dynamic' >&2
+		missing "the bundle's $f does not load on this machine (see above; it needs what BUILD says)"
 	fi
 done
+if [ "$self_test" = 1 ]; then
+	echo "run.sh: SELF-TEST: no GPU is used. The bundle's stand-in CUDA driver and runtime (stub/, from"
+	echo "run.sh: tests/gpu/c/stub*.c) give gocoll \"device\" memory the CPU cannot touch, reduced by the"
+	echo "run.sh: driver in C, with CUDA IPC between processes, reused addresses, deferred default streams"
+	echo "run.sh: and sticky misaligned-address errors."
+	[ -e "$here/stub/libcuda.so.1" ] || missing "no stand-in driver in the bundle (stub/libcuda.so.1)"
+	export LD_LIBRARY_PATH="$here/stub${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" # dlopen("libcuda.so.1") finds the stand-in
+	export GPUCOLL_STUB_REPORT=1
+else
+	found=""
+	for d in ${LD_LIBRARY_PATH//:/ } /usr/lib/x86_64-linux-gnu /usr/lib64 /usr/lib /usr/local/nvidia/lib64 /usr/lib/wsl/lib; do
+		[ -e "$d/libcuda.so.1" ] && { found=$d/libcuda.so.1; break; }
+	done
+	[ -n "$found" ] || { ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 ' && found="libcuda.so.1 (ldconfig)"; }
+	[ -n "$found" ] || missing "no NVIDIA GPU driver (libcuda.so.1 not found: not in LD_LIBRARY_PATH, the usual library folders or ldconfig's cache)"
+	echo "run.sh: CUDA driver library: $found"
+	if have nvidia-smi; then
+		gpus=$(nvidia-smi -L 2>&1) || missing "nvidia-smi fails: $gpus"
+		echo "$gpus" | grep -q '^GPU ' || missing "no NVIDIA GPU (nvidia-smi -L lists none)"
+		echo "$gpus" | sed 's/^/run.sh: /'
+		echo "run.sh: driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)"
+	else
+		echo "run.sh: no nvidia-smi (for information only)"
+	fi
+fi
+export GOCOLL_CUDA=on # gocoll must find the driver, or say why not
+# The device, as the test program sees it: one rank, no launcher.
+probe=$(timeout -k 5 60 "$here/tests/gpucoll" --checks none --no-time 2>&1)
+rc=$?
+echo "$probe" | sed 's/^/run.sh: probe: /'
+[ "$rc" -eq 0 ] || missing "the test program finds no usable CUDA device (exit $rc, above)"
 
-# ---- build ----
-"$ROOT/build/bin/mpicc" -O2 -std=gnu11 $cuda_cflags -o "$work/gpucoll" "$ROOT/tests/gpu/c/gpucoll.c" $cuda_libs -lm \
-	>"$work/cc.log" 2>&1 || { cat "$work/cc.log" >&2; missing "gpucoll.c does not build with gocoll's mpicc"; }
-
+# ---- what to run ----
+# launcher_of M: the launcher of host MPI M here (Debian's names, else
+# mpirun/mpiexec if it says it is M), or nothing.
+launcher_of() {
+	case $1 in
+	openmpi)
+		if have mpirun.openmpi; then echo mpirun.openmpi
+		elif have mpirun && mpirun --version 2>&1 | grep -q 'Open MPI'; then echo mpirun; fi ;;
+	mpich)
+		if have mpiexec.mpich; then echo mpiexec.mpich
+		elif have mpiexec && mpiexec --version 2>&1 | grep -q 'HYDRA'; then echo mpiexec; fi ;;
+	esac
+}
+declare -A mpirun_of
+for m in openmpi mpich; do mpirun_of[$m]=$(launcher_of $m); done
 preloads=""
-have() { command -v "$1" >/dev/null 2>&1; }
 case "$mpi" in
-auto) if have mpicc.openmpi && have mpirun.openmpi; then preloads=openmpi; elif have mpicc.mpich && have mpiexec.mpich; then preloads=mpich; fi ;;
+auto) if [ -n "${mpirun_of[openmpi]}" ]; then preloads=openmpi; elif [ -n "${mpirun_of[mpich]}" ]; then preloads=mpich; fi ;;
 both) preloads="openmpi mpich" ;;
 none) ;;
 *) preloads=$mpi ;;
 esac
-setup_failures=0 notes=""
-built_preloads=""
+notes=""
+ready_preloads=""
 for m in $preloads; do
-	case $m in
-	openmpi) cc=mpicc.openmpi run=mpirun.openmpi ;;
-	mpich) cc=mpicc.mpich run=mpiexec.mpich ;;
-	esac
-	if ! have $cc || ! have $run; then
-		echo "run.sh: LD_PRELOAD over $m: $cc or $run not found" >&2
-		setup_failures=$((setup_failures + 1)) notes="$notes preload-$m:missing"
-		continue
+	if [ ! -x "$here/tests/gpucoll-$m" ]; then
+		echo "run.sh: LD_PRELOAD over $m: skipped: the bundle has no gpucoll-$m (no mpicc.$m where it was built)"
+		notes="$notes preload-$m:not-built"
+	elif [ -z "${mpirun_of[$m]}" ]; then
+		echo "run.sh: LD_PRELOAD over $m: skipped: no $m launcher here (mpirun.openmpi or an Open MPI mpirun; mpiexec.mpich or a Hydra mpiexec)"
+		notes="$notes preload-$m:no-$m"
+	elif have ldd && ldd "$here/tests/gpucoll-$m" 2>&1 | grep -q 'not found'; then
+		echo "run.sh: LD_PRELOAD over $m: skipped: gpucoll-$m does not load here:"
+		ldd "$here/tests/gpucoll-$m" 2>&1 | grep 'not found' | sed 's/^/run.sh:   /'
+		notes="$notes preload-$m:does-not-load"
+	else
+		ready_preloads="$ready_preloads $m"
 	fi
-	if ! $cc -O2 -std=gnu11 $cuda_cflags -o "$work/gpucoll-$m" "$ROOT/tests/gpu/c/gpucoll.c" $cuda_libs -lm >"$work/cc-$m.log" 2>&1; then
-		cat "$work/cc-$m.log" >&2
-		echo "run.sh: gpucoll.c does not build with $cc" >&2
-		setup_failures=$((setup_failures + 1)) notes="$notes preload-$m:build"
-		continue
-	fi
-	built_preloads="$built_preloads $m"
 done
 if [ -z "$preloads" ] && [ "$mpi" != none ]; then
-	echo "run.sh: no host MPI for the LD_PRELOAD runs (install openmpi-bin libopenmpi-dev, or pass --no-preload)" >&2
-	setup_failures=$((setup_failures + 1)) notes="$notes preload:no-mpi"
+	echo "run.sh: no host MPI (Open MPI's mpirun, MPICH's mpiexec): the LD_PRELOAD runs are skipped"
+	notes="$notes preload:no-host-mpi"
 fi
+for m in $ready_preloads; do echo "run.sh: LD_PRELOAD over $m: ${mpirun_of[$m]} ($(command -v "${mpirun_of[$m]}"))"; done
 
-args="--max-bytes $max_bytes"
-[ "$quick" = 1 ] && args="$args --quick"
+qarg=""
+[ "$quick" = 1 ] && qarg=--quick
+targs="--max-bytes $max_bytes"
+[ "$no_time" = 1 ] && targs="--no-time"
 
 # ---- run ----
-total_pass=0 total_fail=$setup_failures
+total_pass=0 total_fail=0
 summary=""
+# add NAME PASSED FAILED NOTE: one line of the summary.
+add() {
+	total_pass=$((total_pass + $2)) total_fail=$((total_fail + $3))
+	summary="$summary$(printf '\n  %-28s %5d passed, %3d failed  %s' "$1" "$2" "$3" "$4")"
+}
+
 # rank_counts LOG N: prints the passed and failed checks of the job whose
 # output is LOG, summed over its N ranks' own `rank R: N passed, N failed`
 # lines (each rank judges itself; no total is made by MPI), and one more
@@ -199,11 +259,11 @@ runone() {
 	local log="$work/$name.log" elapsed=$(($(date +%s) - start)) limit=$per_run
 	echo
 	echo "==== $name ===="
-	if [ $((elapsed + limit)) -gt 290 ]; then
-		limit=$((290 - elapsed))
+	if [ $((elapsed + limit)) -gt "$budget" ]; then
+		limit=$((budget - elapsed))
 		if [ "$limit" -lt 10 ]; then
-			echo "run.sh: $name: not run, the 5-minute budget is spent"
-			total_fail=$((total_fail + 1)) summary="$summary$(printf '\n  %-26s not run (time budget)' "$name")"
+			echo "run.sh: $name: not run, the time budget (${budget}s) is spent"
+			add "$name" 0 1 "not run (time budget)"
 			return
 		fi
 	fi
@@ -221,8 +281,44 @@ runone() {
 			echo "run.sh: $name: exited with status $rc"
 		fi
 	fi
-	total_pass=$((total_pass + p)) total_fail=$((total_fail + f))
-	summary="$summary$(printf '\n  %-26s %5d passed, %3d failed  (%ds, exit %d)' "$name" "$p" "$f" "$secs" "$rc")"
+	add "$name" "$p" "$f" "(${secs}s, exit $rc)"
+}
+
+# stub_path NAME N IPC: in a self-test, after the run NAME of N ranks,
+# one check that its transfers took the path it is named after, from the
+# stand-in driver's account of each process ("stubcuda: pid P: ... IPC
+# handles made H, opened O ..."): with IPC on, every process opened a
+# peer's handle; with GOCOLL_CUDA_IPC=0 none made or opened one.
+stub_path() {
+	[ "$self_test" = 1 ] || return
+	local name=$1 n=$2 ipc=$3 log="$work/$1.log"
+	[ -f "$log" ] || return
+	local reports opened made ok=1
+	reports=$(grep -c '^stubcuda: pid ' "$log")
+	opened=$(sed -nE 's/^stubcuda: pid .* opened ([0-9]+),.*/\1/p' "$log" | tr '\n' ' ')
+	made=$(sed -nE 's/^stubcuda: pid .* IPC handles made ([0-9]+),.*/\1/p' "$log" | tr '\n' ' ')
+	[ "$reports" -eq "$n" ] || ok=0
+	for o in $opened; do
+		if [ "$ipc" = 1 ]; then [ "$o" -gt 0 ] || ok=0; else [ "$o" -eq 0 ] || ok=0; fi
+	done
+	if [ "$ipc" = 0 ]; then for h in $made; do [ "$h" -eq 0 ] || ok=0; done; fi
+	echo "run.sh: $name: the stand-in's accounts of $reports processes (want $n): IPC handles made [ $made], opened [ $opened]"
+	[ "$ok" = 1 ] || echo "run.sh: $name: FAIL: the transfers did not take the $([ "$ipc" = 1 ] && echo "CUDA IPC" || echo "staged") path"
+	add "${name}-path" "$ok" "$((1 - ok))" "($([ "$ipc" = 1 ] && echo "every process opened a peer's IPC handle" || echo "no IPC handle made or opened"))"
+}
+
+# reuse_note NAME N: what the realloc run says about addresses reused (in
+# a self-test, one check: the stand-in reuses the last freed range, so a
+# run where no address came back did not test what it is for).
+reuse_note() {
+	local name=$1 n=$2 log="$work/$1.log"
+	[ -f "$log" ] || return
+	local lines
+	lines=$(grep -cE '^rank [0-9]+: realloc: a new send buffer was at the address just freed [1-9][0-9]* times' "$log")
+	[ "$self_test" = 1 ] || return
+	local ok=0
+	[ "$lines" -eq "$n" ] && ok=1
+	add "${name}-reuse" "$ok" "$((1 - ok))" "(ranks whose new buffers came back at a freed address: $lines of $n)"
 }
 
 # GOCOLL_DEBUG=info's line per call: gocoll's, or the host MPI's.
@@ -234,11 +330,11 @@ call_re='^gocoll: rank -?[0-9]+: MPI_[A-Za-z_]+ (comm=|-> host MPI \()'
 launcher() {
 	case $1 in
 	openmpi)
-		launch=(env $preload_env GOCOLL_DEBUG="$3" mpirun.openmpi --allow-run-as-root --oversubscribe -np "$2"
-			-x LD_PRELOAD="$ROOT/build/lib/libgocoll-preload.so" -x GOCOLL_CUDA -x GOCOLL_DEBUG -x LD_LIBRARY_PATH
-			${preload_env:+-x GPUCOLL_STUB_HOSTMEM}) ;;
+		launch=(env GOCOLL_DEBUG="$3" "${mpirun_of[openmpi]}" --allow-run-as-root --oversubscribe -np "$2"
+			-x LD_PRELOAD="$here/lib/libgocoll-preload.so" -x GOCOLL_CUDA -x GOCOLL_DEBUG -x LD_LIBRARY_PATH
+			${GPUCOLL_STUB_REPORT:+-x GPUCOLL_STUB_REPORT}) ;;
 	mpich)
-		launch=(env $preload_env mpiexec.mpich -n "$2" -genv LD_PRELOAD "$ROOT/build/lib/libgocoll-preload.so"
+		launch=("${mpirun_of[mpich]}" -n "$2" -genv LD_PRELOAD "$here/lib/libgocoll-preload.so"
 			-genv GOCOLL_CUDA "$GOCOLL_CUDA" -genv GOCOLL_DEBUG "$3") ;;
 	esac
 }
@@ -256,19 +352,18 @@ chmod +x "$work/rank-stderr.sh"
 
 # check_calls NAME N DIR: after the LD_PRELOAD run NAME on N ranks (checks
 # only, GOCOLL_DEBUG=info, each rank's standard error in DIR), prints what
-# the ranks said but their lines per call and, when the run had device
-# memory, counts one more check passed if gocoll ran every call on it:
-# each check is one collective on device buffers per rank, so each rank's
-# finalize report ("calls run by gocoll X (on device memory D)") and its
-# lines per call with memory=device must count every check, and no call
-# may have gone to the host MPI for its device buffer.
+# the ranks said but their lines per call and counts one more check
+# passed if gocoll ran every call on device memory: each check is one
+# collective on device buffers per rank, so each rank's finalize report
+# ("calls run by gocoll X (on device memory D)") and its lines per call
+# with memory=device must count every check, and no call may have gone to
+# the host MPI for its device buffer.
 check_calls() {
 	local name=$1 n=$2 dir=$3 log="$work/$1.log"
 	[ -f "$log" ] || return # not run: counted already
 	local errs="$work/$1.stderr"
 	cat "$dir"/rank-* >"$errs" 2>/dev/null
 	grep -vE "$call_re" "$errs"
-	[ "$preload_device" = 1 ] || return
 	local line checks r files reports=0 dev lines fell ok=1
 	for ((r = 0; r < n; r++)); do
 		# this rank's checks, each one collective on device memory
@@ -292,29 +387,97 @@ check_calls() {
 		grep -F -- '-> host MPI (CUDA device buffer)' "$errs" | head -5
 		echo "run.sh: $name: FAIL: gocoll did not run every call on device memory"
 	fi
-	total_pass=$((total_pass + ok)) total_fail=$((total_fail + 1 - ok))
-	summary="$summary$(printf '\n  %-26s %5d passed, %3d failed  (gocoll ran the device calls: %d reports of %d ranks)' \
-		"${name%-calls}-device" "$ok" "$((1 - ok))" "$reports" "$n")"
+	add "${name%-calls}-device" "$ok" "$((1 - ok))" "(gocoll ran the device calls: $reports reports of $n ranks)"
 }
 
+# check_wrapper: the bundle's mpicc, from wherever this copy is, names
+# this copy's include/ and lib/, and what it builds loads this copy's
+# libgocoll.so and runs under its gocollrun.
+check_wrapper() {
+	echo
+	echo "==== wrapper ===="
+	local cc=${GOCOLL_CC:-cc}
+	if ! have "$cc"; then
+		if [ "$self_test" = 1 ]; then
+			echo "run.sh: wrapper: FAIL: no C compiler ($cc) for the self-test"
+			add wrapper 0 1 "(no C compiler)"
+		else
+			echo "run.sh: wrapper: skipped: no C compiler ($cc) here"
+			notes="$notes wrapper:no-cc"
+		fi
+		return
+	fi
+	local p=0 f=0 show
+	show=$("$here/bin/mpicc" -show x.c)
+	echo "$here/bin/mpicc -show x.c: $show"
+	if [[ "$show" == *"-I$here/include "* && "$show" == *"-L$here/lib "* && "$show" == *"-Wl,-rpath,$here/lib "* ]]; then
+		p=$((p + 1))
+	else
+		echo "run.sh: wrapper: FAIL: mpicc -show does not name this bundle's include/ and lib/ ($here)"
+		f=$((f + 1))
+	fi
+	if "$here/bin/mpicc" -O2 -o "$work/allreduce" "$here/examples/allreduce.c" >"$work/wrapper-cc.log" 2>&1 &&
+		{ ! have ldd || ldd "$work/allreduce" | grep -qF "libgocoll.so => $here/lib/libgocoll.so"; }; then
+		p=$((p + 1))
+		local t0=$(date +%s)
+		timeout -k 5 "$per_run" "$here/bin/gocollrun" -n 2 "$work/allreduce" >"$work/wrapper.log" 2>&1
+		local rc=$?
+		cat "$work/wrapper.log"
+		if [ "$rc" -eq 0 ] && [ "$(grep -c ': PASS$' "$work/wrapper.log")" -eq 2 ]; then
+			p=$((p + 1))
+		else
+			echo "run.sh: wrapper: FAIL: examples/allreduce.c built with this mpicc: exit $rc, want PASS from 2 ranks"
+			f=$((f + 1))
+		fi
+	else
+		cat "$work/wrapper-cc.log"
+		ldd "$work/allreduce" 2>&1 | grep libgocoll
+		echo "run.sh: wrapper: FAIL: examples/allreduce.c does not build with this mpicc, or does not load $here/lib/libgocoll.so"
+		f=$((f + 2))
+	fi
+	add wrapper "$p" "$f" "(mpicc -show, build and load from this copy, run on 2 ranks)"
+}
+
+check_wrapper
 for n in $ranks; do
-	runone "gocollrun-np$n" "$n" "$ROOT/build/bin/gocollrun" -n "$n" --timeout "$((per_run + 5))s" "$work/gpucoll" $args
-	for m in $built_preloads; do
+	g=("$here/bin/gocollrun" -n "$n" --timeout "$((per_run + 5))s")
+	t=$targs
+	if [ "$n" = 1 ]; then
+		# Nothing to time on one rank, and no peer for IPC.
+		runone "gocollrun-np1" 1 "${g[@]}" "$here/tests/gpucoll" $qarg --no-time --checks ops,order,cudart
+		runone "realloc-np1" 1 "${g[@]}" "$here/tests/gpucoll" $qarg --no-time --checks realloc
+		reuse_note "realloc-np1" 1
+		runone "misaligned-np1" 1 "${g[@]}" "$here/tests/gpucoll" $qarg --no-time --checks misaligned
+		continue
+	fi
+	runone "gocollrun-np$n-ipc" "$n" env GOCOLL_CUDA_IPC=1 "${g[@]}" "$here/tests/gpucoll" $qarg $t --checks ops,order,cudart
+	stub_path "gocollrun-np$n-ipc" "$n" 1
+	runone "gocollrun-np$n-staged" "$n" env GOCOLL_CUDA_IPC=0 "${g[@]}" "$here/tests/gpucoll" $qarg --no-time --checks ops,order,cudart
+	stub_path "gocollrun-np$n-staged" "$n" 0
+	for way in ipc staged; do
+		ipc=1
+		[ "$way" = staged ] && ipc=0
+		runone "realloc-np$n-$way" "$n" env GOCOLL_CUDA_IPC=$ipc "${g[@]}" "$here/tests/gpucoll" $qarg --no-time --checks realloc
+		reuse_note "realloc-np$n-$way" "$n"
+		runone "misaligned-np$n-$way" "$n" env GOCOLL_CUDA_IPC=$ipc "${g[@]}" "$here/tests/gpucoll" $qarg --no-time --checks misaligned
+	done
+	for m in $ready_preloads; do
 		# The checks and the timing table as an application runs them;
-		# then the quick checks again with GOCOLL_DEBUG=info (which turns
-		# the C half's decision cache off), to count the device calls.
+		# then the quick ops checks again with GOCOLL_DEBUG=info (which
+		# turns the C half's decision cache off), to count the device calls.
 		launcher "$m" "$n" warn
-		runone "preload-$m-np$n" "$n" "${launch[@]}" "$work/gpucoll-$m" $args --no-special
+		runone "preload-$m-np$n" "$n" "${launch[@]}" "$here/tests/gpucoll-$m" $qarg $t --no-special
 		launcher "$m" "$n" info
 		mkdir -p "$work/stderr-$m-np$n"
 		runone "preload-$m-np$n-calls" "$n" "${launch[@]}" "$work/rank-stderr.sh" "$work/stderr-$m-np$n" \
-			"$work/gpucoll-$m" --quick --no-time --no-special
+			"$here/tests/gpucoll-$m" --quick --no-time --no-special --checks ops
 		check_calls "preload-$m-np$n-calls" "$n" "$work/stderr-$m-np$n"
 	done
 done
+grep -qs '^gpucoll: no libcudart found' "$work"/*.log && notes="$notes cudart:no-libcudart"
 
 echo
 echo "==== summary ($(($(date +%s) - start))s) ====$summary"
-[ -n "$notes" ] && echo "  setup problems:$notes"
+[ -n "$notes" ] && echo "  not run (not failures):$notes"
 echo "$total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ]

@@ -1,13 +1,20 @@
-// Package gputest checks tests/gpu/run.sh, the GPU check script, as far
-// as a machine without a GPU can: its arguments, that it says plainly
-// what is missing, and (--self-test --stub-preload, with a stand-in CUDA
-// driver and runtime) that it builds gpucoll.c, runs it under gocollrun
-// and LD_PRELOAD on memory the CPU cannot touch, that gocoll itself runs
-// the LD_PRELOAD calls on device memory, and that it adds up the results.
-// On a GPU machine, run the script itself.
+// Package gputest checks the device check bundle (make gpu-bundle,
+// build/gpu-bundle/ with its run.sh, from tests/gpu) as far as a machine
+// without a GPU can: run.sh's arguments; that a copy of the bundle, moved
+// away from the build, says plainly what is missing without a driver;
+// that its wrappers and programs name no path of the build; and that
+// `run.sh --self-test` in the copy, on the stand-in CUDA driver and
+// runtime (tests/gpu/c), runs every group of checks on 1, 2 and 4 ranks
+// under gocollrun (IPC and staged) and under LD_PRELOAD over each host
+// MPI installed, that gocoll itself runs the LD_PRELOAD calls on device
+// memory, that the -ipc runs used CUDA IPC and the -staged ones did not,
+// that the realloc runs saw addresses reused, that the copy's mpicc
+// builds and runs a C example, and that every check passed. On a GPU
+// machine, run the bundle itself.
 package gputest
 
 import (
+	"debug/elf"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,14 +26,17 @@ import (
 	"github.com/gocoll/gocoll/tests/internal/harness"
 )
 
-// TestMain builds gocoll first (make build), as the other test packages
-// do: the self-test needs the launcher, the wrappers and both libraries,
-// and a missing one is a failure, never a skip.
-func TestMain(m *testing.M) { harness.Main(m, 2, "build", nil) }
+// TestMain builds the bundle first (make gpu-bundle, which builds gocoll
+// too), as the other test packages build what they need: a missing piece
+// is a failure, never a skip.
+func TestMain(m *testing.M) { harness.Main(m, 2, "gpu-bundle", nil) }
 
-func script(t *testing.T, args ...string) (string, int) {
+// run runs a script with arguments and returns its output and exit status.
+func run(t *testing.T, env []string, script string, args ...string) (string, int) {
 	t.Helper()
-	cmd := exec.Command("./run.sh", args...)
+	cmd := exec.Command(script, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Dir = t.TempDir()
 	out, err := cmd.CombinedOutput()
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
@@ -37,47 +47,114 @@ func script(t *testing.T, args ...string) (string, int) {
 	return string(out), code
 }
 
+// bundleCopy copies build/gpu-bundle to a new temporary folder, as a user
+// copies it to a GPU machine, and returns the copy's path.
+func bundleCopy(t *testing.T) string {
+	t.Helper()
+	tmp, err := filepath.EvalSymlinks(t.TempDir()) // run.sh and mpicc name their folder with links resolved
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(tmp, "moved", "gpu-bundle")
+	os.MkdirAll(filepath.Dir(dir), 0o755)
+	if out, err := exec.Command("cp", "-a", filepath.Join(harness.Root, "build", "gpu-bundle"), dir).CombinedOutput(); err != nil {
+		t.Fatalf("copying the bundle: %v: %s", err, out)
+	}
+	return dir
+}
+
+// The source tree's run.sh checks its arguments before it builds
+// anything.
 func TestArguments(t *testing.T) {
-	out, code := script(t, "--help")
-	if code != 0 || !strings.Contains(out, "usage: tests/gpu/run.sh") || !strings.Contains(out, "--self-test") {
+	script := filepath.Join(harness.Root, "tests", "gpu", "run.sh")
+	out, code := run(t, nil, script, "--help")
+	if code != 0 || !strings.Contains(out, "usage: run.sh") || !strings.Contains(out, "--self-test") {
 		t.Errorf("--help: exit %d\n%s", code, out)
 	}
-	for _, bad := range [][]string{{"--bogus"}, {"--ranks", "1"}, {"--ranks", "x"}, {"--max-bytes", "lots"},
-		{"--timeout", "-3"}, {"--mpi", "lam"}, {"--ranks"}} {
-		out, code := script(t, bad...)
-		if code != 2 || !strings.Contains(out, "run.sh: ") {
-			t.Errorf("%q: exit %d, want 2 with a message\n%s", bad, code, out)
+	for _, bad := range [][]string{{"--bogus"}, {"--ranks", "0"}, {"--ranks", "x"}, {"--ranks", ""}, {"--max-bytes", "lots"},
+		{"--timeout", "-3"}, {"--budget", "0"}, {"--mpi", "lam"}, {"--ranks"}} {
+		out, code := run(t, nil, script, bad...)
+		if code != 2 || !strings.Contains(out, "run.sh: ") || strings.Contains(out, "make gpu-bundle") {
+			t.Errorf("%q: exit %d, want 2 with a message and nothing built\n%s", bad, code, out)
 		}
 	}
 }
 
-// Without a GPU the script stops at once, saying what is missing, and
-// still prints the summary line.
-func TestReportsMissingGPU(t *testing.T) {
-	if _, err := exec.LookPath("nvidia-smi"); err == nil {
-		t.Skip("this machine has nvidia-smi")
+// The bundle carries no path of the build: the wrappers and run.sh name
+// none, and the test programs find gocoll's library from where they are.
+func TestRelocatable(t *testing.T) {
+	b := filepath.Join(harness.Root, "build", "gpu-bundle")
+	for _, f := range []string{"run.sh", "bin/mpicc", "bin/mpicxx", "bin/mpif90"} {
+		data, err := os.ReadFile(filepath.Join(b, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(data), harness.Root) {
+			t.Errorf("%s names the build's folder %s", f, harness.Root)
+		}
 	}
-	out, code := script(t, "--quick")
-	if code != 2 || !strings.Contains(out, "no NVIDIA GPU driver (nvidia-smi not found)") ||
-		!strings.Contains(out, "0 passed, 1 failed") {
+	progs, _ := filepath.Glob(filepath.Join(b, "tests", "gpucoll*"))
+	n := 0
+	for _, p := range progs {
+		if strings.HasSuffix(p, ".c") {
+			continue
+		}
+		f, err := elf.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		needed, _ := f.ImportedLibraries()
+		runpath, _ := f.DynString(elf.DT_RUNPATH)
+		rpath, _ := f.DynString(elf.DT_RPATH)
+		f.Close()
+		if filepath.Base(p) != "gpucoll" {
+			continue // built with a host MPI's mpicc: its own libraries
+		}
+		n++
+		if !contains(needed, "libgocoll.so") || strings.Join(runpath, ":") != "$ORIGIN/../lib" || len(rpath) != 0 {
+			t.Errorf("%s: needs %v, runpath %v, rpath %v; want libgocoll.so found in $ORIGIN/../lib only", p, needed, runpath, rpath)
+		}
+	}
+	if n != 1 {
+		t.Errorf("no tests/gpucoll in the bundle: %v", progs)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Without a driver a copy of the bundle stops at once, saying what is
+// missing, and still prints the summary line.
+func TestReportsMissingGPU(t *testing.T) {
+	for _, p := range []string{"/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/usr/lib64/libcuda.so.1", "/usr/lib/libcuda.so.1"} {
+		if _, err := os.Stat(p); err == nil {
+			t.Skip("this machine has a CUDA driver: " + p)
+		}
+	}
+	b := bundleCopy(t)
+	out, code := run(t, []string{"LD_LIBRARY_PATH="}, filepath.Join(b, "run.sh"), "--quick")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 2 || !strings.Contains(out, "run.sh: cannot run the GPU checks: no NVIDIA GPU driver (libcuda.so.1 not found") ||
+		!strings.HasPrefix(lines[len(lines)-1], "0 passed, 1 failed (setup: no NVIDIA GPU driver") {
 		t.Errorf("exit %d\n%s", code, out)
 	}
 }
 
-// The whole flow on stand-in device memory, which the CPU cannot touch:
-// build, run under gocollrun and under LD_PRELOAD over each host MPI
-// installed (Open MPI, MPICH), add up. Under LD_PRELOAD gocoll must run
-// every call on device memory itself: the host MPIs here are not
-// CUDA-aware (any CPU access to the stand-in memory crashes), and the
-// GOCOLL_DEBUG=info run's finalize reports must count every check's
-// collective, on every rank, as a device call gocoll ran.
+// The whole check on stand-in device memory, which the CPU cannot touch,
+// from a copy of the bundle: every run, under gocollrun and under
+// LD_PRELOAD over each host MPI installed (Open MPI, MPICH), added up.
+// Under LD_PRELOAD gocoll must run every call on device memory itself:
+// the host MPIs here are not CUDA-aware (any CPU access to the stand-in
+// memory crashes), and the GOCOLL_DEBUG=info run's finalize reports must
+// count every check's collective, on every rank, as a device call gocoll
+// ran.
 func TestSelfTest(t *testing.T) {
-	root, _ := filepath.Abs("../..")
-	for _, f := range []string{"build/bin/gocollrun", "build/bin/mpicc", "build/lib/libgocoll.so", "build/lib/libgocoll-preload.so"} {
-		if _, err := os.Stat(filepath.Join(root, f)); err != nil {
-			t.Fatalf("%s is missing after make build: %v", f, err)
-		}
-	}
 	var mpis []string
 	for _, m := range []struct{ name, cc, run string }{
 		{"openmpi", "mpicc.openmpi", "mpirun.openmpi"},
@@ -90,7 +167,9 @@ func TestSelfTest(t *testing.T) {
 			mpis = append(mpis, m.name)
 		}
 	}
-	args := []string{"--self-test", "--quick", "--ranks", "2", "--max-bytes", "4096", "--stub-preload"}
+	// Quick checks, a small timing table; a per-run limit and a budget
+	// for a loaded 2-core machine, not the GPU machine's 4 minutes.
+	args := []string{"--self-test", "--quick", "--ranks", "1 2 4", "--max-bytes", "4096", "--timeout", "120", "--budget", "900"}
 	switch len(mpis) {
 	case 0:
 		t.Log("no host MPI: no LD_PRELOAD runs")
@@ -100,20 +179,56 @@ func TestSelfTest(t *testing.T) {
 	default:
 		args = append(args, "--mpi", "both")
 	}
-	out, code := script(t, args...)
+	b := bundleCopy(t)
+	out, code := run(t, nil, filepath.Join(b, "run.sh"), args...)
+	sec := sections(out)
+	summary := "==== summary ====\n" + sec["summary"]
 	m := regexp.MustCompile(`(?m)^(\d+) passed, (\d+) failed$`).FindAllStringSubmatch(out, -1)
-	if code != 0 || len(m) == 0 || m[len(m)-1][2] != "0" || m[len(m)-1][1] == "0" {
-		t.Fatalf("exit %d\n%s", code, out)
+	if code != 0 || len(m) == 0 || m[len(m)-1][2] != "0" || m[len(m)-1][1] == "0" ||
+		!strings.HasSuffix(strings.TrimSpace(out), m[len(m)-1][0]) {
+		fails := regexp.MustCompile(`(?m)^.*(FAIL|timed out|exited with status|verdict lines).*$`).FindAllString(out, 60)
+		t.Fatalf("exit %d; the first failures:\n%s\n%s", code, strings.Join(fails, "\n"), summary)
 	}
-	for _, want := range []string{"==== gocollrun-np2 ====", "device us", "==== summary"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("no %q in the output\n%s", want, out)
+	// Every run, each with its verdicts; the path and reuse checks.
+	for _, n := range []int{1, 2, 4} {
+		runs := []string{"realloc-np1", "misaligned-np1", "gocollrun-np1"}
+		if n > 1 {
+			runs = nil
+			for _, r := range []string{"gocollrun", "realloc", "misaligned"} {
+				runs = append(runs, r+"-np"+strconv.Itoa(n)+"-ipc", r+"-np"+strconv.Itoa(n)+"-staged")
+			}
 		}
+		for _, r := range runs {
+			if c := regexp.MustCompile(`(?m)^rank \d+: [1-9]\d* passed, 0 failed$`).FindAllString(sec[r], -1); len(c) != n {
+				t.Errorf("%s: %d ranks' verdicts with checks passed, want %d\n%s", r, len(c), n, sec[r])
+			}
+		}
+		checks := []string{"realloc-np1-reuse"}
+		if n > 1 {
+			np := "-np" + strconv.Itoa(n)
+			checks = []string{"gocollrun" + np + "-ipc-path", "gocollrun" + np + "-staged-path", "realloc" + np + "-ipc-reuse", "realloc" + np + "-staged-reuse"}
+		}
+		for _, c := range checks {
+			if !regexp.MustCompile(`(?m)^  ` + c + ` +1 passed, +0 failed`).MatchString(summary) {
+				t.Errorf("no %s check passed\n%s", c, summary)
+			}
+		}
+	}
+	if !strings.Contains(sec["gocollrun-np2-ipc"], "device us") || !strings.Contains(sec["gocollrun-np4-ipc"], "device us") {
+		t.Errorf("no timing table in gocollrun-np2-ipc and -np4-ipc\n%s", out)
+	}
+	if !strings.Contains(sec["gocollrun-np2-ipc"], "gpucoll: CUDA runtime libcudart.so.12") {
+		t.Errorf("the cudart checks did not find the stand-in runtime\n%s", sec["gocollrun-np2-ipc"])
+	}
+	// The copy's mpicc named the copy, built the example against it, and
+	// the example ran.
+	if !strings.Contains(sec["wrapper"], "-I"+b+"/include -L"+b+"/lib -Wl,-rpath,"+b+"/lib x.c -lgocoll") ||
+		!regexp.MustCompile(`(?m)^  wrapper +3 passed, +0 failed`).MatchString(summary) {
+		t.Errorf("the wrapper check: mpicc -show does not name the copy %s, or a check failed\n%s\n%s", b, sec["wrapper"], summary)
 	}
 	if strings.Contains(out, "-> host MPI (CUDA device buffer)") {
 		t.Errorf("calls on device memory went to the host MPI\n%s", out)
 	}
-	sec := sections(out)
 	counts := regexp.MustCompile(`(?m)^rank (\d+): (\d+) passed, (\d+) failed$`)
 	report := regexp.MustCompile(`(?m)^gocoll: rank \d+: finalize: .* calls run by gocoll (\d+) \(on device memory (\d+)\)`)
 	for _, mpi := range mpis {
@@ -153,8 +268,8 @@ func TestSelfTest(t *testing.T) {
 				t.Errorf("%s-calls: %q: want every one of the %d checks run by gocoll on device memory", name, l[0], p)
 			}
 		}
-		if !regexp.MustCompile(`(?m)^  ` + name + `-device +1 passed, +0 failed`).MatchString(out) {
-			t.Errorf("%s: run.sh did not check the device calls\n%s", name, out)
+		if !regexp.MustCompile(`(?m)^  ` + name + `-device +1 passed, +0 failed`).MatchString(summary) {
+			t.Errorf("%s: run.sh did not check the device calls\n%s", name, summary)
 		}
 	}
 }

@@ -402,7 +402,7 @@ func TestFortran(t *testing.T) {
 // With GOCOLL_CUDA=off, calls with CUDA device buffers go to the host
 // MPI, also when the driver is loaded after MPI_Init. The driver is a
 // stand-in built with libcuda.so.1 as its soname. (With CUDA on, gocoll
-// runs them: tests/gpu/run.sh --self-test --stub-preload.)
+// runs them: the device check's run.sh --self-test, tests/gpu.)
 func TestDeviceBuffersFallBack(t *testing.T) {
 	fake := filepath.Join(harness.Work, "fake", "libcuda.so.1")
 	os.MkdirAll(filepath.Dir(fake), 0o755)
