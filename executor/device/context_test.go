@@ -4,15 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/gocoll/gocoll/executor/device"
-	"github.com/gocoll/gocoll/executor/host"
 	"github.com/gocoll/gocoll/gpu"
 	"github.com/gocoll/gocoll/gpu/fake"
 	"github.com/gocoll/gocoll/ops"
-	"github.com/gocoll/gocoll/transport"
 )
 
 // Device buffers not aligned for their element type never reach a
@@ -43,7 +40,7 @@ func TestMisalignedBuffers(t *testing.T) {
 				p0.Write(in[0], encode(e, v0))
 				p1.Write(in[1], encode(e, v1))
 				seq++
-				if err := callSum(rs, e, n, seq, in, out, nil); err != nil {
+				if err := (sumCall{n: n, elem: e, seq: seq, in: in, out: out}).run(rs); err != nil {
 					t.Fatalf("%s: %v", name, err)
 				}
 				checkSum(t, p1, e, out, want)
@@ -62,7 +59,7 @@ func TestMisalignedBuffers(t *testing.T) {
 	out := p1.Malloc(0, 4*n)
 	p0.Write(in[0], encode(gpu.F32, v0))
 	p1.Write(in[1], encode(gpu.F32, v1))
-	if err := callSum(rs, gpu.F32, n, seq+1, in, out, nil); err != nil {
+	if err := (sumCall{n: n, seq: seq + 1, in: in, out: out}).run(rs); err != nil {
 		t.Fatalf("aligned call after the misaligned ones: %v", err)
 	}
 	checkSum(t, p1, gpu.F32, out, want)
@@ -179,29 +176,8 @@ func TestMisalignedInPlaceOffsetReducesOnHost(t *testing.T) {
 	want := make([]byte, 4*n)
 	k(want, init[2:2+4*n], encode(gpu.F32, v0))
 
-	sch := sendReduce(n)
-	errs := make([]error, 2)
-	var wg sync.WaitGroup
-	for r := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := &device.Call{Sched: sch[r], ElemSize: 4, Reduce: host.Kernel(k), T: rs[r].t, Ranks: []int{0, 1},
-				Tag: transport.Tag{Context: 1, Seq: 1}, Kernel: "gocoll_sum_f32", Elem: gpu.F32}
-			if r == 0 {
-				c.In = device.Buffer{Ptr: in0, Len: 4 * n, Mem: rs[0].rt.Classify(in0)}
-			} else {
-				c.In = device.Buffer{Ptr: in1, Len: 4 * n, Mem: rs[1].rt.Classify(in1)}
-				c.Out = device.Buffer{Ptr: out, Len: 4*n + 4, Mem: rs[1].rt.Classify(out)}
-			}
-			errs[r] = rs[r].x.Run(c)
-		}()
-	}
-	wg.Wait()
-	for r, err := range errs {
-		if err != nil {
-			t.Fatalf("rank %d: %v", r, err)
-		}
+	if err := (sumCall{n: n, seq: 1, in: [2]uintptr{in0, in1}, out: out, outLen: 4*n + 4}).run(rs); err != nil {
+		t.Fatal(err)
 	}
 	if got := p1.Read(out, 4*n); !bytes.Equal(got, want) {
 		t.Errorf("result %x\nwant   %x", got, want)

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -219,12 +220,75 @@ func sendReduce(n int) [2]*schedule.Schedule {
 	return [2]*schedule.Schedule{b0.Schedule(), b1.Schedule()}
 }
 
+// sumCall is one call of sendReduce with MPI_SUM: rank 0 sends in[0];
+// rank 1 sets out = in[1] + what it received.
+type sumCall struct {
+	n      int      // elements
+	elem   gpu.Elem // their type: F32 or F64 (default F32)
+	seq    uint32
+	in     [2]uintptr
+	out    uintptr
+	outLen int  // bytes of rank 1's output buffer (default n elements)
+	host   bool // reduce with the host kernel, not on the GPU
+	// before(r), when set, runs on rank r's goroutine, locked to its OS
+	// thread, just before Run on that thread.
+	before func(r int)
+}
+
+// run runs the call on both ranks at once and returns the first rank's
+// error, naming the rank.
+func (sc sumCall) run(rs [2]*rank) error {
+	e := sc.elem
+	if e == 0 {
+		e = gpu.F32
+	}
+	t := map[gpu.Elem]ops.Type{gpu.F32: ops.Float, gpu.F64: ops.Double}[e]
+	k, err := ops.Lookup(ops.Sum, t)
+	if err != nil {
+		return err
+	}
+	size := e.Size()
+	outLen := sc.outLen
+	if outLen == 0 {
+		outLen = size * sc.n
+	}
+	sch := sendReduce(sc.n)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for r := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			c := &device.Call{Sched: sch[r], ElemSize: size, Reduce: host.Kernel(k), T: rs[r].t, Ranks: []int{0, 1},
+				Tag: transport.Tag{Context: 1, Seq: sc.seq}}
+			if !sc.host {
+				c.Kernel, c.Elem = gpu.KernelName(ops.Sum, e), e
+			}
+			c.In = device.Buffer{Ptr: sc.in[r], Len: size * sc.n, Mem: rs[r].rt.Classify(sc.in[r])}
+			if r == 1 {
+				c.Out = device.Buffer{Ptr: sc.out, Len: outLen, Mem: rs[r].rt.Classify(sc.out)}
+			}
+			if sc.before != nil {
+				sc.before(r)
+			}
+			errs[r] = rs[r].x.Run(c)
+		}()
+	}
+	wg.Wait()
+	for r, err := range errs {
+		if err != nil {
+			return fmt.Errorf("rank %d: %w", r, err)
+		}
+	}
+	return nil
+}
+
 // runPair runs one call of sendReduce on both ranks: rank 0's input
 // holds 1..n, rank 1's 100..; returns rank 1's output.
 func runPair(t *testing.T, rs [2]*rank, n int, kernel string, seq uint32, bufs ...uintptr) []float32 {
 	t.Helper()
-	sch := sendReduce(n)
-	k, _ := ops.Lookup(ops.Sum, ops.Float)
 	var in [2]uintptr
 	var out uintptr
 	if len(bufs) == 3 {
@@ -239,29 +303,11 @@ func runPair(t *testing.T, rs [2]*rank, n int, kernel string, seq uint32, bufs .
 		}
 		floats(rs[r].proc, in[r], v...)
 	}
-	errs := make([]error, 2)
-	var wg sync.WaitGroup
-	for r := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := &device.Call{Sched: sch[r], ElemSize: 4, Reduce: host.Kernel(k), T: rs[r].t, Ranks: []int{0, 1},
-				Tag: transport.Tag{Context: 1, Seq: seq}}
-			if kernel != "" {
-				c.Kernel, c.Elem = kernel, gpu.F32
-			}
-			c.In = device.Buffer{Ptr: in[r], Len: 4 * n, Mem: rs[r].rt.Classify(in[r])}
-			if r == 1 {
-				c.Out = device.Buffer{Ptr: out, Len: 4 * n, Mem: rs[r].rt.Classify(out)}
-			}
-			errs[r] = rs[r].x.Run(c)
-		}()
+	if kernel != "" && kernel != gpu.KernelName(ops.Sum, gpu.F32) {
+		t.Fatalf("runPair sums float32: kernel %q", kernel)
 	}
-	wg.Wait()
-	for r, err := range errs {
-		if err != nil {
-			t.Fatalf("rank %d: %v", r, err)
-		}
+	if err := (sumCall{n: n, seq: seq, in: in, out: out, host: kernel == ""}).run(rs); err != nil {
+		t.Fatal(err)
 	}
 	got := readFloats(rs[1].proc, out, n)
 	for i, v := range got {

@@ -2,23 +2,17 @@ package device_test
 
 import (
 	"encoding/binary"
-	"fmt"
 	"math"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/mock/gomock"
 
 	"github.com/gocoll/gocoll/executor/device"
-	"github.com/gocoll/gocoll/executor/host"
 	"github.com/gocoll/gocoll/gpu"
 	"github.com/gocoll/gocoll/gpu/fake"
 	"github.com/gocoll/gocoll/gpu/mockgpu"
-	"github.com/gocoll/gocoll/ops"
-	"github.com/gocoll/gocoll/transport"
 )
 
 // Tests of how a device call lives with the application's own use of
@@ -62,47 +56,6 @@ func operands(r, n int) (v, sum []float64) {
 	return v, sum
 }
 
-// callSum runs one sendReduce call of n elements of type e (a sum, on the
-// GPU kernel): rank 0 sends in[0], rank 1 reduces out = in[1] + what it
-// received (in place when in[1] == out). before(r), when set, runs on rank
-// r's goroutine, locked to its OS thread, just before Run on that thread.
-func callSum(rs [2]*rank, e gpu.Elem, n int, seq uint32, in [2]uintptr, out uintptr, before func(r int)) error {
-	sch := sendReduce(n)
-	t := map[gpu.Elem]ops.Type{gpu.F32: ops.Float, gpu.F64: ops.Double}[e]
-	k, err := ops.Lookup(ops.Sum, t)
-	if err != nil {
-		return err
-	}
-	size := e.Size()
-	errs := make([]error, 2)
-	var wg sync.WaitGroup
-	for r := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			c := &device.Call{Sched: sch[r], ElemSize: size, Reduce: host.Kernel(k), T: rs[r].t, Ranks: []int{0, 1},
-				Tag: transport.Tag{Context: 1, Seq: seq}, Kernel: gpu.KernelName(ops.Sum, e), Elem: e}
-			c.In = device.Buffer{Ptr: in[r], Len: size * n, Mem: rs[r].rt.Classify(in[r])}
-			if r == 1 {
-				c.Out = device.Buffer{Ptr: out, Len: size * n, Mem: rs[r].rt.Classify(out)}
-			}
-			if before != nil {
-				before(r)
-			}
-			errs[r] = rs[r].x.Run(c)
-		}()
-	}
-	wg.Wait()
-	for r, err := range errs {
-		if err != nil {
-			return fmt.Errorf("rank %d: %w", r, err)
-		}
-	}
-	return nil
-}
-
 // checkSum reads rank 1's output and compares it with want.
 func checkSum(t *testing.T, p *fake.Process, e gpu.Elem, out uintptr, want []float64) {
 	t.Helper()
@@ -127,10 +80,10 @@ func TestDefaultStreamWorkIsSeen(t *testing.T) {
 			in := [2]uintptr{rs[0].proc.Malloc(0, 4*n), rs[1].proc.Malloc(0, 4*n)}
 			out := rs[1].proc.Malloc(0, 4*n)
 			_, want := operands(0, n)
-			err := callSum(rs, gpu.F32, n, 1, in, out, func(r int) {
+			err := sumCall{n: n, seq: 1, in: in, out: out, before: func(r int) {
 				v, _ := operands(r, n)
 				rs[r].proc.AppWriteAsync(0, s, in[r], encode(gpu.F32, v), 50*time.Millisecond)
-			})
+			}}.run(rs)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,47 +8,23 @@ import (
 	"go.uber.org/mock/gomock"
 
 	"github.com/gocoll/gocoll/executor/device"
-	"github.com/gocoll/gocoll/executor/host"
 	"github.com/gocoll/gocoll/gpu"
 	"github.com/gocoll/gocoll/gpu/fake"
 	"github.com/gocoll/gocoll/gpu/mockgpu"
-	"github.com/gocoll/gocoll/ops"
-	"github.com/gocoll/gocoll/transport"
 )
 
 // sumOver runs one call of sendReduce over IPC: rank 0's input in0
 // holds first+i, rank 1's in1 100+i; rank 1's output must be their sum.
 func sumOver(t *testing.T, rs [2]*rank, n int, seq uint32, first float32, in0, in1, out uintptr) {
 	t.Helper()
-	sch := sendReduce(n)
-	k, _ := ops.Lookup(ops.Sum, ops.Float)
 	v0, v1 := make([]float32, n), make([]float32, n)
 	for i := range n {
 		v0[i], v1[i] = first+float32(i), 100+float32(i)
 	}
 	floats(rs[0].proc, in0, v0...)
 	floats(rs[1].proc, in1, v1...)
-	ins := [2]uintptr{in0, in1}
-	errs := make([]error, 2)
-	var wg sync.WaitGroup
-	for r := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := &device.Call{Sched: sch[r], ElemSize: 4, Reduce: host.Kernel(k), T: rs[r].t, Ranks: []int{0, 1},
-				Tag: transport.Tag{Context: 1, Seq: seq}, Kernel: "gocoll_sum_f32", Elem: gpu.F32}
-			c.In = device.Buffer{Ptr: ins[r], Len: 4 * n, Mem: rs[r].rt.Classify(ins[r])}
-			if r == 1 {
-				c.Out = device.Buffer{Ptr: out, Len: 4 * n, Mem: rs[r].rt.Classify(out)}
-			}
-			errs[r] = rs[r].x.Run(c)
-		}()
-	}
-	wg.Wait()
-	for r, err := range errs {
-		if err != nil {
-			t.Fatalf("call %d: rank %d: %v", seq, r, err)
-		}
+	if err := (sumCall{n: n, seq: seq, in: [2]uintptr{in0, in1}, out: out}).run(rs); err != nil {
+		t.Fatalf("call %d: %v", seq, err)
 	}
 	for i, v := range readFloats(rs[1].proc, out, n) {
 		if want := first + 100 + float32(2*i); v != want {
@@ -96,14 +72,7 @@ func TestIPCAddressReuse(t *testing.T) {
 	if st := m.Stats(); st.IPCGets != 2 || st.IPCOpens != 2 {
 		t.Errorf("a third call on the same allocation: %d gets, %d opens; want 2, 2", st.IPCGets, st.IPCOpens)
 	}
-	for _, r := range rs {
-		if err := r.x.Close(); err != nil {
-			t.Error(err)
-		}
-	}
-	if m.OpenMappings() != 0 {
-		t.Errorf("%d mappings open after Close", m.OpenMappings())
-	}
+	closeAll(t, rs, m)
 }
 
 // The same, as driver call sequences: the sender asks for a handle again
@@ -191,14 +160,7 @@ func TestIPCIdleMappingClosed(t *testing.T) {
 	if st := m.Stats(); st.IPCOpens != 2 || st.IPCCloses != 1 {
 		t.Errorf("%d opens, %d closes; want 2, 1", st.IPCOpens, st.IPCCloses)
 	}
-	for _, r := range rs {
-		if err := r.x.Close(); err != nil {
-			t.Error(err)
-		}
-	}
-	if m.OpenMappings() != 0 {
-		t.Errorf("%d mappings open after Close", m.OpenMappings())
-	}
+	closeAll(t, rs, m)
 }
 
 // A mapping idle for longer than the idle time but not yet swept is
@@ -224,6 +186,13 @@ func TestIPCIdleMappingReused(t *testing.T) {
 	if st := m.Stats(); st.IPCOpens != 1 || st.IPCCloses != 0 {
 		t.Errorf("%d opens, %d closes; want the one mapping reused", st.IPCOpens, st.IPCCloses)
 	}
+	closeAll(t, rs, m)
+}
+
+// closeAll closes both ranks' executors: every mapping must be closed
+// with them.
+func closeAll(t *testing.T, rs [2]*rank, m *fake.Machine) {
+	t.Helper()
 	for _, r := range rs {
 		if err := r.x.Close(); err != nil {
 			t.Error(err)
