@@ -76,8 +76,11 @@ type ipcIn struct {
 // same base, buffer id and handle. CUDA often gives a freed allocation's
 // address to the next one, with a new buffer id and handle, so a
 // descriptor naming a known base with another buffer id means the mapped
-// allocation was freed: its mapping is closed at once (CUDA keeps freed
-// memory alive while another process maps it). A freed allocation whose
+// allocation was freed: its mapping is closed at once. (CUDA calls the
+// owner's cuMemFree of memory another process still maps undefined
+// behaviour; in practice the driver keeps the memory alive until the last
+// mapping closes. The application frees without knowing of gocoll's
+// mappings, so the window is kept short instead.) A freed allocation whose
 // address is not reused is not seen to go, so mappings are also closed
 // when unused for maxIdle (a timer, and every open, sweeps them) and,
 // beyond maxMappings, the least recently used first: the memory of a

@@ -30,7 +30,9 @@
 //     a new buffer id and new IPC handles, so a cache that trusts an
 //     address gets the wrong memory; freed memory is unreachable, except
 //     through the IPC mappings other processes still hold, which keep it
-//     alive until they close it, as CUDA's do (FreedMapped counts those).
+//     alive until they close it, as the real driver does in practice (CUDA's
+//     documentation calls such a free undefined behaviour; FreedMapped
+//     counts those mappings).
 //
 // Default streams: StreamLegacy names a context's legacy default stream
 // and StreamPerThread the calling thread's per-thread default stream in
