@@ -5,9 +5,11 @@
 //	make lib && go run ./preload/tune -write     # regenerate the rules
 //	go run ./preload/tune -table latency.md      # measure only
 //
-// It builds bench/collbench.c (an OSU-style latency benchmark of
-// MPI_Allreduce, MPI_Reduce_scatter_block and MPI_Allgather, 8 B to
-// 16 MiB) with mpicc.openmpi and mpicc.mpich and runs it, for each host
+// It builds bench/collbench.c (a latency benchmark with a barrier before
+// every call) with mpicc.openmpi and mpicc.mpich and runs it on
+// MPI_Allreduce, MPI_Reduce_scatter_block and MPI_Allgather, MPI_FLOAT,
+// 8 B to 16 MiB, every size the whole vector or output (-total: the size
+// the tuner's rules are written in), for each host
 // MPI and rank count, in several configurations: natively, and under the
 // preload library with auto and with each of gocoll's algorithms forced.
 // Every repetition runs every configuration once, in a fresh random
@@ -24,8 +26,8 @@
 // measured sizes; the first rule of a collective starts at 0 bytes and
 // the last has no upper bound. Rank counts: the np=2 measurement gives the
 // rules for p <= 2, the largest np's for p above it, and each other np
-// the range up to it. MPI_Reduce_scatter, which collbench does not time,
-// gets MPI_Reduce_scatter_block's rules (the same algorithms).
+// the range up to it. MPI_Reduce_scatter, which tune does not time, gets
+// MPI_Reduce_scatter_block's rules (the same algorithms).
 package main
 
 import (
@@ -53,7 +55,7 @@ var (
 	mpisFlag  = flag.String("mpi", "openmpi,mpich", "host MPIs to measure")
 	npFlag    = flag.String("np", "2,4", "rank counts")
 	reps      = flag.Int("reps", 3, "repetitions of every configuration (interleaved)")
-	iters     = flag.Int("iters", 100, "collbench iterations per size (fewer for large sizes, as collbench does)")
+	iters     = flag.Int("iters", 100, "collbench iterations per size (after 10 warm-up calls)")
 	slowIters = flag.Int("slow-iters", 20, "iterations where MPICH runs more ranks than cores (it busy-polls: each run takes minutes)")
 	maxBytes  = flag.Int64("max", 16<<20, "largest size in bytes")
 	margin    = flag.Float64("margin", 0.10, "a gocoll algorithm must beat the host by this fraction")
@@ -202,7 +204,7 @@ func main() {
 			n := 0
 			for _, line := range strings.Split(string(out), "\n") {
 				f := strings.Fields(line)
-				if len(f) != 5 {
+				if len(f) != 5 || strings.HasPrefix(line, "#") {
 					continue
 				}
 				b, err1 := strconv.ParseInt(f[1], 10, 64)
@@ -278,7 +280,8 @@ func bench(m hostMPI, np int, cf config, lib, prog string) ([]byte, error) {
 			args = append(args, "-genv", k, v)
 		}
 	}
-	args = append(args, prog, "-i", strconv.Itoa(it), "-m", fmt.Sprintf("8:%d", *maxBytes))
+	args = append(args, prog, "-c", "allreduce,reduce_scatter_block,allgather", "-d", "MPI_FLOAT", "-total",
+		"-i", strconv.Itoa(it), "-il", strconv.Itoa(it), "-w", "10", "-wl", "10", "-m", fmt.Sprintf("8:%d", *maxBytes))
 	cmd := exec.Command(m.run, args...)
 	return cmd.CombinedOutput()
 }
