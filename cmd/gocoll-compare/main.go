@@ -2,13 +2,19 @@
 // benchmark program, bench/collbench.c, built three ways: with gocoll's
 // mpicc (run under gocollrun), with mpicc.openmpi and with mpicc.mpich (run
 // natively), and, when the preload library is built, the two host builds
-// again with LD_PRELOAD=libgocoll-preload.so. The configurations are run in
-// turn, repetition after repetition, so that machine noise hits all alike;
-// the best (lowest) time of each configuration and size is kept. It prints
-// the latency table, the ratio gocoll/best-host per collective and size,
-// and draws the latencies.
+// again with LD_PRELOAD=libgocoll-preload.so. collbench measures as the MPI
+// suite users run first does (a barrier before every call, MPI_CHAR
+// allgather sized per rank, MPI_FLOAT sums sized by the whole vector,
+// MPI_Reduce_scatter with recvcounts, 1000 calls up to 8 KiB and 100
+// above, the average over ranks). The configurations are run in turn,
+// forwards then backwards, repetition after repetition, so that machine
+// noise hits all alike; the lowest time of each configuration and size is
+// kept. It prints, per rank count and collective, what was measured, the
+// times and the ratios gocoll/best-host and preload/native, and draws the
+// latencies.
 //
-//	gocoll-compare [-np 2,4] [-m 8:16777216] [-reps 3] [-iters 100] [-c allreduce,...] [-plot docs/compare] [-csv out.csv]
+//	gocoll-compare [-np 2,4,8] [-m 4:16777216] [-reps 3] [-c allreduce,...] [-d MPI_TYPE] [-total]
+//	               [-iters 1000] [-iters-large 100] [-plot docs/compare] [-csv out.csv]
 package main
 
 import (
@@ -16,10 +22,13 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -39,18 +48,278 @@ type key struct {
 	bytes int64
 }
 
+// head is what collbench says of one collective: the call, the datatype
+// and whether a size is per rank or total.
+type head struct {
+	call, dtype, size string
+}
+
+// result is one collbench run: its pattern line, its collectives' heads
+// in order, and the average per-call time of every collective and size.
+type result struct {
+	pattern string
+	colls   []string
+	heads   map[string]head
+	us      map[key]float64
+}
+
+var headLine = regexp.MustCompile(`^# ([a-z_]+): (MPI_\w+), (MPI_\w+), (?:MPI_SUM, )?size (per-rank|total) `)
+
+// parse reads collbench's output: the comment lines that say how it
+// measured, and its `collective bytes avg_us min_us max_us` lines.
+func parse(out []byte) (result, error) {
+	r := result{heads: map[string]head{}, us: map[key]float64{}}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		line := sc.Text()
+		if p, ok := strings.CutPrefix(line, "# collbench: "); ok {
+			r.pattern = p
+			continue
+		}
+		if m := headLine.FindStringSubmatch(line); m != nil {
+			r.colls = append(r.colls, m[1])
+			r.heads[m[1]] = head{call: m[2], dtype: m[3], size: m[4]}
+			continue
+		}
+		fs := strings.Fields(line)
+		if len(fs) != 5 || strings.HasPrefix(line, "#") {
+			continue
+		}
+		b, err1 := strconv.ParseInt(fs[1], 10, 64)
+		us, err2 := strconv.ParseFloat(fs[2], 64)
+		if _, ok := r.heads[fs[0]]; !ok || err1 != nil || err2 != nil {
+			return r, fmt.Errorf("collbench printed %q, not a time line of a collective it announced", line)
+		}
+		r.us[key{fs[0], b}] = us
+	}
+	if r.pattern == "" || len(r.us) == 0 {
+		return r, fmt.Errorf("no collbench header or no times in:\n%s", out)
+	}
+	return r, nil
+}
+
+// runs are the measurements of one rank count: the first run's headers
+// (every configuration's must match them) and every configuration's
+// times, all repetitions.
+type runs struct {
+	np      int
+	reps    int
+	first   result
+	configs []string
+	samples map[string]map[key][]float64
+}
+
+func newRuns(np, reps int, configs []config) *runs {
+	rs := &runs{np: np, reps: reps, samples: map[string]map[key][]float64{}}
+	for _, c := range configs {
+		rs.configs = append(rs.configs, c.name)
+		rs.samples[c.name] = map[key][]float64{}
+	}
+	return rs
+}
+
+// add records one run of config name; its headers must match the others'.
+func (rs *runs) add(name string, r result) error {
+	if rs.first.pattern == "" {
+		rs.first = r
+	} else if r.pattern != rs.first.pattern || !slices.Equal(r.colls, rs.first.colls) {
+		return fmt.Errorf("%s measured differently: %q %v, the first run %q %v", name, r.pattern, r.colls, rs.first.pattern, rs.first.colls)
+	} else {
+		for c, h := range r.heads {
+			if rs.first.heads[c] != h {
+				return fmt.Errorf("%s measured %s as %v, the first run as %v", name, c, h, rs.first.heads[c])
+			}
+		}
+	}
+	for k, us := range r.us {
+		rs.samples[name][k] = append(rs.samples[name][k], us)
+	}
+	return nil
+}
+
+// best is the lowest time of a configuration at k, and whether there is one.
+func (rs *runs) best(name string, k key) (float64, bool) {
+	v := rs.samples[name][k]
+	if len(v) == 0 {
+		return 0, false
+	}
+	return slices.Min(v), true
+}
+
+func median(v []float64) float64 {
+	w := slices.Sorted(slices.Values(v))
+	if len(w)%2 == 1 {
+		return w[len(w)/2]
+	}
+	return (w[len(w)/2-1] + w[len(w)/2]) / 2
+}
+
+// ratio is a/b of the best times of two configurations at k; ok is false
+// when one is missing.
+func (rs *runs) ratio(a, b string, k key) (float64, bool) {
+	x, ok1 := rs.best(a, k)
+	y, ok2 := rs.best(b, k)
+	return x / y, ok1 && ok2 && y > 0
+}
+
+// standalone is gocoll over the faster host MPI at k.
+func (rs *runs) standalone(k key) (float64, bool) {
+	g, ok := rs.best("gocoll", k)
+	o, ok1 := rs.best("openmpi", k)
+	m, ok2 := rs.best("mpich", k)
+	if !ok || !ok1 && !ok2 {
+		return 0, false
+	}
+	h := math.Inf(1)
+	if ok1 {
+		h = o
+	}
+	if ok2 {
+		h = min(h, m)
+	}
+	return g / h, h > 0
+}
+
+func (rs *runs) keys(coll string) []int64 {
+	seen := map[int64]bool{}
+	for _, name := range rs.configs {
+		for k := range rs.samples[name] {
+			if k.coll == coll {
+				seen[k.bytes] = true
+			}
+		}
+	}
+	return slices.Sorted(func(yield func(int64) bool) {
+		for b := range seen {
+			if !yield(b) {
+				return
+			}
+		}
+	})
+}
+
+// sizeWords says what a size is, in the table's words.
+func sizeWords(h head) string {
+	if h.size == "per-rank" {
+		return "bytes per rank (what each rank sends; the result is np times larger)"
+	}
+	return "bytes of the whole vector"
+}
+
+// report prints, per collective, what was measured, the best time of
+// every configuration, gocoll over the faster host MPI, and each host
+// under the preload over the same host alone (below 1: faster).
+func report(w io.Writer, rs *runs, cores int) {
+	over := ""
+	if rs.np > cores {
+		over = fmt.Sprintf(", oversubscribed (%d cores)", cores)
+	}
+	fmt.Fprintf(w, "np=%d%s: the lowest of %d repetitions (configurations interleaved, forwards then backwards), µs per call\n", rs.np, over, rs.reps)
+	fmt.Fprintf(w, "collbench: %s\n", rs.first.pattern)
+	has := func(n string) bool { return slices.Contains(rs.configs, n) }
+	for _, coll := range rs.first.colls {
+		h := rs.first.heads[coll]
+		fmt.Fprintf(w, "\n%s, %s, %s\n", h.call, h.dtype, sizeWords(h))
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprint(tw, "bytes\t")
+		for _, c := range rs.configs {
+			fmt.Fprintf(tw, "%s\t", c)
+		}
+		fmt.Fprint(tw, "gocoll/best-host\t")
+		if has("openmpi+preload") {
+			fmt.Fprint(tw, "ompi+preload/ompi\t")
+		}
+		if has("mpich+preload") {
+			fmt.Fprint(tw, "mpich+preload/mpich\t")
+		}
+		fmt.Fprintln(tw)
+		cell := func(v float64, ok bool) {
+			if ok {
+				fmt.Fprintf(tw, "%.2f\t", v)
+			} else {
+				fmt.Fprint(tw, "-\t")
+			}
+		}
+		for _, b := range rs.keys(coll) {
+			k := key{coll, b}
+			fmt.Fprintf(tw, "%d\t", b)
+			for _, c := range rs.configs {
+				cell(rs.best(c, k))
+			}
+			cell(rs.standalone(k))
+			if has("openmpi+preload") {
+				cell(rs.ratio("openmpi+preload", "openmpi", k))
+			}
+			if has("mpich+preload") {
+				cell(rs.ratio("mpich+preload", "mpich", k))
+			}
+			fmt.Fprintln(tw)
+		}
+		tw.Flush()
+	}
+	fmt.Fprintln(w)
+}
+
+// csvRows writes every configuration's lowest and median time per size.
+func csvRows(w io.Writer, rs *runs) {
+	for _, coll := range rs.first.colls {
+		h := rs.first.heads[coll]
+		for _, b := range rs.keys(coll) {
+			for _, c := range rs.configs {
+				v := rs.samples[c][key{coll, b}]
+				if len(v) > 0 {
+					fmt.Fprintf(w, "%d,%s,%s,%s,%s,%d,%.3f,%.3f\n", rs.np, c, coll, h.dtype, h.size, b, slices.Min(v), median(v))
+				}
+			}
+		}
+	}
+}
+
+// order is the configurations' order in repetition rep: forwards, then
+// backwards, so that none always runs first or after the same one.
+func order(configs []config, rep int) []config {
+	o := slices.Clone(configs)
+	if rep%2 == 1 {
+		slices.Reverse(o)
+	}
+	return o
+}
+
+type options struct {
+	nps, sizes, colls, dtype string
+	reps, iters, itersLarge  int
+	total                    bool
+	plot, csv                string
+}
+
 func main() {
-	nps := flag.String("np", "2,4", "rank counts")
-	sizes := flag.String("m", "8:16777216", "MIN:MAX message sizes in bytes")
-	reps := flag.Int("reps", 3, "repetitions of every configuration (best kept)")
-	iters := flag.Int("iters", 100, "collbench iterations per size")
-	colls := flag.String("c", "allreduce,reduce_scatter_block,allgather", "collectives")
-	plotPrefix := flag.String("plot", "", "draw PREFIX-npN-COLLECTIVE.svg (or .png)")
-	csvOut := flag.String("csv", "", "write all measurements as CSV")
+	var o options
+	flag.StringVar(&o.nps, "np", "2,4,8", "rank counts (above the core count the ranks are oversubscribed)")
+	flag.StringVar(&o.sizes, "m", "4:16777216", "MIN:MAX sizes in bytes, doubling (collbench -m)")
+	flag.IntVar(&o.reps, "reps", 3, "repetitions of every configuration, interleaved; the lowest time is kept")
+	flag.IntVar(&o.iters, "iters", 1000, "timed calls per size up to 8 KiB (collbench -i; 200 warm-up calls)")
+	flag.IntVar(&o.itersLarge, "iters-large", 100, "timed calls per size above 8 KiB (collbench -il; 10 warm-up calls)")
+	flag.StringVar(&o.colls, "c", "allreduce,reduce_scatter,reduce_scatter_block,allgather", "collectives (collbench -c)")
+	flag.StringVar(&o.dtype, "d", "", "datatype of every collective, e.g. MPI_DOUBLE (default: MPI_CHAR for allgather, MPI_FLOAT for the reductions)")
+	flag.BoolVar(&o.total, "total", false, "allgather sizes are the whole output (default: what each rank sends, as MPI suites count them)")
+	flag.StringVar(&o.plot, "plot", "", "draw PREFIX-npN-COLLECTIVE.svg (or .png)")
+	flag.StringVar(&o.csv, "csv", "", "write every configuration's lowest and median time per size as CSV")
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), `usage: gocoll-compare [flags]
+
+Builds bench/collbench.c with gocoll's mpicc, mpicc.openmpi and mpicc.mpich;
+runs it under gocollrun, Open MPI and MPICH, and the host builds again with
+LD_PRELOAD=build/lib/libgocoll-preload.so (when built); prints per rank
+count and collective the lowest time of each and the ratios gocoll/best-host
+and preload/native. Run inside the repository, after make build.
+
+`)
+		flag.PrintDefaults()
+	}
 	flag.Parse()
 	root, err := repoRoot()
 	if err == nil {
-		err = run(root, *nps, *sizes, *reps, *iters, *colls, *plotPrefix, *csvOut)
+		err = run(root, o)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gocoll-compare:", err)
@@ -66,7 +335,18 @@ func repoRoot() (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-func run(root, nps, sizes string, reps, iters int, colls, plotPrefix, csvOut string) error {
+func run(root string, o options) error {
+	var nps []int
+	for _, f := range strings.Split(o.nps, ",") {
+		np, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || np < 1 {
+			return fmt.Errorf("bad -np %q", f)
+		}
+		nps = append(nps, np)
+	}
+	if o.reps < 1 || o.iters < 1 || o.itersLarge < 1 {
+		return fmt.Errorf("want -reps, -iters and -iters-large >= 1")
+	}
 	work, err := os.MkdirTemp("", "gocoll-compare-")
 	if err != nil {
 		return err
@@ -104,89 +384,52 @@ func run(root, nps, sizes string, reps, iters int, colls, plotPrefix, csvOut str
 			config{name: "mpich+preload", launch: func(np int) []string {
 				return append(mpich(np), "-genv", "LD_PRELOAD", preload)
 			}, binary: bin("mpich")})
+	} else {
+		fmt.Fprintf(os.Stderr, "gocoll-compare: %s is not built: no preload columns\n", preload)
+	}
+	args := []string{"-c", o.colls, "-m", o.sizes, "-i", strconv.Itoa(o.iters), "-il", strconv.Itoa(o.itersLarge)}
+	if o.dtype != "" {
+		args = append(args, "-d", o.dtype)
+	}
+	if o.total {
+		args = append(args, "-total")
 	}
 	var csv bytes.Buffer
-	csv.WriteString("np,config,collective,bytes,us\n")
-	for _, f := range strings.Split(nps, ",") {
-		np, err := strconv.Atoi(f)
-		if err != nil {
-			return fmt.Errorf("bad -np %q", f)
-		}
-		best := map[string]map[key]float64{}
-		for rep := range reps {
-			for _, c := range configs {
-				fmt.Fprintf(os.Stderr, "\rnp=%d repetition %d/%d: %-16s", np, rep+1, reps, c.name)
-				argv := append(c.launch(np), c.binary, "-c", colls, "-m", sizes, "-i", strconv.Itoa(iters))
+	csv.WriteString("np,config,collective,datatype,size,bytes,min_us,median_us\n")
+	for _, np := range nps {
+		rs := newRuns(np, o.reps, configs)
+		for rep := range o.reps {
+			for _, c := range order(configs, rep) {
+				fmt.Fprintf(os.Stderr, "\rnp=%d repetition %d/%d: %-16s", np, rep+1, o.reps, c.name)
+				argv := append(append(c.launch(np), c.binary), args...)
 				cmd := exec.Command(argv[0], argv[1:]...)
 				cmd.Env = append(os.Environ(), c.env...)
+				var stderr bytes.Buffer
+				cmd.Stderr = &stderr
 				out, err := cmd.Output()
 				if err != nil {
-					return fmt.Errorf("%s: %v\n%s", strings.Join(argv, " "), err, out)
+					return fmt.Errorf("%s: %v\n%s%s", strings.Join(argv, " "), err, out, stderr.Bytes())
 				}
-				if best[c.name] == nil {
-					best[c.name] = map[key]float64{}
+				r, err := parse(out)
+				if err == nil {
+					err = rs.add(c.name, r)
 				}
-				sc := bufio.NewScanner(bytes.NewReader(out))
-				for sc.Scan() {
-					fs := strings.Fields(sc.Text())
-					if len(fs) != 5 {
-						continue
-					}
-					b, _ := strconv.ParseInt(fs[1], 10, 64)
-					us, _ := strconv.ParseFloat(fs[2], 64)
-					k := key{fs[0], b}
-					if old, ok := best[c.name][k]; !ok || us < old {
-						best[c.name][k] = us
-					}
+				if err != nil {
+					return fmt.Errorf("%s: %v", strings.Join(argv, " "), err)
 				}
 			}
 		}
 		fmt.Fprintln(os.Stderr)
-		report(np, configs, best)
-		for _, c := range configs {
-			for k, us := range best[c.name] {
-				fmt.Fprintf(&csv, "%d,%s,%s,%d,%.3f\n", np, c.name, k.coll, k.bytes, us)
-			}
-		}
-		if plotPrefix != "" {
-			if err := plotCompare(plotPrefix, np, configs, best); err != nil {
+		report(os.Stdout, rs, runtime.NumCPU())
+		csvRows(&csv, rs)
+		if o.plot != "" {
+			if err := plotCompare(o.plot, rs); err != nil {
 				return err
 			}
 		}
 	}
-	if csvOut != "" {
-		return os.WriteFile(csvOut, csv.Bytes(), 0o644)
+	if o.csv != "" {
+		return os.WriteFile(o.csv, csv.Bytes(), 0o644)
 	}
 	return nil
-}
-
-// report prints, per collective, the best time of every configuration and
-// the ratio of gocoll to the faster host MPI (below 1: gocoll is faster).
-func report(np int, configs []config, best map[string]map[key]float64) {
-	var keys []key
-	for k := range best["gocoll"] {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b key) int {
-		if a.coll != b.coll {
-			return strings.Compare(a.coll, b.coll)
-		}
-		return int(a.bytes - b.bytes)
-	})
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "np=%d\tbytes\t", np)
-	for _, c := range configs {
-		fmt.Fprintf(tw, "%s µs\t", c.name)
-	}
-	fmt.Fprintln(tw, "gocoll/best-host\t")
-	for _, k := range keys {
-		fmt.Fprintf(tw, "%s\t%d\t", k.coll, k.bytes)
-		for _, c := range configs {
-			fmt.Fprintf(tw, "%.2f\t", best[c.name][k])
-		}
-		host := math.Min(best["openmpi"][k], best["mpich"][k])
-		fmt.Fprintf(tw, "%.2f\t\n", best["gocoll"][k]/host)
-	}
-	tw.Flush()
-	fmt.Println()
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"image/color"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -18,33 +17,32 @@ var palette = []color.Color{
 	color.RGBA{0xd6, 0x27, 0x28, 255}, color.RGBA{0x94, 0x67, 0xbd, 255},
 }
 
-// plotCompare draws latency against size per collective, one line per
-// configuration.
-func plotCompare(prefix string, np int, configs []config, best map[string]map[key]float64) error {
+// plotCompare draws the lowest latency against size per collective, one
+// line per configuration, titled with what was measured.
+func plotCompare(prefix string, rs *runs) error {
 	ext := ".svg"
 	if filepath.Ext(prefix) == ".png" {
 		ext, prefix = ".png", strings.TrimSuffix(prefix, ".png")
 	}
-	colls := map[string]bool{}
-	for k := range best["gocoll"] {
-		colls[k.coll] = true
-	}
-	for coll := range colls {
+	for _, coll := range rs.first.colls {
+		h := rs.first.heads[coll]
 		p := plot.New()
-		p.Title.Text = fmt.Sprintf("MPI_%s, %d ranks: time per call", coll, np)
-		p.X.Label.Text, p.Y.Label.Text = "message size (bytes)", "µs"
+		p.Title.Text = fmt.Sprintf("%s, %s, %d ranks: time per call (barrier between calls)", h.call, h.dtype, rs.np)
+		p.X.Label.Text, p.Y.Label.Text = "size ("+sizeWords(h)+")", "µs"
 		p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 		p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
 		p.Add(plotter.NewGrid())
 		p.Legend.Top, p.Legend.Left = true, true
-		for i, c := range configs {
+		for i, c := range rs.configs {
 			var pts plotter.XYs
-			for k, us := range best[c.name] {
-				if k.coll == coll {
-					pts = append(pts, plotter.XY{X: float64(k.bytes), Y: us})
+			for _, b := range rs.keys(coll) {
+				if us, ok := rs.best(c, key{coll, b}); ok {
+					pts = append(pts, plotter.XY{X: float64(b), Y: us})
 				}
 			}
-			slices.SortFunc(pts, func(a, b plotter.XY) int { return int(a.X - b.X) })
+			if len(pts) == 0 {
+				continue
+			}
 			line, points, err := plotter.NewLinePoints(pts)
 			if err != nil {
 				return err
@@ -52,9 +50,9 @@ func plotCompare(prefix string, np int, configs []config, best map[string]map[ke
 			line.Color, points.Color = palette[i%len(palette)], palette[i%len(palette)]
 			points.Shape = draw.CircleGlyph{}
 			p.Add(line, points)
-			p.Legend.Add(c.name, line, points)
+			p.Legend.Add(c, line, points)
 		}
-		if err := p.Save(7*vg.Inch, 4.5*vg.Inch, fmt.Sprintf("%s-np%d-%s%s", prefix, np, coll, ext)); err != nil {
+		if err := p.Save(7*vg.Inch, 4.5*vg.Inch, fmt.Sprintf("%s-np%d-%s%s", prefix, rs.np, coll, ext)); err != nil {
 			return err
 		}
 	}
