@@ -1,18 +1,23 @@
 // Command gocoll-bench is an nccl-tests-style sweep of gocoll's
 // collectives: for each collective, datatype and algorithm (or auto), and
 // each size from -b to -e bytes, it runs warm-up and timed calls and
-// reports the slowest rank's time per call (min, median and max over
-// repetitions), the algorithm and bus bandwidths, and optionally checks
-// every result.
+// reports the time per call (min, median and max over repetitions), the
+// algorithm and bus bandwidths, and optionally checks every result.
 //
 //	gocollrun -n 4 gocoll-bench [-c allreduce,...] [-a auto|all|ring,...] [-b 8] [-e 64M]
-//	          [-d float32,...] [-check] [-csv f.csv] [-json f.json] [-plot prefix]
+//	          [-d float32,...] [-barrier] [-per-rank] [-check] [-csv f.csv] [-json f.json] [-plot prefix]
 //	gocoll-bench -local 4 ...   (ranks as goroutines, no launcher)
 //
-// Bandwidths follow nccl-tests: algbw = bytes / time; busbw = algbw x
-// 2(p-1)/p for allreduce and (p-1)/p for reduce-scatter and allgather,
-// where bytes is the whole vector (allreduce, reduce-scatter) or the whole
-// output (allgather).
+// By default the calls run back to back and the time is the slowest
+// rank's mean (nccl-tests); with -barrier a barrier precedes every call,
+// only the call is timed, and the time is each rank's mean averaged over
+// the ranks (the MPI micro-benchmark suites). A size is the whole vector
+// (allreduce, reduce-scatter) or the whole output (allgather), or with
+// -per-rank, for allgather, what each rank sends. MPI_Reduce_scatter
+// (reduce_scatter) splits the vector with recvcounts as evenly as it can,
+// the first n%p ranks one element more. Bandwidths follow nccl-tests:
+// algbw = whole bytes / time; busbw = algbw x 2(p-1)/p for allreduce and
+// (p-1)/p for reduce-scatter and allgather.
 package main
 
 import (
@@ -20,6 +25,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"runtime/pprof"
 	"slices"
@@ -45,6 +51,8 @@ type Result struct {
 	AlgBW      float64 `json:"algbw_gbs"`
 	BusBW      float64 `json:"busbw_gbs"`
 	Check      string  `json:"check,omitempty"`
+	Size       string  `json:"size"`    // what Bytes is: total, or per-rank (allgather with -per-rank)
+	Barrier    bool    `json:"barrier"` // a barrier before every call; the time averaged over ranks
 }
 
 type options struct {
@@ -54,6 +62,7 @@ type options struct {
 	warmup, iters      int
 	reps               int
 	check              bool
+	barrier, perRank   bool
 	csv, json, plot    string
 	cpuprofile         string
 }
@@ -62,7 +71,7 @@ func main() {
 	var o options
 	colls := flag.String("c", "allreduce,reduce_scatter_block,allgather", "collectives: allreduce, reduce_scatter, reduce_scatter_block, allgather")
 	algs := flag.String("a", "auto", "algorithms: auto, all, or names (each collective uses those it has)")
-	types := flag.String("d", "float32", "datatypes: float32, float64, int32, int64")
+	types := flag.String("d", "float32", "datatypes: "+strings.Join(datatypes, ", ")+" (byte is uint8, MPI_CHAR's size)")
 	minB := flag.String("b", "8", "smallest message (bytes; K, M, G suffixes)")
 	maxB := flag.String("e", "64M", "largest message")
 	flag.IntVar(&o.factor, "f", 2, "size factor between steps")
@@ -70,6 +79,8 @@ func main() {
 	flag.IntVar(&o.iters, "n", 20, "timed calls per repetition (fewer for large messages)")
 	flag.IntVar(&o.reps, "r", 5, "repetitions (min, median and max are reported)")
 	flag.BoolVar(&o.check, "check", false, "check every result")
+	flag.BoolVar(&o.barrier, "barrier", false, "a barrier before every call, only the call timed, the time averaged over ranks (as the MPI suites); default back to back, the slowest rank")
+	flag.BoolVar(&o.perRank, "per-rank", false, "allgather sizes are what each rank sends (as the MPI suites); default the whole output")
 	flag.StringVar(&o.csv, "csv", "", "write the results as CSV")
 	flag.StringVar(&o.json, "json", "", "write the results as JSON")
 	flag.StringVar(&o.plot, "plot", "", "write a plot per collective: PREFIX-COLLECTIVE.svg (or .png with -plot x.png)")
@@ -173,6 +184,7 @@ func sweep(c *mpi.Comm, o options) error {
 	// while the other ranks wait in Finalize (or return).
 	mb := min(o.maxB, 1<<30)
 	fmt.Printf("memmove (one core, %d bytes): %.2f GB/s\n", mb, memmoveGBs(int(mb)))
+	printPattern(os.Stdout, o)
 	printTable(results)
 	return writeOutputs(results, o)
 }
@@ -209,6 +221,20 @@ func algorithmsFor(c algorithms.Collective, want []string) []string {
 	return out
 }
 
+// printPattern says how the sweep measured.
+func printPattern(w io.Writer, o options) {
+	if o.barrier {
+		fmt.Fprintln(w, "# a barrier before every call, only the call timed; time per call: each rank's mean, averaged over ranks")
+	} else {
+		fmt.Fprintln(w, "# calls back to back; time per call: the slowest rank's mean")
+	}
+	if o.perRank {
+		fmt.Fprintln(w, "# bytes: the whole vector; allgather: what each rank sends (the output is p times larger); busbw from the whole output")
+	} else {
+		fmt.Fprintln(w, "# bytes: the whole vector; allgather: the whole output")
+	}
+}
+
 func printTable(results []Result) {
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "collective\talgorithm\ttype\tranks\tbytes\tmin µs\tmedian µs\tmax µs\talgbw GB/s\tbusbw GB/s\tcheck\t")
@@ -222,10 +248,10 @@ func printTable(results []Result) {
 func writeOutputs(results []Result, o options) error {
 	if o.csv != "" {
 		var b strings.Builder
-		b.WriteString("collective,algorithm,datatype,ranks,bytes,min_us,median_us,max_us,algbw_gbs,busbw_gbs,check\n")
+		b.WriteString("collective,algorithm,datatype,ranks,bytes,min_us,median_us,max_us,algbw_gbs,busbw_gbs,check,size,barrier\n")
 		for _, r := range results {
-			fmt.Fprintf(&b, "%s,%s,%s,%d,%d,%.3f,%.3f,%.3f,%.4f,%.4f,%s\n",
-				r.Collective, r.Algorithm, r.Datatype, r.Ranks, r.Bytes, r.MinUs, r.MedianUs, r.MaxUs, r.AlgBW, r.BusBW, r.Check)
+			fmt.Fprintf(&b, "%s,%s,%s,%d,%d,%.3f,%.3f,%.3f,%.4f,%.4f,%s,%s,%t\n",
+				r.Collective, r.Algorithm, r.Datatype, r.Ranks, r.Bytes, r.MinUs, r.MedianUs, r.MaxUs, r.AlgBW, r.BusBW, r.Check, r.Size, r.Barrier)
 		}
 		if err := os.WriteFile(o.csv, []byte(b.String()), 0o644); err != nil {
 			return err
