@@ -22,10 +22,11 @@
  *             [-m MIN[:MAX]] [-d MPI_TYPE] [-total] [-i ITERS] [-il ITERS]
  *             [-w WARMUP] [-wl WARMUP] [-check]
  *
- * Sizes are bytes, doubling from MIN to MAX; a size is rounded down to
- * whole elements (and, for MPI_Reduce_scatter_block and -total
- * MPI_Allgather, to a multiple of np of them), and the line says the size
- * measured; a size with no element to send is skipped with a comment.
+ * Sizes are bytes, doubling from MIN to MAX (default 4 to 16 MiB, all
+ * four collectives); a size is rounded down to whole elements (and, for
+ * MPI_Reduce_scatter_block and -total MPI_Allgather, to a multiple of np
+ * of them), and the line says the size measured; a size with no element
+ * to send is skipped with a comment.
  * -d sets the datatype of every collective (the reductions need one MPI_SUM
  * is defined on); -total makes MPI_Allgather's size the whole output. -i
  * and -w are the timed and warm-up calls up to 8 KiB, -il and -wl above.
@@ -38,7 +39,8 @@
  * floating-point sums exact, every element and a guard after the
  * received data), rank 0 prints each MPI_Reduce_scatter's recvcounts
  * (`# reduce_scatter BYTES recvcounts C0 C1 ...`) and, at the end,
- * `check: PASS` or `check: FAIL`; the exit status is then non-zero.
+ * `check: PASS` or `check: FAIL` (and exits non-zero, as does a rank that
+ * found a wrong element).
  */
 #include <mpi.h>
 #include <complex.h>
