@@ -10,8 +10,8 @@
 #                 there (run.sh; see the README's CUDA section)
 #   make test     every test: vet, gofmt, go test (Go, C and Fortran)
 #   make bench    the Go benchmarks (kernels, collectives); not part of test
-#   make compare  gocoll against Open MPI and MPICH on this machine, np=2
-#                 and 4: the ratio table and docs/compare-np*.svg
+#   make compare  gocoll against Open MPI and MPICH on this machine, np=2,
+#                 4 and 8: the ratio tables and docs/compare-np*.svg
 #   make measure  everything the README's performance section reports
 #                 (tools/measure.sh, about 30 minutes on an idle machine)
 
@@ -107,7 +107,7 @@ bench:
 
 compare: build
 	@mkdir -p docs
-	$(BIN)/gocoll-compare -np 2,4 -plot docs/compare
+	$(BIN)/gocoll-compare -plot docs/compare
 
 measure: build
 	tools/measure.sh

@@ -203,7 +203,17 @@ func runRanks(t *testing.T, what string, m hostMPI, np int, env []string, prog s
 		if len(files) != 1 {
 			t.Fatalf("%s: %d standard error files for rank %d: %v\n%s", what, len(files), rank, files, b)
 		}
-		e, _ := os.ReadFile(files[0])
+		e, err := os.ReadFile(files[0])
+		if err != nil {
+			t.Fatalf("%s: rank %d's standard error: %v\n%s", what, rank, err, b)
+		}
+		if len(e) == 0 {
+			// Seen once in ~40 make test runs (MPICH, np=2): a rank whose
+			// verdict reached stdout left an empty file. Say what the
+			// folder held, for the next time.
+			ls, _ := exec.Command("ls", "-l", "--full-time", dir).CombinedOutput()
+			t.Logf("%s: rank %d's standard error file %s is empty; the folder:\n%s", what, rank, files[0], ls)
+		}
 		errs = append(errs, string(e))
 	}
 	return string(b), code, errs
