@@ -208,7 +208,7 @@ func runRanks(t *testing.T, what string, m hostMPI, np int, env []string, prog s
 			t.Fatalf("%s: rank %d's standard error: %v\n%s", what, rank, err, b)
 		}
 		if len(e) == 0 {
-			// Seen once in ~40 make test runs (MPICH, np=2): a rank whose
+			// Seen once (TestForcedByName, MPICH, np=2, 2026-12-02): a rank whose
 			// verdict reached stdout left an empty file. Say what the
 			// folder held, for the next time.
 			ls, _ := exec.Command("ls", "-l", "--full-time", dir).CombinedOutput()
