@@ -96,9 +96,15 @@ static int comm_copy(H comm, int key, void *extra, void *in, void *out, int *fla
     return 0;
 }
 
+/* comm_gen counts the deletions of gocoll's communicator states: a
+ * thread's remembered communicator (last_comm) from an older count may
+ * name a freed state, and its handle a new communicator. */
+static uint64_t comm_gen;
+
 static int comm_delete(H comm, int key, void *val, void *extra) {
     (void)comm, (void)key, (void)extra;
     struct gc_comm *cs = val;
+    __atomic_fetch_add(&comm_gen, 1, __ATOMIC_ACQ_REL);
     if (cs && cs->id) gc_go_free(cs->id);
     free(cs);
     return 0;
@@ -144,14 +150,29 @@ static int start(void) {
     return running;
 }
 
+/* The communicator of this thread's last call and its state, valid while
+ * comm_gen is gen: a host call costs MPI_Comm_get_attr only when the
+ * communicator changes (on Open MPI the attribute lookup was a third of
+ * what a host call spends here, about 60 of 170 cycles). */
+static __thread __attribute__((tls_model("initial-exec"))) struct {
+    H comm;
+    struct gc_comm *cs;
+    uint64_t gen;
+} last_comm;
+
 /* comm_state returns gocoll's state of a communicator, making it at the
  * first call; NULL for MPI_COMM_NULL. */
 static struct gc_comm *comm_state(H comm) {
     if (comm == gc_c.comm_null || (gc_flavor == GC_OMPI && comm == 0)) return NULL;
+    uint64_t gen = __atomic_load_n(&comm_gen, __ATOMIC_ACQUIRE);
+    if (last_comm.cs && last_comm.comm == comm && last_comm.gen == gen) return last_comm.cs;
     void *v = NULL;
     int flag = 0;
     if (gc_p.Comm_get_attr(comm, comm_key, &v, &flag) != 0) return NULL;
-    if (flag && v) return v;
+    if (flag && v) {
+        last_comm.comm = comm, last_comm.cs = v, last_comm.gen = gen;
+        return v;
+    }
     struct gc_comm *cs = calloc(1, sizeof *cs);
     if (!cs) return NULL;
     gc_p.Comm_test_inter(comm, &cs->inter);
@@ -162,6 +183,7 @@ static struct gc_comm *comm_state(H comm) {
         free(cs);
         return NULL;
     }
+    last_comm.comm = comm, last_comm.cs = cs, last_comm.gen = gen;
     return cs;
 }
 

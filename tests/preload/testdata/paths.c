@@ -259,6 +259,25 @@ static void tuned(void) {
         moved(block ? "small reduce_scatter_block" : "small reduce_scatter", b, 0, 0, N, N - 1);
     }
     MPI_Comm_free(&d);
+
+    /* Communicators freed and made again, whose handles the host MPI
+     * reuses (both do): each new one is a new communicator to gocoll,
+     * whatever the preload remembers of the last one a call was made on.
+     * Its first small call asks the tuner (nothing cached), its first
+     * large one sets it up and runs in gocoll. */
+    b = snap("MPI_Allreduce", "ring");
+    int reused = 0;
+    MPI_Comm prev = MPI_COMM_NULL;
+    for (int i = 0; i < N; i++) {
+        MPI_Comm_dup(MPI_COMM_WORLD, &d);
+        reused += d == prev;
+        allreduce(d, SMALL, 0, 1);
+        allreduce(d, LARGE, 0, 1);
+        prev = d;
+        MPI_Comm_free(&d);
+    }
+    moved("communicators freed and made again", b, N, 0, N, 0);
+    if (wrank == 0) fprintf(stderr, "paths: %d of %d new communicators had the freed one's handle\n", reused, N - 1);
 }
 
 /* forced: every call of a collective runs its forced algorithm, small
