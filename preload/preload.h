@@ -62,7 +62,7 @@ enum { GC_K_HOST = 0, GC_K_HOST_CACHED = 1, GC_K_CACHED = 2, GC_K_FALLBACK = 3, 
  * attribute (so it is found in one lookup and freed with the
  * communicator, by the attribute's delete callback).
  */
-#define GC_CACHE 8
+#define GC_CACHE 16
 struct gc_decision {
     int64_t bytes;      /* -1: empty */
     int8_t commutative;

@@ -231,6 +231,23 @@ static int on_device(const struct gc_call *c) {
     return (!c->inplace && gc_is_device(c->sbuf)) || gc_is_device(c->rbuf);
 }
 
+/* cache_slot is a size's slot in a communicator's decision cache: its
+ * binary exponent plus four times the two bits after its leading one, so
+ * that the sizes a program mixes (8 B and 4 KiB, say) keep their slots:
+ * powers of two share one only 16 exponents apart (8 B and 512 KiB), two
+ * sizes only if their exponents differ by a multiple of 4, or if they
+ * agree in exponent and three leading bits. A call whose slot holds
+ * another size enters Go to decide, and a loop alternating two such sizes
+ * enters it at every call; the earlier slot, bytes ^ bytes >> 9 in 8,
+ * was slot 0 for every power of two from 8 B to 256 B and from 4 KiB
+ * on. */
+static inline unsigned cache_slot(int64_t bytes) {
+    uint64_t b = (uint64_t)bytes | 1;
+    int lg = 63 - __builtin_clzll(b);
+    unsigned top = lg >= 2 ? (unsigned)(b >> (lg - 2)) & 3 : 0;
+    return (unsigned)(lg + 4 * top) & (GC_CACHE - 1);
+}
+
 /* decide asks the tuner, through the communicator's cache: GC_R_NONE
  * when gocoll runs the call (c->alg set), GC_R_TUNED when the host does,
  * -1 when the call must fail (GOCOLL_FALLBACK=error and a forced
@@ -247,7 +264,7 @@ static int decide(struct gc_call *c) {
         if (c->alg < -1) return -1;
         return c->alg < 0 ? GC_R_TUNED : GC_R_NONE;
     }
-    struct gc_decision *d = &c->cs->cache[c->coll][(unsigned)(c->bytes ^ (c->bytes >> 9)) & (GC_CACHE - 1)];
+    struct gc_decision *d = &c->cs->cache[c->coll][cache_slot(c->bytes)];
     if (!gc_debug && d->bytes == c->bytes && d->commutative == c->commutative) {
         c->alg = d->alg, c->how = d->how, c->cached = 1;
     } else {

@@ -313,7 +313,7 @@ func TestPathsCached(t *testing.T) {
 				// What paths.c's phases add up to, per rank: the report
 				// says the same.
 				want := map[string]string{
-					"MPI_Allreduce":            "cached=15 go=15 host=17 recursive_doubling=5 ring=10",
+					"MPI_Allreduce":            "cached=23 go=15 host=27 recursive_doubling=5 ring=10",
 					"MPI_Allgather":            "cached=11 go=10 host=5 shm=10",
 					"MPI_Reduce_scatter":       "cached=8 go=5 host=5 ring=5",
 					"MPI_Reduce_scatter_block": "cached=8 go=5 host=5 ring=5",
