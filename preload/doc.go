@@ -175,8 +175,8 @@
 //
 // The library counts, per collective, which path each call took, in the
 // same table as libgocoll.so (internal/counters: coll counts the calls
-// gocoll runs; the C half's gc_counters, preload.h, the host's calls and
-// the cache's decisions, relaxed atomic adds, a host call decided from
+// gocoll runs; the C half, preload.h, the host's calls and the cache's
+// decisions, each thread in a block of its own, a host call decided from
 // the cache costing one, as before there were counters): the calls gocoll
 // ran (go) and, of those, each algorithm's; the calls whose forced
 // algorithm could not run, so that the tuner's choice ran (fallback,

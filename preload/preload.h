@@ -53,7 +53,8 @@ enum {
  * run, GC_K_CACHED calls gocoll ran on a decision from the communicator's
  * cache, GC_K_HOST_CACHED host calls decided from the cache (a host call
  * from the cache costs one counter, as a host call did before there were
- * counters). Relaxed atomic adds.
+ * counters). Each thread counts in a block of its own (shim.c);
+ * gc_counter sums them with gc_counters, where the Go tests set values.
  */
 enum { GC_K_HOST = 0, GC_K_HOST_CACHED = 1, GC_K_CACHED = 2, GC_K_FALLBACK = 3, GC_NCOUNTERS = 4 };
 
@@ -104,6 +105,7 @@ extern int gc_debug;
 extern int gc_cuda; /* gocoll's CUDA runtime is on: device buffers are gocoll's (set by gc_go_start) */
 extern int gc_forced_native[GC_NCOLL];
 extern uint64_t gc_counters[GC_NCOLL][GC_NCOUNTERS];
+uint64_t gc_counter(int coll, int k); /* gc_counters plus every thread's own counts */
 void gc_register_type(gc_handle h, int type, int size);
 void gc_register_op(gc_handle h, int op);
 void gc_allow(int op, int type);

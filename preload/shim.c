@@ -23,7 +23,42 @@ int gc_debug;
 int gc_forced_native[GC_NCOLL];
 uint64_t gc_counters[GC_NCOLL][GC_NCOUNTERS];
 
-static inline void count(int coll, int k) { __atomic_fetch_add(&gc_counters[coll][k], 1, __ATOMIC_RELAXED); }
+/* Each thread that makes calls counts in a block of its own, with plain
+ * adds (its only writer), which gc_counter sums with gc_counters: exact,
+ * without a locked add per call (on this machine a quarter of what a
+ * cached host call spends here). A thread's block outlives it, with its
+ * counts; a thread that cannot get one counts in gc_counters, atomically. */
+struct thread_counters {
+    uint64_t n[GC_NCOLL][GC_NCOUNTERS];
+    struct thread_counters *next;
+};
+static struct thread_counters *all_counters;
+static __thread __attribute__((tls_model("initial-exec"))) struct thread_counters *my_counters;
+
+static struct thread_counters *new_counters(void) {
+    struct thread_counters *t = calloc(1, sizeof *t);
+    if (!t) return NULL;
+    t->next = __atomic_load_n(&all_counters, __ATOMIC_RELAXED);
+    while (!__atomic_compare_exchange_n(&all_counters, &t->next, t, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
+    }
+    return my_counters = t;
+}
+
+static inline void count(int coll, int k) {
+    struct thread_counters *t = my_counters;
+    if (t || (t = new_counters()))
+        __atomic_store_n(&t->n[coll][k], __atomic_load_n(&t->n[coll][k], __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+    else
+        __atomic_fetch_add(&gc_counters[coll][k], 1, __ATOMIC_RELAXED);
+}
+
+/* gc_counter is counter k of collective coll, over every thread. */
+uint64_t gc_counter(int coll, int k) {
+    uint64_t n = __atomic_load_n(&gc_counters[coll][k], __ATOMIC_RELAXED);
+    for (struct thread_counters *t = __atomic_load_n(&all_counters, __ATOMIC_ACQUIRE); t; t = t->next)
+        n += __atomic_load_n(&t->n[coll][k], __ATOMIC_RELAXED);
+    return n;
+}
 
 /* Life cycle: waiting for MPI_Init, running, or off for good. */
 enum { S_WAITING = 0, S_RUNNING = 1, S_OFF = 2, S_BADCONFIG = 3 };
