@@ -25,9 +25,10 @@
 //   - a primary context lives while someone holds it: the application
 //     (AppInit to AppRelease) or a retain (PrimaryContextRetain); calls in
 //     it fail with CUDA_ERROR_CONTEXT_IS_DESTROYED once nobody does;
-//   - freed address ranges are reused, the last freed first (as cudaMalloc
-//     after cudaFree often returns the same address), each allocation with
-//     a new buffer id and new IPC handles, so a cache that trusts an
+//   - freed address ranges are reused by their process, the last freed
+//     first (as cudaMalloc after cudaFree often returns the same
+//     address), each allocation with a new buffer id and new IPC
+//     handles, so a cache that trusts an
 //     address gets the wrong memory; freed memory is unreachable, except
 //     through the IPC mappings other processes still hold, which keep it
 //     alive until they close it, as the real driver does in practice (CUDA's
@@ -91,9 +92,6 @@ type Machine struct {
 	allocID uint64
 	procs   int
 
-	spanMu sync.Mutex
-	spans  []span // freed address ranges, the last freed at the end
-
 	statsMu sync.Mutex
 	stats   Stats
 }
@@ -138,7 +136,7 @@ type Stats struct {
 }
 
 // The device address space of every fake machine: one reservation the
-// CPU may not touch. Each machine reuses the ranges it freed (Machine.reserve)
+// CPU may not touch. Each process reuses the ranges it freed (Process.reserve)
 // before taking new ones here.
 var space struct {
 	sync.Mutex
@@ -169,31 +167,32 @@ func reserve(n int) uintptr {
 // pages rounds an allocation of n bytes up to whole pages.
 func pages(n int) uintptr { return (uintptr(max(n, 1)) + 4095) &^ 4095 }
 
-// reserve returns the address of a new n-byte range of m: the most
-// recently freed range that is large enough (its start), else a new one.
-func (m *Machine) reserve(n int) uintptr {
+// reserve returns the address of a new n-byte range of p: the most
+// recently freed range of p that is large enough (its start), else a new
+// one.
+func (p *Process) reserve(n int) uintptr {
 	need := pages(n)
-	m.spanMu.Lock()
-	defer m.spanMu.Unlock()
-	for i := len(m.spans) - 1; i >= 0; i-- {
-		sp := &m.spans[i]
+	p.spanMu.Lock()
+	defer p.spanMu.Unlock()
+	for i := len(p.spans) - 1; i >= 0; i-- {
+		sp := &p.spans[i]
 		if sp.size < need {
 			continue
 		}
-		p := sp.va
+		va := sp.va
 		if sp.va, sp.size = sp.va+need, sp.size-need; sp.size == 0 {
-			m.spans = slices.Delete(m.spans, i, i+1)
+			p.spans = slices.Delete(p.spans, i, i+1)
 		}
-		return p
+		return va
 	}
 	return reserve(n)
 }
 
-// unreserve gives back the range of a mapping that went away.
-func (m *Machine) unreserve(va uintptr, n int) {
-	m.spanMu.Lock()
-	m.spans = append(m.spans, span{va, pages(n)})
-	m.spanMu.Unlock()
+// unreserve gives back the range of a mapping of p that went away.
+func (p *Process) unreserve(va uintptr, n int) {
+	p.spanMu.Lock()
+	p.spans = append(p.spans, span{va, pages(n)})
+	p.spanMu.Unlock()
 }
 
 func inSpace(p uintptr) bool {
@@ -321,6 +320,13 @@ type Process struct {
 	m       *Machine
 	pid     int
 	visible []int // process device ordinal -> machine device index
+
+	// The ranges this process freed, the last at the end: a process
+	// reuses its own addresses, as each real one has an address space of
+	// its own (the fake's processes share one, and so never each other's
+	// freed ranges).
+	spanMu sync.Mutex
+	spans  []span
 
 	mu          sync.Mutex
 	initialized bool
@@ -538,7 +544,7 @@ func (p *Process) alloc(dev, n int, managed bool) uintptr {
 	m.allocID++
 	a := &allocation{id: m.allocID, data: make([]byte, max(n, 1)), dev: p.visible[dev], managed: managed, owner: p}
 	m.mu.Unlock()
-	mp := &mapping{va: m.reserve(n), size: max(n, 1), a: a, proc: p, id: a.id}
+	mp := &mapping{va: p.reserve(n), size: max(n, 1), a: a, proc: p, id: a.id}
 	m.insert(mp)
 	return mp.va
 }
@@ -558,7 +564,7 @@ func (p *Process) free(call string, ptr uintptr) error {
 	}
 	p.m.mu.Unlock()
 	p.m.remove(mp)
-	p.m.unreserve(mp.va, mp.size)
+	p.unreserve(mp.va, mp.size)
 	return nil
 }
 
@@ -1239,7 +1245,7 @@ func (p *Process) IpcOpenMemHandle(h gpu.IPCHandle) (uintptr, error) {
 		return 0, fail(call, gpu.ErrorPeerUnsupported, "device %d cannot reach device %d", p.visible[d], orig.a.dev)
 	}
 	m.allocID++
-	mp := &mapping{va: m.reserve(orig.size), size: orig.size, a: orig.a, proc: p, alias: true, refs: 1, id: m.allocID}
+	mp := &mapping{va: p.reserve(orig.size), size: orig.size, a: orig.a, proc: p, alias: true, refs: 1, id: m.allocID}
 	i, _ := slices.BinarySearchFunc(m.maps, mp.va, func(o *mapping, v uintptr) int {
 		if o.va < v {
 			return -1
@@ -1270,7 +1276,7 @@ func (p *Process) IpcCloseMemHandle(ptr uintptr) error {
 				if mp.a.freed && !m.mappedLocked(mp.a) {
 					mp.a.data = nil // the last mapping of a freed allocation: gone
 				}
-				m.unreserve(mp.va, mp.size)
+				p.unreserve(mp.va, mp.size)
 			}
 			return nil
 		}
