@@ -127,9 +127,7 @@ func TestIPCAddressReuseCalls(t *testing.T) {
 // time.)
 func TestIPCIdleMappingClosed(t *testing.T) {
 	defer device.SetMaxIdle(50 * time.Millisecond)()
-	var mu sync.Mutex
-	now := time.Now()
-	defer device.SetClock(func() time.Time { mu.Lock(); defer mu.Unlock(); return now })()
+	advance := stillClock(t)
 	const n = 16
 	rs := pair(t, device.Options{})
 	ipcPeers(rs)
@@ -145,9 +143,7 @@ func TestIPCIdleMappingClosed(t *testing.T) {
 	if m.FreedMapped() != 1 {
 		t.Fatalf("%d mappings of freed memory before the idle time passed, want 1", m.FreedMapped())
 	}
-	mu.Lock()
-	now = now.Add(time.Second)
-	mu.Unlock()
+	advance(time.Second)
 	deadline := time.Now().Add(5 * time.Second)
 	for m.FreedMapped() != 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
@@ -169,9 +165,7 @@ func TestIPCIdleMappingClosed(t *testing.T) {
 // to an hour, never runs.)
 func TestIPCIdleMappingReused(t *testing.T) {
 	defer device.SetMaxIdle(time.Hour)()
-	var mu sync.Mutex
-	now := time.Now()
-	defer device.SetClock(func() time.Time { mu.Lock(); defer mu.Unlock(); return now })()
+	advance := stillClock(t)
 	const n = 16
 	rs := pair(t, device.Options{})
 	ipcPeers(rs)
@@ -179,9 +173,7 @@ func TestIPCIdleMappingReused(t *testing.T) {
 	in0 := rs[0].proc.Malloc(0, 4*n)
 	in1, out := rs[1].proc.Malloc(0, 4*n), rs[1].proc.Malloc(0, 4*n)
 	sumOver(t, rs, n, 1, 1, in0, in1, out)
-	mu.Lock()
-	now = now.Add(2 * time.Hour)
-	mu.Unlock()
+	advance(2 * time.Hour)
 	sumOver(t, rs, n, 2, 9, in0, in1, out)
 	if st := m.Stats(); st.IPCOpens != 1 || st.IPCCloses != 0 {
 		t.Errorf("%d opens, %d closes; want the one mapping reused", st.IPCOpens, st.IPCCloses)
@@ -201,4 +193,13 @@ func closeAll(t *testing.T, rs [2]*rank, m *fake.Machine) {
 	if m.OpenMappings() != 0 {
 		t.Errorf("%d mappings open after Close", m.OpenMappings())
 	}
+}
+
+// stillClock makes the IPC mapping policy's clock stand still for the
+// test, until advance moves it.
+func stillClock(t *testing.T) (advance func(time.Duration)) {
+	var mu sync.Mutex
+	now := time.Now()
+	t.Cleanup(device.SetClock(func() time.Time { mu.Lock(); defer mu.Unlock(); return now }))
+	return func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
 }

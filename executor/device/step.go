@@ -22,26 +22,9 @@ func (r *run) step(s schedule.Step) error {
 		return drv.MemcpyAsync(dst, a, n, comp)
 	}
 	b := r.addr(s.B)
-	var f gpu.Function
-	var err error
-	onGPU := false
-	switch {
-	case c.Kernel == "":
-	case (dst|a|b)%r.kernelAlign() != 0:
-		// A misaligned access would fault and poison the application's
-		// context (CUDA_ERROR_MISALIGNED_ADDRESS is sticky). run stages
-		// misaligned buffers, so only an in-place input at an odd offset
-		// into the output comes here.
-	default:
-		f, err = r.e.function(c.Kernel)
-		var nk *errNoKernels
-		if errors.As(err, &nk) {
-			break // warned once: reduce on the host
-		}
-		if err != nil {
-			return err
-		}
-		onGPU = true
+	f, onGPU, err := r.kernel(dst, a, b)
+	if err != nil {
+		return err
 	}
 	if !onGPU {
 		if c.Reduce == nil {
@@ -55,6 +38,24 @@ func (r *run) step(s schedule.Step) error {
 	grid := min((elems+block-1)/block, r.e.opts.MaxGrid)
 	r.x.count(func(s *Stats) { s.GPUReduce++ })
 	return drv.LaunchKernel(f, max(grid, 1), block, comp, dst, a, b, elems)
+}
+
+// kernel returns the GPU kernel of a reduce step on dst, a and b, or
+// false when the step reduces on the host: the call's op and type have
+// no kernel, an operand is not aligned for one (a misaligned access would
+// fault and poison the application's context, CUDA_ERROR_MISALIGNED_ADDRESS
+// being sticky; run stages misaligned buffers, so only an in-place input
+// at an odd offset into the output comes here), or the driver could not
+// load the module (Engine.function warned once).
+func (r *run) kernel(dst, a, b uintptr) (gpu.Function, bool, error) {
+	if r.c.Kernel == "" || (dst|a|b)%r.kernelAlign() != 0 {
+		return 0, false, nil
+	}
+	f, err := r.e.function(r.c.Kernel)
+	if nk := (*errNoKernels)(nil); errors.As(err, &nk) {
+		return 0, false, nil
+	}
+	return f, err == nil, err
 }
 
 // hostReduce sets dst = a op b (n bytes of device memory) with the host
