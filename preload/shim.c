@@ -400,8 +400,9 @@ static int ran(struct gc_call *c, int *why, int *rc) {
  * of a benchmark or an application's own work between two calls evicts:
  * measured with a barrier before every call (the pattern MPI suites
  * time), 80-100 ns per 4 B allreduce over Open MPI, a fifth of the call.
- * So each thread remembers, per collective, the last call the tuner gave
- * the host: its communicator, datatype and op (masked as gc_fix masks),
+ * So each thread remembers, per collective, the last two calls the tuner
+ * gave the host (two: programs alternate sizes, a small allreduce and a
+ * larger one, say): their communicator, datatype and op (masked as gc_fix masks),
  * and its count (allgather: the receive count and type; reduce-scatter:
  * the sum of the recvcounts). A call that matches it, while decide_gen
  * is unchanged, goes straight to the host: every call with those
@@ -421,7 +422,8 @@ struct memo {
     int size;     /* the communicator's size: reduce-scatter sums that many counts */
     int fallback; /* the host was the tuner's choice after a forced algorithm could not run */
 };
-static __thread __attribute__((tls_model("initial-exec"))) struct memo memos[GC_NCOLL];
+#define MEMOS 2
+static __thread __attribute__((tls_model("initial-exec"))) struct memo memos[GC_NCOLL][MEMOS];
 
 /* same: whether a call's handles are the remembered ones, still valid. */
 static inline int same(const struct memo *m, H comm, H dt, H op) {
@@ -438,8 +440,11 @@ static inline int hit(const struct memo *m, int coll) {
 }
 
 static inline int remembered(int coll, H comm, H dt, H op, int64_t n) {
-    const struct memo *m = &memos[coll];
-    return same(m, comm, dt, op) && n == m->n && hit(m, coll);
+    for (int i = 0; i < MEMOS; i++) {
+        const struct memo *m = &memos[coll][i];
+        if (n == m->n && same(m, comm, dt, op)) return hit(m, coll);
+    }
+    return 0;
 }
 
 /* remember keeps a call the tuner gave the host, decided while decide_gen
@@ -447,7 +452,8 @@ static inline int remembered(int coll, H comm, H dt, H op, int64_t n) {
 static void remember(const struct gc_call *c, int why, H dt, H op, int64_t n, uint64_t gen) {
     if (why != GC_R_TUNED || gc_debug || gc_cuda || c->device || !c->cs || (c->coll != GC_ALLGATHER && c->op <= 0))
         return;
-    struct memo *m = &memos[c->coll];
+    struct memo *m = memos[c->coll];
+    memmove(m + 1, m, (MEMOS - 1) * sizeof *m); /* the older one goes */
     m->comm = c->comm, m->dt = dt, m->op = op, m->n = n, m->gen = gen;
     m->mask = gc_flavor == GC_MPICH ? 0xffffffffu : ~(H)0;
     m->size = c->cs->size, m->fallback = c->how == 2;
@@ -517,11 +523,12 @@ static inline int64_t sum(const void *counts, int counts64, int n) {
 }
 
 int gc_reduce_scatter(const void *sbuf, void *rbuf, const void *counts, int counts64, H dt, H op, H comm) {
-    const struct memo *m = &memos[GC_REDUCE_SCATTER];
     /* The counts are read only once the communicator is known: the
      * array has one per rank. */
-    if (counts && same(m, comm, dt, op) && sum(counts, counts64, m->size) == m->n && hit(m, GC_REDUCE_SCATTER))
-        goto host;
+    for (int i = 0; counts && i < MEMOS; i++) {
+        const struct memo *m = &memos[GC_REDUCE_SCATTER][i];
+        if (same(m, comm, dt, op) && sum(counts, counts64, m->size) == m->n && hit(m, GC_REDUCE_SCATTER)) goto host;
+    }
     struct gc_call c = {.coll = GC_REDUCE_SCATTER, .sbuf = sbuf, .rbuf = rbuf, .counts = counts, .counts64 = counts64};
     int why = GC_R_NOT_READY, rc;
     int64_t total = 0;

@@ -293,14 +293,15 @@ static void tuned(void) {
     if (wrank == 0) fprintf(stderr, "paths: %d of %d new communicators had the freed one's handle\n", reused, N - 1);
 
     /* Two small sizes in turn, 8 and 32 bytes: each keeps its decision
-     * in the cache, so only the first call of each asks the tuner. */
+     * in the cache, so only the first call of each asks the tuner, and
+     * the thread remembers both. */
     MPI_Comm_dup(MPI_COMM_WORLD, &d);
     b = snap("MPI_Allreduce", NULL);
     for (int i = 0; i < N; i++) {
         allreduce(d, SMALL, 0, 1);
         allreduce(d, 4 * SMALL, 0, 1);
     }
-    moved("two small sizes in turn", b, 0, 0, 2 * N, 2 * N - 2);
+    remembered("two small sizes in turn", b, 0, 0, 2 * N, 2 * N - 2, 2 * N - 2);
     MPI_Comm_free(&d);
 }
 
