@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"os"
+	"strings"
 	"unsafe"
 
 	"github.com/gocoll/gocoll/internal/counters"
@@ -31,6 +32,7 @@ const (
 	kHostCached = C.GC_K_HOST_CACHED
 	kCached     = C.GC_K_CACHED
 	kFallback   = C.GC_K_FALLBACK
+	kMemo       = C.GC_K_MEMO
 	nCounters   = C.GC_NCOUNTERS
 )
 
@@ -55,10 +57,11 @@ func cCount(c counters.Call, ks ...int) int64 {
 }
 
 // A host call decided from the cache costs the C half one counter
-// (GC_K_HOST_CACHED), which counts as a host call and as a cached one.
+// (GC_K_HOST_CACHED, or GC_K_MEMO when it matched the thread's last host
+// call), which counts as a host call and as a cached one.
 func init() {
-	counters.SetSource(counters.Host, func(c counters.Call) int64 { return cCount(c, kHost, kHostCached) })
-	counters.SetSource(counters.Cached, func(c counters.Call) int64 { return cCount(c, kCached, kHostCached) })
+	counters.SetSource(counters.Host, func(c counters.Call) int64 { return cCount(c, kHost, kHostCached, kMemo) })
+	counters.SetSource(counters.Cached, func(c counters.Call) int64 { return cCount(c, kCached, kHostCached, kMemo) })
 	counters.SetSource(counters.Fallback, func(c counters.Call) int64 { return cCount(c, kFallback) })
 }
 
@@ -76,7 +79,9 @@ func report() { counters.Report(os.Stderr, int(C.gc_world_rank())) }
 
 // gocoll_test_counter returns the counter named by key ("<call>.<counter>",
 // e.g. "MPI_Allreduce.cached"), 0 for one never counted, or -1 for an
-// unknown key. For tests: they find it with dlsym(RTLD_DEFAULT,
+// unknown key. "<call>.remembered" is the preload's own: of the call's
+// host calls, those that matched the thread's last one and went straight
+// to the host (in no report: libgocoll.so has no such path). For tests: they find it with dlsym(RTLD_DEFAULT,
 // "gocoll_test_counter"), absent when the library is not preloaded.
 //
 //export gocoll_test_counter
@@ -90,5 +95,18 @@ func gocoll_test_counter(key *C.char) (v C.longlong) {
 	if key == nil {
 		return -1
 	}
-	return C.longlong(counters.Lookup(C.GoString(key)))
+	return C.longlong(lookup(C.GoString(key)))
+}
+
+// lookup answers gocoll_test_counter.
+func lookup(key string) int64 {
+	if name, ok := strings.CutSuffix(key, ".remembered"); ok {
+		for _, c := range calls {
+			if c.String() == name {
+				return cCount(c, kMemo)
+			}
+		}
+		return -1
+	}
+	return counters.Lookup(key)
 }

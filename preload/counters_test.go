@@ -27,22 +27,24 @@ func TestCCounters(t *testing.T) {
 	set(ar, kHostCached, 4)
 	set(ar, kCached, 5)
 	set(ar, kFallback, 1)
+	set(ar, kMemo, 6)
 	set(ag, kHost, 2)
 	for key, v := range map[string]int64{
-		"MPI_Allreduce.host": base.Host + 7, "MPI_Allreduce.cached": base.Cached + 9, "MPI_Allreduce.fallback": base.Fallback + 1,
+		"MPI_Allreduce.host": base.Host + 13, "MPI_Allreduce.cached": base.Cached + 15, "MPI_Allreduce.fallback": base.Fallback + 1,
 		"MPI_Allreduce.go": base.Go, "MPI_Allgather.cached": 0, "MPI_Reduce_scatter.host": 0,
+		"MPI_Allreduce.remembered": 6, "MPI_Allgather.remembered": 0, "MPI_Barrier.remembered": -1, ".remembered": -1,
 		"MPI_Allreduce.native": -1, "MPI_Allreduce": -1, "": -1,
 	} {
-		if got := counters.Lookup(key); got != v {
+		if got := lookup(key); got != v {
 			t.Errorf("%q: %d, want %d", key, got, v)
 		}
 	}
-	if got := hostCalls(); got != 9 {
-		t.Errorf("hostCalls: %d, want 9", got)
+	if got := hostCalls(); got != 15 {
+		t.Errorf("hostCalls: %d, want 15", got)
 	}
 	var b strings.Builder
 	counters.Report(&b, 7)
-	for _, want := range []string{"gocoll: rank 7: report: MPI_Allgather go=0 host=2\n", " host=7 cached=9\n"} {
+	for _, want := range []string{"gocoll: rank 7: report: MPI_Allgather go=0 host=2\n", " host=13 cached=15\n"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, b.String())
 		}

@@ -169,7 +169,12 @@
 // a host; once set up it knows, and is asked again (gc_forget empties the
 // communicator's cache). Calls on device memory are never cached (see
 // CUDA device memory). GOCOLL_DEBUG=info bypasses the cache, asking the
-// tuner at every call.
+// tuner at every call. In front of the cache, each thread remembers its
+// last two calls of each collective that the tuner gave the host
+// (shim.c, "the fast path"): a call with the same communicator,
+// datatype, predefined op and count goes to the host without the
+// checks, void once a communicator state is deleted, a cache emptied or
+// MPI finalized.
 //
 // # Counters
 //
@@ -191,7 +196,8 @@
 // (the algorithms sorted by name; zero counts left out but go's). Tests
 // read the same counters with gocoll_test_counter("MPI_Allreduce.cached"),
 // found with dlsym(RTLD_DEFAULT): 0 for a counter never counted, -1 for
-// an unknown key.
+// an unknown key. "MPI_Allreduce.remembered", in no report, counts the
+// host calls that took the fast path (also counted as host and cached).
 //
 // # Robustness
 //

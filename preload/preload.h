@@ -53,10 +53,14 @@ enum {
  * run, GC_K_CACHED calls gocoll ran on a decision from the communicator's
  * cache, GC_K_HOST_CACHED host calls decided from the cache (a host call
  * from the cache costs one counter, as a host call did before there were
- * counters). Each thread counts in a block of its own (shim.c);
- * gc_counter sums them with gc_counters, where the Go tests set values.
+ * counters), GC_K_MEMO host calls that matched the thread's last host
+ * call of the collective and went straight to the host (shim.c, "the
+ * fast path"; counted as host calls decided from the cache, and read
+ * alone as "<call>.remembered" by gocoll_test_counter). Each thread
+ * counts in a block of its own (shim.c); gc_counter sums them with
+ * gc_counters, where the Go tests set values.
  */
-enum { GC_K_HOST = 0, GC_K_HOST_CACHED = 1, GC_K_CACHED = 2, GC_K_FALLBACK = 3, GC_NCOUNTERS = 4 };
+enum { GC_K_HOST = 0, GC_K_HOST_CACHED = 1, GC_K_CACHED = 2, GC_K_FALLBACK = 3, GC_K_MEMO = 4, GC_NCOUNTERS = 5 };
 
 /*
  * gocoll's state of one user communicator, kept by the host MPI as an

@@ -14,7 +14,11 @@
  * ran and with which algorithm, how many went to the host MPI, how many
  * fell back from a forced algorithm, and how many were decided from the
  * preload's per-communicator decision cache (none under
- * GOCOLL_DEBUG=info, which bypasses it), and every result.
+ * GOCOLL_DEBUG=info, which bypasses it), how many of those host calls
+ * matched the thread's last host call of the collective and went
+ * straight to the host (remembered: a small call repeated does after its
+ * first; a call on a new communicator, after a setup, or with a
+ * user-defined op never does), and every result.
  *
  *   paths tuned    the tuner decides; with PRELOAD_TEST_HOSTS set, the
  *                  ranks are on emulated hosts and large allgathers go
@@ -61,8 +65,8 @@ static long long (*counter)(const char *);
 
 /* ---- the counters ---- */
 
-enum { GO, ALG, FALLBACK, HOST, CACHED, NK };
-static const char *knames[NK] = {"go", "alg", "fallback", "host", "cached"};
+enum { GO, ALG, FALLBACK, HOST, CACHED, REMEMBERED, NK };
+static const char *knames[NK] = {"go", "alg", "fallback", "host", "cached", "remembered"};
 
 struct snap {
     const char *call, *alg;
@@ -82,21 +86,28 @@ static struct snap snap(const char *call, const char *alg) {
     s.v[FALLBACK] = get(call, "fallback");
     s.v[HOST] = get(call, "host");
     s.v[CACHED] = get(call, "cached");
+    s.v[REMEMBERED] = get(call, "remembered");
     return s;
 }
 
-/* moved checks what a phase's calls did to the counters since before:
- * go calls ran in gocoll, all with before.alg; fb fell back; host went
- * to the host MPI; cached were decided from the cache (none with
- * GOCOLL_DEBUG=info). */
-static void moved(const char *phase, struct snap before, long go, long fb, long host, long cached) {
+/* remembered checks what a phase's calls did to the counters since
+ * before: go calls ran in gocoll, all with before.alg; fb fell back; host
+ * went to the host MPI; cached were decided from the cache (none with
+ * GOCOLL_DEBUG=info); rem of those were host calls that matched the
+ * thread's last one (none with GOCOLL_DEBUG=info). moved is remembered
+ * with rem 0. */
+static void remembered(const char *phase, struct snap before, long go, long fb, long host, long cached, long rem) {
     struct snap after = snap(before.call, before.alg);
-    long want[NK] = {go, before.alg ? go : 0, fb, host, debug ? 0 : cached};
+    long want[NK] = {go, before.alg ? go : 0, fb, host, debug ? 0 : cached, debug ? 0 : rem};
     for (int k = 0; k < NK; k++) {
         long long d = after.v[k] - before.v[k];
         CHECK(d == want[k], "%s: %s.%s moved by %lld, want %ld", phase, before.call,
               k == ALG ? (before.alg ? before.alg : "(none)") : knames[k], d, want[k]);
     }
+}
+
+static void moved(const char *phase, struct snap before, long go, long fb, long host, long cached) {
+    remembered(phase, before, go, fb, host, cached, 0);
 }
 
 /* ---- the calls, each checking its result ---- */
@@ -212,25 +223,27 @@ static void tuned(void) {
     MPI_Comm_dup(MPI_COMM_WORLD, &first);
     b = snap("MPI_Allgather", "shm");
     for (int i = 0; i < N; i++) allgather(first, LARGE);
-    if (hosts) moved("large allgather, first calls, emulated hosts", b, 0, 0, N, N - 2);
+    if (hosts) remembered("large allgather, first calls, emulated hosts", b, 0, 0, N, N - 2, N - 2);
     else moved("large allgather, first calls", b, N, 0, 0, N - 2);
     MPI_Comm_free(&first);
 
     MPI_Comm_dup(MPI_COMM_WORLD, &d);
-    /* Before the setup: the host's calls, from the cache after the first. */
+    /* Before the setup: the host's calls, from the cache after the first,
+     * each the thread's last host call again. */
     b = snap("MPI_Allreduce", NULL);
     for (int i = 0; i < N; i++) allreduce(d, SMALL, 0, 1);
-    moved("small allreduce before setup", b, 0, 0, N, N - 1);
+    remembered("small allreduce before setup", b, 0, 0, N, N - 1, N - 1);
     /* The first large call sets d up, which empties its cache: the second
      * asks the tuner again, the others are cached. */
     b = snap("MPI_Allreduce", "ring");
     for (int i = 0; i < N; i++) allreduce(d, LARGE, 0, 1);
     moved("large allreduce, setting up", b, N, 0, 0, N - 2);
     /* The small calls again: the setup emptied the cache, so the first
-     * asks the tuner once more. */
+     * asks the tuner once more, although it is the thread's last host
+     * call (the setup voids what threads remember). */
     b = snap("MPI_Allreduce", NULL);
     for (int i = 0; i < N; i++) allreduce(d, SMALL, 0, 1);
-    moved("small allreduce after setup", b, 0, 0, N, N - 1);
+    remembered("small allreduce after setup", b, 0, 0, N, N - 1, N - 1);
     /* Non-commutative: ring cannot run it, the next rule's algorithm does
      * (no forced algorithm: no fallback). */
     b = snap("MPI_Allreduce", "recursive_doubling");
@@ -243,11 +256,11 @@ static void tuned(void) {
 
     b = snap("MPI_Allgather", "shm");
     for (int i = 0; i < N; i++) allgather(d, LARGE);
-    if (hosts) moved("large allgather, emulated hosts", b, 0, 0, N, N - 1);
+    if (hosts) remembered("large allgather, emulated hosts", b, 0, 0, N, N - 1, N - 1);
     else moved("large allgather", b, N, 0, 0, N - 1);
     b = snap("MPI_Allgather", NULL);
     for (int i = 0; i < N; i++) allgather(d, SMALL);
-    moved("small allgather", b, 0, 0, N, N - 1);
+    remembered("small allgather", b, 0, 0, N, N - 1, N - 1);
 
     for (int block = 0; block < 2; block++) {
         const char *call = block ? "MPI_Reduce_scatter_block" : "MPI_Reduce_scatter";
@@ -256,7 +269,7 @@ static void tuned(void) {
         moved(block ? "large reduce_scatter_block" : "large reduce_scatter", b, N, 0, 0, N - 1);
         b = snap(call, NULL);
         for (int i = 0; i < N; i++) reduce_scatter(d, 1, block);
-        moved(block ? "small reduce_scatter_block" : "small reduce_scatter", b, 0, 0, N, N - 1);
+        remembered(block ? "small reduce_scatter_block" : "small reduce_scatter", b, 0, 0, N, N - 1, N - 1);
     }
     MPI_Comm_free(&d);
 
@@ -280,14 +293,15 @@ static void tuned(void) {
     if (wrank == 0) fprintf(stderr, "paths: %d of %d new communicators had the freed one's handle\n", reused, N - 1);
 
     /* Two small sizes in turn, 8 and 32 bytes: each keeps its decision
-     * in the cache, so only the first call of each asks the tuner. */
+     * in the cache, so only the first call of each asks the tuner, and
+     * the thread remembers both. */
     MPI_Comm_dup(MPI_COMM_WORLD, &d);
     b = snap("MPI_Allreduce", NULL);
     for (int i = 0; i < N; i++) {
         allreduce(d, SMALL, 0, 1);
         allreduce(d, 4 * SMALL, 0, 1);
     }
-    moved("two small sizes in turn", b, 0, 0, 2 * N, 2 * N - 2);
+    remembered("two small sizes in turn", b, 0, 0, 2 * N, 2 * N - 2, 2 * N - 2);
     MPI_Comm_free(&d);
 }
 
