@@ -65,6 +65,9 @@ func mpichType(h uint32) (size, kind int) {
 	return size, int(k)
 }
 
+// typeKind is the generated table's kind of one of gocoll's datatypes.
+func typeKind(t int) int { return int(C.gocoll_shm_kind(C.int(t))) }
+
 // mpichOp is the generated table's op code of an MPICH handle.
 func mpichOp(h uint32) int { return int(C.gocoll_mpich_op(C.uint(h))) }
 

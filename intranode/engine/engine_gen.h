@@ -117,6 +117,46 @@ static inline int gocoll_mpich_type(unsigned h, int *kind) {
     return 0;
 }
 
+/* The kind of each of gocoll's datatypes (ops.Type), for callers that
+ * decode handles themselves (the preload, under Open MPI too). */
+static inline int gocoll_shm_kind(int type) {
+    switch (type) {
+    case 2: return GOCOLL_SHM_K_I8; /* MPI_SIGNED_CHAR */
+    case 3: return GOCOLL_SHM_K_U8; /* MPI_UNSIGNED_CHAR */
+    case 6: return GOCOLL_SHM_K_I16; /* MPI_SHORT */
+    case 7: return GOCOLL_SHM_K_U16; /* MPI_UNSIGNED_SHORT */
+    case 8: return GOCOLL_SHM_K_I32; /* MPI_INT */
+    case 9: return GOCOLL_SHM_K_U32; /* MPI_UNSIGNED */
+    case 10: return GOCOLL_SHM_K_I64; /* MPI_LONG */
+    case 11: return GOCOLL_SHM_K_U64; /* MPI_UNSIGNED_LONG */
+    case 12: return GOCOLL_SHM_K_I64; /* MPI_LONG_LONG */
+    case 13: return GOCOLL_SHM_K_U64; /* MPI_UNSIGNED_LONG_LONG */
+    case 14: return GOCOLL_SHM_K_F32; /* MPI_FLOAT */
+    case 15: return GOCOLL_SHM_K_F64; /* MPI_DOUBLE */
+    case 18: return GOCOLL_SHM_K_I8; /* MPI_INT8_T */
+    case 19: return GOCOLL_SHM_K_I16; /* MPI_INT16_T */
+    case 20: return GOCOLL_SHM_K_I32; /* MPI_INT32_T */
+    case 21: return GOCOLL_SHM_K_I64; /* MPI_INT64_T */
+    case 22: return GOCOLL_SHM_K_U8; /* MPI_UINT8_T */
+    case 23: return GOCOLL_SHM_K_U16; /* MPI_UINT16_T */
+    case 24: return GOCOLL_SHM_K_U32; /* MPI_UINT32_T */
+    case 25: return GOCOLL_SHM_K_U64; /* MPI_UINT64_T */
+    case 26: return GOCOLL_SHM_K_I64; /* MPI_AINT */
+    case 27: return GOCOLL_SHM_K_I64; /* MPI_OFFSET */
+    case 28: return GOCOLL_SHM_K_I64; /* MPI_COUNT */
+    case 39: return GOCOLL_SHM_K_I32; /* MPI_INTEGER */
+    case 40: return GOCOLL_SHM_K_F32; /* MPI_REAL */
+    case 41: return GOCOLL_SHM_K_F64; /* MPI_DOUBLE_PRECISION */
+    case 44: return GOCOLL_SHM_K_I8; /* MPI_INTEGER1 */
+    case 45: return GOCOLL_SHM_K_I16; /* MPI_INTEGER2 */
+    case 46: return GOCOLL_SHM_K_I32; /* MPI_INTEGER4 */
+    case 47: return GOCOLL_SHM_K_I64; /* MPI_INTEGER8 */
+    case 50: return GOCOLL_SHM_K_F32; /* MPI_REAL4 */
+    case 51: return GOCOLL_SHM_K_F64; /* MPI_REAL8 */
+    }
+    return GOCOLL_SHM_K_NONE;
+}
+
 /* The MPICH ABI's predefined ops the C kernels apply (internal/mpichabi). */
 static inline int gocoll_mpich_op(unsigned h) {
     switch (h) {

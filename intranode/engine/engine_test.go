@@ -153,8 +153,8 @@ func TestGeneratedTables(t *testing.T) {
 			t.Errorf("%v (%#x): size %d, want %d", typ, h, size, want)
 		}
 		reduces := typ.Scalar() != ""
-		if (kind != 0) != reduces {
-			t.Errorf("%v: C kind %d, scalar %q", typ, kind, typ.Scalar())
+		if (kind != 0) != reduces || typeKind(int(typ)) != kind {
+			t.Errorf("%v: C kind %d (by ops.Type %d), scalar %q", typ, kind, typeKind(int(typ)), typ.Scalar())
 		}
 	}
 	for h, op := range mpichabi.Ops {

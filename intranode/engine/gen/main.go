@@ -113,6 +113,16 @@ func header() []byte {
 	}
 	p("    }\n    *kind = GOCOLL_SHM_K_NONE;\n    return 0;\n}\n")
 
+	p("\n/* The kind of each of gocoll's datatypes (ops.Type), for callers that\n")
+	p(" * decode handles themselves (the preload, under Open MPI too). */\n")
+	p("static inline int gocoll_shm_kind(int type) {\n    switch (type) {\n")
+	for _, t := range ops.Types() {
+		if i := kindOf(t); i > 0 {
+			p("    case %d: return GOCOLL_SHM_K_%s; /* %v */\n", int(t), strings.ToUpper(kinds[i-1]), t)
+		}
+	}
+	p("    }\n    return GOCOLL_SHM_K_NONE;\n}\n")
+
 	p("\n/* The MPICH ABI's predefined ops the C kernels apply (internal/mpichabi). */\n")
 	p("static inline int gocoll_mpich_op(unsigned h) {\n    switch (h) {\n")
 	handles = handles[:0]
