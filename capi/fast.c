@@ -73,10 +73,13 @@ static int overlaps(const void *a, long alen, const void *b, long blen) {
 
 /* args checks the buffers of a call that reads len bytes from sendbuf
  * (MPI_IN_PLACE: from recvbuf) and writes rlen into recvbuf, and returns
- * the engine's input (NULL in place), or (void *)-1 to decline. */
+ * the engine's input (NULL in place), or (void *)-1 to decline. A rank
+ * that receives nothing (a zero count of MPI_Reduce_scatter) may pass a
+ * NULL recvbuf. */
 static const void *args(const void *sendbuf, long len, void *recvbuf, long rlen) {
     int inplace = sendbuf == MPI_IN_PLACE;
-    if (!recvbuf || recvbuf == MPI_IN_PLACE || (!inplace && (!sendbuf || overlaps(sendbuf, len, recvbuf, rlen))) ||
+    if ((!recvbuf && (rlen > 0 || inplace)) || recvbuf == MPI_IN_PLACE ||
+        (!inplace && (!sendbuf || overlaps(sendbuf, len, recvbuf, rlen))) ||
         on_device(inplace ? NULL : sendbuf, recvbuf))
         return (const void *)-1;
     return inplace ? NULL : sendbuf;
