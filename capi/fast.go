@@ -42,8 +42,8 @@ func enableFast() {
 // fastAttach lets fast.c use e's shared segment, if it has one.
 func fastAttach(e *commEntry) {
 	lay, ok := e.c.SharedLayout()
-	if !ok {
-		return
+	if !ok || lay.BellOffset != C.GOCOLL_SHM_BELL_OFFSET || lay.CtlOffset != C.GOCOLL_SHM_CTL_OFFSET {
+		return // no segment, or (a stale engine_gen.h) not the layout the C half was built for: Go runs the calls
 	}
 	crowded := 0
 	if lay.Crowded {
