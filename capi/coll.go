@@ -352,6 +352,9 @@ func go_Bcast(buf unsafe.Pointer, count C.int, dt C.MPI_Datatype, root C.int, co
 	if a.Recv, err = cbuf(call, "buffer", buf, int64(count)*int64(d.size())); err != nil {
 		return rejected(e, call, err)
 	}
+	if rc := fastBcast(buf, int64(len(a.Recv)), root, comm); rc >= 0 {
+		return rc
+	}
 	return fail(e, e.c.Bcast(a))
 }
 

@@ -12,20 +12,12 @@ import (
 	"github.com/gocoll/gocoll/internal/counters"
 )
 
-// fastBits are the fast.c calls' places in gocoll_fast_calls.
-var fastBits = map[counters.Call]C.int{
-	counters.Allreduce: C.FAST_ALLREDUCE, counters.ReduceScatterBlock: C.FAST_REDUCE_SCATTER_BLOCK,
-	counters.Allgather: C.FAST_ALLGATHER, counters.Barrier: C.FAST_BARRIER,
-}
-
-// The fast path counts in C (mpi.c's FAST); its counts are the Fast
+// The fast path counts in C (mpi.c's FAST, by GOCOLL_CALL_ code: the
+// counters.Call, generated into engine_gen.h); its counts are the Fast
 // counters of package counters.
 func init() {
 	counters.SetSource(counters.Fast, func(c counters.Call) int64 {
-		if bit, ok := fastBits[c]; ok {
-			return int64(C.gocoll_fast_count(bit))
-		}
-		return 0
+		return int64(C.gocoll_fast_count(C.int(c)))
 	})
 }
 

@@ -2,14 +2,19 @@ package main
 
 /*
 #include "fast.h"
+
+static void gocoll_fast_counted(int call) { __atomic_fetch_add(&gocoll_fast_calls[call], 1, __ATOMIC_RELAXED); }
 */
 import "C"
 
 import (
 	"os"
 	"strings"
+	"unsafe"
 
 	"github.com/gocoll/gocoll/algorithms"
+	"github.com/gocoll/gocoll/internal/counters"
+	_ "github.com/gocoll/gocoll/intranode/engine" // the engine's C half, which fast.c calls
 	"github.com/gocoll/gocoll/tuner"
 )
 
@@ -20,14 +25,15 @@ func enableFast() {
 	if strings.EqualFold(os.Getenv("GOCOLL_DEBUG"), "info") || os.Getenv("GOCOLL_CHECK") != "" {
 		return
 	}
-	bits := map[algorithms.Collective]C.int{
-		algorithms.Allreduce: C.FAST_ALLREDUCE, algorithms.ReduceScatterBlock: C.FAST_REDUCE_SCATTER_BLOCK,
-		algorithms.Allgather: C.FAST_ALLGATHER,
+	forced := map[counters.Call]algorithms.Collective{
+		counters.Allreduce: algorithms.Allreduce, counters.ReduceScatter: algorithms.ReduceScatter,
+		counters.ReduceScatterBlock: algorithms.ReduceScatterBlock, counters.Allgather: algorithms.Allgather,
+		counters.Bcast: algorithms.Bcast,
 	}
-	on := C.int(C.FAST_BARRIER)
-	for c, bit := range bits {
-		if v := os.Getenv(tuner.ForceVar(c)); v == "" || v == "auto" || v == "shm" {
-			on |= bit
+	on := C.int(1) << C.GOCOLL_CALL_BARRIER
+	for c, coll := range forced {
+		if v := os.Getenv(tuner.ForceVar(coll)); v == "" || v == "auto" || v == "shm" {
+			on |= 1 << C.int(c)
 		}
 	}
 	C.gocoll_fast_enabled = on
@@ -36,30 +42,36 @@ func enableFast() {
 // fastAttach lets fast.c use e's shared segment, if it has one.
 func fastAttach(e *commEntry) {
 	lay, ok := e.c.SharedLayout()
-	if !ok {
-		return
+	if !ok || lay.BellOffset != C.GOCOLL_SHM_BELL_OFFSET || lay.CtlOffset != C.GOCOLL_SHM_CTL_OFFSET {
+		return // no segment, or (a stale engine_gen.h) not the layout the C half was built for: Go runs the calls
 	}
 	crowded := 0
 	if lay.Crowded {
 		crowded = 1
 	}
 	C.gocoll_fast_attach(C.int(e.handle), lay.Base, C.int(lay.P), C.int(lay.Rank), C.long(lay.Slot),
-		C.long(lay.DataOffset), C.long(lay.CtlOffset), C.long(lay.BellOffset), C.int(crowded))
+		C.long(lay.DataOffset), C.int(crowded))
 }
 
 // fastDetach stops fast.c from using a communicator being freed.
 func fastDetach(e *commEntry) { C.gocoll_fast_detach(C.int(e.handle)) }
 
-// fastCalls names the calls of fast.c, by the bit wait_all passes.
-var fastCalls = map[C.int]string{
-	C.FAST_ALLREDUCE: "MPI_Allreduce", C.FAST_REDUCE_SCATTER_BLOCK: "MPI_Reduce_scatter_block",
-	C.FAST_ALLGATHER: "MPI_Allgather", C.FAST_BARRIER: "MPI_Barrier",
+// fastBcast runs a bcast that Go decoded (a derived datatype, which fast.c
+// does not know) on the fast path when it is one for it: the engine
+// decides by the bytes, the same on every rank, so ranks that describe
+// the buffer with different datatypes meet on one path. Returns -1 if not.
+func fastBcast(buf unsafe.Pointer, bytes int64, root C.int, comm C.MPI_Comm) C.int {
+	rc := C.gocoll_fast_bcast_bytes(buf, C.long(bytes), root, comm)
+	if rc >= 0 {
+		C.gocoll_fast_counted(C.GOCOLL_CALL_BCAST)
+	}
+	return rc
 }
 
 //export go_fast_wait
 func go_fast_wait(comm C.MPI_Comm, which C.int) (rc C.int) {
-	call := fastCalls[which]
-	if call == "" {
+	call := counters.Call(which).String()
+	if strings.HasPrefix(call, "call(") {
 		call = "MPI collective (fast path)"
 	}
 	defer guard(call, &rc)

@@ -10,7 +10,7 @@
 package main
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../include -O2
+#cgo CFLAGS: -I${SRCDIR}/../include -I${SRCDIR}/../intranode/engine -O2
 #include "mpi.h"
 void gocoll_call_user_fn(void *fn, void *in, void *inout, int len, MPI_Datatype dt);
 */

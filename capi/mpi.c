@@ -63,9 +63,10 @@ PAIR(int, Waitall, (int count, MPI_Request array_of_requests[], MPI_Status array
 PAIR(int, Test, (MPI_Request *request, int *flag, MPI_Status *status), (request, flag, status))
 PAIR(int, Get_count, (const MPI_Status *status, MPI_Datatype datatype, int *count), ((MPI_Status *)status, datatype, count))
 
-/* FAST is PAIR for the calls with a C fast path (fast.c): small calls on
- * one host never enter Go. Each call the fast path completes counts in
- * gocoll_fast_calls[which] (GOCOLL_REPORT's fast=). */
+/* FAST is PAIR for the calls with a C fast path (fast.c, on the
+ * shared-memory engine's C half): small calls on one host never enter Go.
+ * Each call the fast path completes counts in gocoll_fast_calls[which], a
+ * GOCOLL_CALL_ code (GOCOLL_REPORT's fast=). */
 #define FAST(ret, name, params, fast, which, args)                           \
     ret PMPI_##name params {                                                  \
         int rc = fast;                                                        \
@@ -75,25 +76,26 @@ PAIR(int, Get_count, (const MPI_Status *status, MPI_Datatype datatype, int *coun
     }                                                                         \
     ret MPI_##name params __attribute__((weak, alias("PMPI_" #name)));
 
-FAST(int, Barrier, (MPI_Comm comm), gocoll_fast_barrier(comm), FAST_BARRIER, (comm))
-PAIR(int, Bcast, (void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm),
-     (buffer, count, datatype, root, comm))
+FAST(int, Barrier, (MPI_Comm comm), gocoll_fast_barrier(comm), GOCOLL_CALL_BARRIER, (comm))
+FAST(int, Bcast, (void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm),
+     gocoll_fast_bcast(buffer, count, datatype, root, comm), GOCOLL_CALL_BCAST, (buffer, count, datatype, root, comm))
 PAIR(int, Reduce, (const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm),
      ((void *)sendbuf, recvbuf, count, datatype, op, root, comm))
 PAIR(int, Gather, (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                    MPI_Datatype recvtype, int root, MPI_Comm comm),
      ((void *)sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm))
 FAST(int, Allreduce, (const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm),
-     gocoll_fast_allreduce(sendbuf, recvbuf, count, datatype, op, comm), FAST_ALLREDUCE,
+     gocoll_fast_allreduce(sendbuf, recvbuf, count, datatype, op, comm), GOCOLL_CALL_ALLREDUCE,
      ((void *)sendbuf, recvbuf, count, datatype, op, comm))
-PAIR(int, Reduce_scatter, (const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm),
+FAST(int, Reduce_scatter, (const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm),
+     gocoll_fast_reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm), GOCOLL_CALL_REDUCE_SCATTER,
      ((void *)sendbuf, recvbuf, (int *)recvcounts, datatype, op, comm))
 FAST(int, Reduce_scatter_block, (const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm),
-     gocoll_fast_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm), FAST_REDUCE_SCATTER_BLOCK,
+     gocoll_fast_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm), GOCOLL_CALL_REDUCE_SCATTER_BLOCK,
      ((void *)sendbuf, recvbuf, recvcount, datatype, op, comm))
 FAST(int, Allgather, (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                       MPI_Datatype recvtype, MPI_Comm comm),
-     gocoll_fast_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm), FAST_ALLGATHER,
+     gocoll_fast_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm), GOCOLL_CALL_ALLGATHER,
      ((void *)sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm))
 PAIR(int, Allgatherv, (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
                        const int displs[], MPI_Datatype recvtype, MPI_Comm comm),

@@ -7,8 +7,8 @@ import (
 
 	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/intranode"
-	"github.com/gocoll/gocoll/mpierr"
 	"github.com/gocoll/gocoll/ops"
+	"github.com/gocoll/gocoll/transport"
 )
 
 // AttachShared gives the communicator a shared-memory segment, so that the
@@ -85,15 +85,11 @@ func (c *Comm) runDirect(call string, coll algorithms.Collective, p algorithms.P
 // (world) rank, as transport errors and gocollrun do, and the message
 // gives both when they differ.
 func (c *Comm) sharedError(call string, err error) error {
-	class, note := mpierr.Other, ""
-	var pe *intranode.PeerError
-	if errors.As(err, &pe) && pe.Rank >= 0 && pe.Rank < len(c.ranks) {
-		class = mpierr.ProcAborted
-		note = c.peerNote(pe.Rank)
-		err = &intranode.PeerError{Rank: c.ranks[pe.Rank], Err: pe.Err}
+	var te *transport.Error
+	if errors.As(err, &te) && te.Peer >= 0 && te.Peer < len(c.ranks) {
+		err = &transport.Error{Peer: c.ranks[te.Peer], Err: te.Err}
 	}
-	return &mpierr.Error{Call: call, Class: class,
-		Msg: fmt.Sprintf("%s failed on %s (rank %d of %d, algorithm shm%s)", call, c.name, c.rank, c.Size(), note), Err: err}
+	return c.runError(call, "shm", err)
 }
 
 // SharedLayout describes the communicator's shared segment, for code

@@ -22,4 +22,11 @@
 // timeout. A rank that gives up records on whom in its control line, so
 // that the ranks that see it end next (an error is fatal by default)
 // blame that rank, not the one that gave up.
+//
+// This package is the Go half of one engine; its C half, for calls that
+// fit one step and must not enter Go (the C ABI's fast path), is package
+// intranode/engine, whose constants are generated from this package's
+// (LayoutConstants) and others' by go generate ./intranode/engine.
+// Failures are the transport's errors (*transport.Error naming the rank
+// in the group).
 package intranode

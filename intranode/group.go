@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/gocoll/gocoll/internal/linuxsys"
+	"github.com/gocoll/gocoll/transport"
 )
 
 // Exchange is what Attach needs from the communicator it serves.
@@ -37,6 +38,9 @@ const DefaultSlot = 128 << 10
 
 const (
 	cacheLine  = 64
+	bellOffset = cacheLine          // the bell line, after a line of its own
+	ctlOffset  = 2 * cacheLine      // rank q's control line is at ctlOffset + q*cacheLine
+	sets       = 2                  // buffer sets, used by steps in turn (step % sets)
 	magic      = 0x676f636f6c6c4731 // "gocollG1"
 	spinFor    = 100 * time.Microsecond
 	spinShort  = 500 * time.Microsecond // of sched_yield polls, when crowded
@@ -82,10 +86,10 @@ type Group struct {
 }
 
 func layout(p, slot int) (data, result, total int) {
-	ctlEnd := cacheLine * (2 + p)
+	ctlEnd := ctlOffset + cacheLine*p
 	data = (ctlEnd + 4095) &^ 4095
-	result = data + 2*p*slot
-	total = result + 2*slot
+	result = data + sets*p*slot
+	total = result + sets*slot
 	return
 }
 
@@ -201,9 +205,9 @@ func mapSegment(path string, rank, p, slot, total int) (*Group, error) {
 	data, result, _ := layout(p, slot)
 	g := &Group{p: p, rank: rank, slot: slot, mem: mem, data: data, result: result,
 		pids: make([]int, p), pidfds: make([]int, p), epoch: time.Now(), spin: spinFor}
-	g.bell = (*bell)(unsafe.Pointer(&mem[cacheLine]))
+	g.bell = (*bell)(unsafe.Pointer(&mem[bellOffset]))
 	for q := range p {
-		g.ctl = append(g.ctl, (*control)(unsafe.Pointer(&mem[cacheLine*(2+q)])))
+		g.ctl = append(g.ctl, (*control)(unsafe.Pointer(&mem[ctlOffset+cacheLine*q])))
 	}
 	g.ctl[rank].pid.Store(uint32(os.Getpid()))
 	g.crowded = p > numCPU()
@@ -262,12 +266,15 @@ func (g *Group) publish() {
 }
 
 // set returns the buffer set of the current step.
-func (g *Group) set() int { return int(g.step & 1) }
+func (g *Group) set() int { return int(g.step % sets) }
 
-// Layout describes the segment to code outside Go: its base address, and
-// the byte offsets of the bell line (sequence uint32, then sleepers
-// int32), of rank q's control line (CtlOffset + 64q: the published step as
-// a uint64), and of rank q's slot in set s (DataOffset + (s*p+q)*Slot).
+// Layout describes the segment to code outside Go (the engine's C half,
+// package intranode/engine): its base address, and the byte offsets of the
+// bell line (sequence uint32, then sleepers int32), of rank q's control
+// line (CtlOffset + 64q: the published step as a uint64), and of rank q's
+// slot in set s (DataOffset + (s*p+q)*Slot). The offsets within lines and
+// the line size are constants, generated into the C half's header from
+// LayoutConstants.
 type Layout struct {
 	Base                  unsafe.Pointer
 	P, Rank, Slot         int
@@ -279,7 +286,7 @@ type Layout struct {
 // Layout returns the segment's layout.
 func (g *Group) Layout() Layout {
 	return Layout{Base: unsafe.Pointer(&g.mem[0]), P: g.p, Rank: g.rank, Slot: g.slot,
-		BellOffset: cacheLine, CtlOffset: 2 * cacheLine, DataOffset: g.data, Crowded: g.crowded}
+		BellOffset: bellOffset, CtlOffset: ctlOffset, DataOffset: g.data, Crowded: g.crowded}
 }
 
 // Wait blocks until every rank has published the step this rank last
@@ -342,17 +349,16 @@ func (g *Group) waitAll() error {
 	}
 }
 
-// ErrPeerFailed is the cause of a failure of a peer of the group.
-var ErrPeerFailed = errors.New("peer failed")
-
-// PeerError names the rank that failed.
-type PeerError struct {
-	Rank int
-	Err  error
-}
-
-func (e *PeerError) Error() string { return fmt.Sprintf("rank %d: %v", e.Rank, e.Err) }
-func (e *PeerError) Unwrap() error { return e.Err }
+// Errors are the transport's: a *transport.Error whose Peer is the rank
+// (in the group) to blame, wrapping ErrPeerFailed or ErrTimeout, so that
+// a failure on the segment reads and classifies as a failure on a
+// transport does.
+var (
+	// ErrPeerFailed: a peer's process ended while this rank waited for it.
+	ErrPeerFailed = transport.ErrPeerFailed
+	// ErrTimeout: a peer made no progress for the group's timeout.
+	ErrTimeout = transport.ErrTimeout
+)
 
 // check looks for dead or stalled peers while waiting.
 func (g *Group) check(now, start time.Duration) error {
@@ -368,7 +374,7 @@ func (g *Group) check(now, start time.Duration) error {
 			return g.giveUp(g.explained(q))
 		}
 		if g.timeout > 0 && now-start > g.timeout {
-			return g.giveUp(&PeerError{q, ErrTimeout})
+			return g.giveUp(&transport.Error{Peer: q, Err: ErrTimeout})
 		}
 	}
 	return nil
@@ -377,29 +383,26 @@ func (g *Group) check(now, start time.Duration) error {
 // giveUp records in this rank's control line on whom it gave up, so that
 // ranks that see it end next (MPI_ERRORS_ARE_FATAL ends the process)
 // blame that rank, not this one.
-func (g *Group) giveUp(e *PeerError) error {
+func (g *Group) giveUp(e *transport.Error) error {
 	cause := uint32(1)
 	if errors.Is(e, ErrTimeout) {
 		cause = 2
 	}
-	g.ctl[g.rank].gaveUp.CompareAndSwap(0, cause<<24|uint32(e.Rank)+1)
+	g.ctl[g.rank].gaveUp.CompareAndSwap(0, cause<<24|uint32(e.Peer)+1)
 	return e
 }
 
 // explained is the error for peer q, whose process has ended: if q had
 // given up on another rank first, that rank is to blame.
-func (g *Group) explained(q int) *PeerError {
+func (g *Group) explained(q int) *transport.Error {
 	w := g.ctl[q].gaveUp.Load()
 	r := int(w&0xffffff) - 1
 	if w == 0 || r < 0 || r >= g.p || r == q || r == g.rank {
-		return &PeerError{q, ErrPeerFailed}
+		return &transport.Error{Peer: q, Err: ErrPeerFailed}
 	}
 	cause := ErrPeerFailed
 	if w>>24 == 2 {
 		cause = ErrTimeout
 	}
-	return &PeerError{r, fmt.Errorf("%w (reported by rank %d, which then ended)", cause, q)}
+	return &transport.Error{Peer: r, Err: fmt.Errorf("%w (reported by rank %d, which then ended)", cause, q)}
 }
-
-// ErrTimeout is the cause of a peer that made no progress in time.
-var ErrTimeout = errors.New("timed out waiting for peer")

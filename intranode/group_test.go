@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gocoll/gocoll/transport"
 )
 
 // localExchange is an Exchange between goroutines of one test.
@@ -254,8 +256,8 @@ func TestStalledPeerTimesOut(t *testing.T) {
 	defer g[1].Close()
 	start := time.Now()
 	err := g[0].Barrier() // rank 1 never comes
-	var pe *PeerError
-	if !errors.As(err, &pe) || pe.Rank != 1 || !errors.Is(err, ErrTimeout) {
+	var pe *transport.Error
+	if !errors.As(err, &pe) || pe.Peer != 1 || !errors.Is(err, ErrTimeout) {
 		t.Fatalf("got %v, want a timeout naming rank 1", err)
 	}
 	if d := time.Since(start); d > 5*time.Second {

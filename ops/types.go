@@ -249,6 +249,38 @@ func (t Type) Class() Class {
 	return types[t].class
 }
 
+// Scalar names the machine representation of t's elements when they are
+// plain two's-complement integers or IEEE binary32/64 floats ("i8", "u8",
+// "i16", "u16", "i32", "u32", "i64", "u64", "f32", "f64"), and is ""
+// otherwise. Code outside Go that reduces such types itself (the C half of
+// the shared-memory engine, intranode/engine, whose generator reads this)
+// follows the kernels of the same name.
+func (t Type) Scalar() string {
+	switch t.kind() {
+	case kI8:
+		return "i8"
+	case kU8:
+		return "u8"
+	case kI16:
+		return "i16"
+	case kU16:
+		return "u16"
+	case kI32:
+		return "i32"
+	case kU32:
+		return "u32"
+	case kI64:
+		return "i64"
+	case kU64:
+		return "u64"
+	case kF32:
+		return "f32"
+	case kF64:
+		return "f64"
+	}
+	return ""
+}
+
 func (t Type) kind() kind {
 	if !t.Valid() {
 		return kNone

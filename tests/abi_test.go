@@ -155,7 +155,10 @@ func TestSubsetEveryAlgorithm(t *testing.T) {
 }
 
 // The C fast path for small calls on one host (every type and op it
-// takes, around its size limit, mixed with calls that go through Go),
+// takes, around its size limit, mixed with calls that go through Go;
+// MPI_Reduce_scatter with counts, MPI_Bcast from every root and
+// MPI_Allgather of one- and two-byte types compared with the same calls
+// through Go),
 // and the same program with forced algorithms, which take it only for
 // shm. The program checks with gocoll's counters that small calls ran on
 // the fast path without entering Go wherever it is on (GOCOLL_REPORT=1
@@ -169,7 +172,7 @@ func TestFastPath(t *testing.T) {
 			what := fmt.Sprintf("fastpath, %d ranks, environment %d %v", n, i, env)
 			expectCounts(t, what, out, code)
 			if i >= 2 {
-				checkForced(t, what, out, env, n, []string{"MPI_Allreduce", "MPI_Reduce_scatter_block", "MPI_Allgather"})
+				checkForced(t, what, out, env, n, []string{"MPI_Allreduce", "MPI_Reduce_scatter", "MPI_Reduce_scatter_block", "MPI_Allgather"})
 			} else if rep := harness.ParseReport(t, out); i == 1 && (len(rep) != n || n > 1 && rep[0]["MPI_Barrier"]["fast"] == 0) {
 				t.Errorf("%s: want GOCOLL_REPORT lines from every rank, with fast barriers:\n%s", what, out)
 			}

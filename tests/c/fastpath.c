@@ -1,8 +1,12 @@
 /*
  * fastpath: small collectives of every type and op the C fast path takes
- * (fast.c), in place and not, at sizes on both sides of its limit, mixed
- * with larger calls that go through Go, each checked against a fold of
- * every rank's input computed here. gocoll's path counters
+ * (fast.c, on the shared-memory engine's C half), in place and not, at
+ * sizes on both sides of its limit, mixed with larger calls that go
+ * through Go, each checked against a fold of every rank's input computed
+ * here; MPI_Reduce_scatter with counts (uneven, zero) and MPI_Allgather of
+ * one- and two-byte types also against the same call through Go (a
+ * contiguous datatype of one element, which the fast path leaves to Go),
+ * byte for byte, and MPI_Bcast from every root. gocoll's path counters
  * (gocoll_test_counter) say where each call ran: small calls on the fast
  * path without entering Go, wherever the fast path is on (more than one
  * rank, the collective's algorithm auto or shm), and in Go where it is off
@@ -146,6 +150,119 @@ static void expect_path(const char *call, const char *what, long long fast0, lon
         CHECK(df == 0 && dg == n, "%s: %d calls: fast path %lld, Go %lld; want all in Go", what, n, df, dg);
 }
 
+/* viago returns a datatype of one element of t that the fast path leaves
+ * to Go (it knows predefined handles only). */
+static MPI_Datatype viago(MPI_Datatype t) {
+    MPI_Datatype d;
+    MPI_Type_contiguous(1, t, &d);
+    MPI_Type_commit(&d);
+    return d;
+}
+
+/* newcalls: MPI_Reduce_scatter with counts, MPI_Bcast from every root,
+ * MPI_Allgather of MPI_CHAR, MPI_SHORT and MPI_BYTE, each against the
+ * same call through Go and a fold computed here. */
+static void newcalls(void) {
+    /* reduce_scatter: uneven counts with zeros, all on one rank, equal */
+    int shapes = 4;
+    for (int sh = 0; sh < shapes; sh++) {
+        int *cnts = malloc(size * sizeof(int)), total = 0;
+        for (int q = 0; q < size; q++) {
+            cnts[q] = sh == 0 ? (q * 5 + 1) % 4 : sh == 1 ? (q == size - 1 ? 9 : 0) : sh == 2 ? 3 : 1 + (q % 2) * (q + 6);
+            total += cnts[q];
+        }
+        const MPI_Datatype rtypes[] = {MPI_INT, MPI_FLOAT, MPI_DOUBLE, MPI_SHORT, MPI_UNSIGNED_CHAR};
+        const int rsizes[] = {4, 4, 8, 2, 1};
+        for (int t = 0; t < 5; t++)
+            for (int o = 0; o < 4; o++) {
+                if (total == 0) continue;
+                char *in = malloc(total * 8), *out = malloc(total * 8 + 8), *viaout = malloc(total * 8 + 8);
+                for (long i = 0; i < total; i++) {
+                    double v = value(rank, i, o);
+                    switch (t) {
+                    case 0: ((int *)in)[i] = (int)v; break;
+                    case 1: ((float *)in)[i] = (float)v; break;
+                    case 2: ((double *)in)[i] = v; break;
+                    case 3: ((short *)in)[i] = (short)(v * 300); break;
+                    case 4: ((unsigned char *)in)[i] = (unsigned char)(int)(v * 7); break;
+                    }
+                }
+                long mine = (long)cnts[rank] * rsizes[t];
+                memset(out, 0x5a, mine + 8);
+                memset(viaout, 0x5a, mine + 8);
+                MPI_Datatype d = viago(rtypes[t]);
+                MPI_Reduce_scatter(in, out, cnts, rtypes[t], ops[o], MPI_COMM_WORLD);
+                MPI_Reduce_scatter(in, viaout, cnts, d, ops[o], MPI_COMM_WORLD);
+                CHECK(!memcmp(out, viaout, mine + 8), "reduce_scatter shape %d type %d %s: differs from Go's", sh, t, opnames[o]);
+                if (t == 0) {
+                    int at = 0, ok = 1;
+                    for (int q = 0; q < rank; q++) at += cnts[q];
+                    for (int i = 0; i < cnts[rank]; i++) {
+                        int acc = (int)value(0, at + i, o);
+                        for (int r = 1; r < size; r++) {
+                            int y = (int)value(r, at + i, o);
+                            acc = o == 0 ? acc + y : o == 1 ? acc * y : o == 2 ? (acc > y ? acc : y) : (acc < y ? acc : y);
+                        }
+                        ok &= ((int *)out)[i] == acc;
+                    }
+                    CHECK(ok, "reduce_scatter shape %d MPI_INT %s: wrong block", sh, opnames[o]);
+                }
+                /* in place: the input in recvbuf, the block lands at its start */
+                memcpy(viaout, in, (long)total * rsizes[t]);
+                MPI_Reduce_scatter(MPI_IN_PLACE, viaout, cnts, rtypes[t], ops[o], MPI_COMM_WORLD);
+                CHECK(!memcmp(out, viaout, mine), "in-place reduce_scatter shape %d type %d %s", sh, t, opnames[o]);
+                MPI_Type_free(&d);
+                free(in), free(out), free(viaout);
+            }
+        free(cnts);
+    }
+    /* bcast from every root, predefined and through a derived type */
+    for (int root = 0; root < size; root++)
+        for (int n = 1; n <= 4000; n *= 7) {
+            unsigned char *b = malloc(n);
+            for (int i = 0; i < n; i++) b[i] = rank == root ? (unsigned char)(i * 13 + root) : 0xee;
+            MPI_Bcast(b, n, MPI_BYTE, root, MPI_COMM_WORLD);
+            int ok = 1;
+            for (int i = 0; i < n; i++) ok &= b[i] == (unsigned char)(i * 13 + root);
+            CHECK(ok, "bcast of %d bytes from %d", n, root);
+            if (n % 2 == 0 || n == 1) {
+                short *h = malloc(n * sizeof(short));
+                MPI_Datatype d = viago(MPI_SHORT);
+                for (int i = 0; i < n; i++) h[i] = rank == root ? (short)(i * 31 - root) : -1;
+                /* the root describes the buffer as MPI_SHORTs, the others through a derived type */
+                MPI_Bcast(h, n, rank == root ? MPI_SHORT : d, root, MPI_COMM_WORLD);
+                ok = 1;
+                for (int i = 0; i < n; i++) ok &= h[i] == (short)(i * 31 - root);
+                CHECK(ok, "bcast of %d shorts from %d, mixed datatypes", n, root);
+                MPI_Type_free(&d);
+                free(h);
+            }
+            free(b);
+        }
+    /* allgather of one- and two-byte types, in place and not, against Go */
+    const MPI_Datatype gtypes[] = {MPI_CHAR, MPI_SHORT, MPI_BYTE, MPI_UNSIGNED_SHORT};
+    const int gsizes[] = {1, 2, 1, 2};
+    for (int t = 0; t < 4; t++)
+        for (int n = 1; n <= 1000; n = n * 3 + 1) {
+            long bytes = (long)n * gsizes[t];
+            char *mine = malloc(bytes), *all = malloc(bytes * size), *viaall = malloc(bytes * size);
+            for (long i = 0; i < bytes; i++) mine[i] = (char)(rank * 41 + i * 7);
+            MPI_Datatype d = viago(gtypes[t]);
+            MPI_Allgather(mine, n, gtypes[t], all, n, gtypes[t], MPI_COMM_WORLD);
+            MPI_Allgather(mine, n, d, viaall, n, d, MPI_COMM_WORLD);
+            int ok = !memcmp(all, viaall, bytes * size);
+            for (int r = 0; r < size; r++)
+                for (long i = 0; i < bytes; i++) ok &= all[r * bytes + i] == (char)(r * 41 + i * 7);
+            CHECK(ok, "allgather type %d n=%d", t, n);
+            memset(all, 0, bytes * size);
+            memcpy(all + rank * bytes, mine, bytes);
+            MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, n, gtypes[t], MPI_COMM_WORLD);
+            CHECK(!memcmp(all, viaall, bytes * size), "in-place allgather type %d n=%d", t, n);
+            MPI_Type_free(&d);
+            free(mine), free(all), free(viaall);
+        }
+}
+
 static void keep_left(void *in, void *inout, int *len, MPI_Datatype *dt) {
     (void)dt;
     memcpy(inout, in, *len * sizeof(int));
@@ -170,6 +287,24 @@ static void paths(void) {
     f = counter("MPI_Allgather", "fast"), g = counter("MPI_Allgather", "go");
     for (int i = 0; i < K; i++) MPI_Allgather(&d, 1, MPI_DOUBLE, all, 1, MPI_DOUBLE, MPI_COMM_WORLD);
     expect_path("MPI_Allgather", "allgather of 1 double", f, g, K, fast_on("GOCOLL_ALLGATHER_ALGORITHM"));
+
+    f = counter("MPI_Reduce_scatter", "fast"), g = counter("MPI_Reduce_scatter", "go");
+    int *cnts = malloc(size * sizeof(int)), *rin = calloc(2 * size, sizeof(int)), rout[2];
+    for (int q = 0; q < size; q++) cnts[q] = q % 2 ? 2 : 0;
+    /* a rank that receives nothing may pass a NULL recvbuf, and still meets the others there */
+    for (int i = 0; i < K; i++) MPI_Reduce_scatter(rin, cnts[rank] ? rout : NULL, cnts, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    expect_path("MPI_Reduce_scatter", "reduce_scatter of 0 (recvbuf NULL) or 2 ints each", f, g, K, fast_on("GOCOLL_REDUCE_SCATTER_ALGORITHM"));
+    free(cnts), free(rin);
+
+    f = counter("MPI_Bcast", "fast"), g = counter("MPI_Bcast", "go");
+    for (int i = 0; i < K; i++) MPI_Bcast(ai, 4, MPI_INT, i % size, MPI_COMM_WORLD);
+    expect_path("MPI_Bcast", "bcast of 4 ints", f, g, K, fast_on("GOCOLL_BCAST_ALGORITHM"));
+
+    char c = (char)rank, *call = malloc(size);
+    f = counter("MPI_Allgather", "fast"), g = counter("MPI_Allgather", "go");
+    for (int i = 0; i < K; i++) MPI_Allgather(&c, 1, MPI_CHAR, call, 1, MPI_CHAR, MPI_COMM_WORLD);
+    expect_path("MPI_Allgather", "allgather of 1 MPI_CHAR", f, g, K, fast_on("GOCOLL_ALLGATHER_ALGORITHM"));
+    free(call);
 
     f = counter("MPI_Barrier", "fast"), g = counter("MPI_Barrier", "go");
     for (int i = 0; i < K; i++) MPI_Barrier(MPI_COMM_WORLD);
@@ -202,6 +337,7 @@ int main(int argc, char **argv) {
               counter("MPI_Allreduce", "nope") == -1 && counter("MPI_Nope", "go") == -1,
           "gocoll_test_counter: valid keys count, unknown ones are -1");
     paths();
+    newcalls();
     /* Every call of the loops below runs on exactly one path. */
     long long ar0 = counter("MPI_Allreduce", "fast") + counter("MPI_Allreduce", "go");
     long long rsb0 = counter("MPI_Reduce_scatter_block", "fast") + counter("MPI_Reduce_scatter_block", "go");

@@ -60,7 +60,7 @@ type scenario struct {
 var callNames = map[string]string{
 	"allreduce": "MPI_Allreduce", "reduce_scatter": "MPI_Reduce_scatter",
 	"reduce_scatter_block": "MPI_Reduce_scatter_block", "allgather": "MPI_Allgather",
-	"allgatherv": "MPI_Allgatherv", "barrier": "MPI_Barrier",
+	"allgatherv": "MPI_Allgatherv", "barrier": "MPI_Barrier", "bcast": "MPI_Bcast",
 }
 
 var commNames = map[string]string{"world": "MPI_COMM_WORLD", "dup": "MPI_COMM_WORLD/dup", "split": "MPI_COMM_WORLD/split"}
@@ -76,6 +76,8 @@ func failureScenarios() []scenario {
 		ss = append(ss,
 			scenario{name: "fastpath-allreduce", coll: "allreduce", count: 16, comm: "world", n: 4, how: how, path: "MPI_Allreduce.fast"},
 			scenario{name: "fastpath-barrier", coll: "barrier", comm: "dup", n: 3, how: how, path: "MPI_Barrier.fast"},
+			scenario{name: "fastpath-reduce-scatter", coll: "reduce_scatter", count: 8, comm: "split", n: 3, how: how, path: "MPI_Reduce_scatter.fast"},
+			scenario{name: "fastpath-bcast", coll: "bcast", count: 16, comm: "dup", n: 3, how: how, path: "MPI_Bcast.fast"},
 			scenario{name: "shm-algorithm-allreduce", coll: "allreduce", count: 50000, comm: "split", n: 4, how: how, path: "MPI_Allreduce.shm"},
 			scenario{name: "shm-algorithm-allgatherv", coll: "allgatherv", count: 20000, comm: "world", n: 3, how: how, path: "MPI_Allgatherv.shm"},
 			scenario{name: "shm-transport-ring", env: []string{"GOCOLL_ALLREDUCE_ALGORITHM=ring"}, coll: "allreduce", count: 50000, comm: "world", n: 4, how: how, path: "MPI_Allreduce.ring"},

@@ -7,8 +7,9 @@
  *   victim -coll NAME -count N [-exit RANK] [-comm world|dup|split] [-ignore-term] [-path KEY]
  *
  * NAME is allreduce, reduce_scatter, reduce_scatter_block, allgather,
- * allgatherv or barrier; N elements of MPI_INT per rank (per block for
- * the scattering and gathering calls). Every rank prints
+ * allgatherv, bcast (the root going round) or barrier; N elements of
+ * MPI_INT per rank (per block for the scattering and gathering calls).
+ * Every rank prints
  * `rank R pid P job J comm-rank C path N` once the first call has worked,
  * N being gocoll's path counter KEY (gocoll_test_counter, e.g.
  * MPI_Allreduce.fast: the test knows which path the job took; -2 where
@@ -96,6 +97,13 @@ int main(int argc, char **argv) {
             for (int q = 0; q < size; q++)
                 for (long i = 0; i < n; i++)
                     if (out[q * n + i] != q + i + it) die_wrong(coll, q * n + i, out[q * n + i], q + i + it);
+        } else if (!strcmp(coll, "bcast")) {
+            int root = (int)(it % size);
+            if (rank != root)
+                for (long i = 0; i < n; i++) in[i] = -1;
+            rc = MPI_Bcast(in, (int)n, MPI_INT, root, comm);
+            for (long i = 0; i < n; i++)
+                if (in[i] != root + i + it) die_wrong(coll, i, in[i], root + i + it);
         } else if (!strcmp(coll, "barrier")) {
             rc = MPI_Barrier(comm);
         } else {

@@ -1,0 +1,256 @@
+/*
+ * The C half of the shared-memory engine (engine.h). It follows the
+ * protocol of package intranode (doc.go there) on the same segment:
+ * write this rank's part of the step into its slot of the step's set,
+ * publish the step in its control line (waking sleepers), spin until
+ * every rank has published it, read. If the peers are slow to come, it
+ * hands the wait to the owner's wait function (capi: Go, which sleeps on
+ * the futex and watches for dead peers and timeouts). Each call takes one
+ * step and lays its data out as the Go half's call of the same name does
+ * for a message that fits one step, so that a rank whose call went to Go
+ * (a derived datatype, say) still meets the others. Reductions run in
+ * rank order, as the Go half's do, and MAX/MIN follow package ops: a NaN
+ * operand gives the canonical NaN, and max(+0, -0) = +0, min(+0, -0) = -0.
+ */
+#define _GNU_SOURCE
+#include <limits.h>
+#include <linux/futex.h>
+#include <math.h>
+#include <sched.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include "engine.h"
+
+#define SPINS 4000       /* polls before the wait goes to the wait function */
+#define SPINS_CROWDED 64 /* the same when there are more local ranks than cores */
+/* Then, when crowded, sched_yield polls for at most this long before the
+ * wait function (Go's futex wait, which also watches for dead peers and
+ * timeouts). A time, not a number of yields: on a loaded core one yield
+ * can take milliseconds (2000 took 3 s beside a busy loop), and a dead
+ * peer would go unnoticed that long per call. 10 ms is far longer than
+ * the hand-offs the yields are for (a few µs to a time slice) and far
+ * shorter than Go's 100 ms check for dead peers. */
+#define YIELD_NS_CROWDED 10000000L
+#define COPY_MAX (4 * GOCOLL_SHM_MAX) /* largest allgather (all blocks) and bcast */
+
+void gocoll_shm_init(struct gocoll_shm *s, void *base, int p, int rank, long slot, long data_off, int crowded,
+                     gocoll_shm_wait_fn wait, long id) {
+    s->p = p, s->rank = rank, s->slot = slot, s->data_off = data_off, s->wait = wait, s->id = id;
+    /* With more ranks than cores, a peer we wait for may need this core:
+     * hand the wait over almost at once. */
+    s->spins = crowded ? SPINS_CROWDED : SPINS;
+    s->crowded = crowded;
+    __atomic_store_n(&s->base, (char *)base, __ATOMIC_RELEASE);
+}
+
+static uint64_t *step_of(struct gocoll_shm *s, int q) {
+    return (uint64_t *)(s->base + GOCOLL_SHM_CTL_OFFSET + (long)GOCOLL_SHM_LINE * q + GOCOLL_SHM_CTL_STEP);
+}
+static char *slot_of(struct gocoll_shm *s, int set, int q) { return s->base + s->data_off + ((long)set * s->p + q) * s->slot; }
+
+/* next returns the step this rank publishes next; its set is step % SETS. */
+static uint64_t next(struct gocoll_shm *s) { return __atomic_load_n(step_of(s, s->rank), __ATOMIC_RELAXED) + 1; }
+static int set_of(uint64_t step) { return (int)(step % GOCOLL_SHM_SETS); }
+
+/* publish announces step (this rank's next). */
+static void publish(struct gocoll_shm *s, uint64_t step) {
+    __atomic_store_n(step_of(s, s->rank), step, __ATOMIC_SEQ_CST);
+    uint32_t *seq = (uint32_t *)(s->base + GOCOLL_SHM_BELL_OFFSET + GOCOLL_SHM_BELL_SEQ);
+    int32_t *sleepers = (int32_t *)(s->base + GOCOLL_SHM_BELL_OFFSET + GOCOLL_SHM_BELL_SLEEPERS);
+    if (__atomic_load_n(sleepers, __ATOMIC_SEQ_CST) > 0) {
+        __atomic_add_fetch(seq, 1, __ATOMIC_SEQ_CST);
+        syscall(SYS_futex, seq, FUTEX_WAKE, INT_MAX, 0, 0, 0);
+    }
+}
+
+static int all_at(struct gocoll_shm *s, uint64_t step) {
+    for (int q = 0; q < s->p; q++)
+        if (__atomic_load_n(step_of(s, q), __ATOMIC_ACQUIRE) < step) return 0;
+    return 1;
+}
+
+/* wait_all spins, then lets the wait function wait. */
+static int wait_all(struct gocoll_shm *s, uint64_t step, int call) {
+    for (int i = 0; i < s->spins; i++) {
+        if (all_at(s, step)) return 0;
+        __builtin_ia32_pause();
+    }
+    if (s->crowded || !s->wait) {
+        /* More ranks than cores: the rank we wait for may be waiting for
+         * our core. Yielding hands it over at once; a futex sleep would
+         * cost a wake-up on every step. */
+        struct timespec t0, t;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        do {
+            if (all_at(s, step)) return 0;
+            sched_yield();
+            clock_gettime(CLOCK_MONOTONIC, &t);
+        } while (!s->wait || (t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < YIELD_NS_CROWDED);
+    }
+    return s->wait(s, call);
+}
+
+static float fmaxf_go(float a, float b) {
+    if (isnan(a) || isnan(b)) return __builtin_nanf("");
+    if (a > b) return a;
+    if (b > a) return b;
+    return signbit(a) && signbit(b) ? a : (signbit(a) ? b : a);
+}
+static float fminf_go(float a, float b) {
+    if (isnan(a) || isnan(b)) return __builtin_nanf("");
+    if (a < b) return a;
+    if (b < a) return b;
+    return signbit(a) ? a : b;
+}
+static double fmax_go(double a, double b) {
+    if (isnan(a) || isnan(b)) return __builtin_nan("");
+    if (a > b) return a;
+    if (b > a) return b;
+    return signbit(a) && signbit(b) ? a : (signbit(a) ? b : a);
+}
+static double fmin_go(double a, double b) {
+    if (isnan(a) || isnan(b)) return __builtin_nan("");
+    if (a < b) return a;
+    if (b < a) return b;
+    return signbit(a) ? a : b;
+}
+
+/* Integer sums and products wrap: compute in an unsigned type at least
+ * as wide as int (narrower ones would be promoted to int, and overflow). */
+#define INT_LOOP(T, U)                                                        \
+    {                                                                         \
+        T *d = dst; const T *x = a, *y = b;                                   \
+        switch (op) {                                                         \
+        case GOCOLL_SHM_OP_SUM: for (long i = 0; i < n; i++) d[i] = (T)((U)x[i] + (U)y[i]); break; \
+        case GOCOLL_SHM_OP_PROD: for (long i = 0; i < n; i++) d[i] = (T)((U)x[i] * (U)y[i]); break; \
+        case GOCOLL_SHM_OP_MAX: for (long i = 0; i < n; i++) d[i] = x[i] > y[i] ? x[i] : y[i]; break; \
+        case GOCOLL_SHM_OP_MIN: for (long i = 0; i < n; i++) d[i] = x[i] < y[i] ? x[i] : y[i]; break; \
+        }                                                                     \
+    }                                                                         \
+    break;
+
+#define FLOAT_LOOP(T, MAX, MIN)                                               \
+    {                                                                         \
+        T *d = dst; const T *x = a, *y = b;                                   \
+        switch (op) {                                                         \
+        case GOCOLL_SHM_OP_SUM: for (long i = 0; i < n; i++) d[i] = x[i] + y[i]; break;   \
+        case GOCOLL_SHM_OP_PROD: for (long i = 0; i < n; i++) d[i] = x[i] * y[i]; break;  \
+        case GOCOLL_SHM_OP_MAX: for (long i = 0; i < n; i++) d[i] = MAX(x[i], y[i]); break; \
+        case GOCOLL_SHM_OP_MIN: for (long i = 0; i < n; i++) d[i] = MIN(x[i], y[i]); break; \
+        }                                                                     \
+    }                                                                         \
+    break;
+
+/* combine sets dst = a op b for n elements of kind k. */
+static void combine(int k, int op, void *dst, const void *a, const void *b, long n) {
+    switch (k) {
+    case GOCOLL_SHM_K_I8: INT_LOOP(int8_t, uint32_t)
+    case GOCOLL_SHM_K_U8: INT_LOOP(uint8_t, uint32_t)
+    case GOCOLL_SHM_K_I16: INT_LOOP(int16_t, uint32_t)
+    case GOCOLL_SHM_K_U16: INT_LOOP(uint16_t, uint32_t)
+    case GOCOLL_SHM_K_I32: INT_LOOP(int32_t, uint32_t)
+    case GOCOLL_SHM_K_U32: INT_LOOP(uint32_t, uint32_t)
+    case GOCOLL_SHM_K_I64: INT_LOOP(int64_t, uint64_t)
+    case GOCOLL_SHM_K_U64: INT_LOOP(uint64_t, uint64_t)
+    case GOCOLL_SHM_K_F32: FLOAT_LOOP(float, fmaxf_go, fminf_go)
+    case GOCOLL_SHM_K_F64: FLOAT_LOOP(double, fmax_go, fmin_go)
+    }
+}
+
+static int reducible(int k, int op) {
+    return k > GOCOLL_SHM_K_NONE && k < GOCOLL_SHM_NUM_KINDS && op >= GOCOLL_SHM_OP_SUM && op <= GOCOLL_SHM_OP_MIN;
+}
+
+/* reduce_slots sets out = slot 0 op ... op slot p-1 of set, each cut to
+ * bytes [lo, lo+len): rank order. */
+static void reduce_slots(struct gocoll_shm *s, int set, int k, int op, void *out, long lo, long len, int size) {
+    long n = len / size;
+    if (s->p == 1) {
+        memcpy(out, slot_of(s, set, 0) + lo, len);
+        return;
+    }
+    combine(k, op, out, slot_of(s, set, 0) + lo, slot_of(s, set, 1) + lo, n);
+    for (int q = 2; q < s->p; q++) combine(k, op, out, out, slot_of(s, set, q) + lo, n);
+}
+
+int gocoll_shm_allreduce(struct gocoll_shm *s, const void *in, void *out, long count, int kind, int size, int op) {
+    if (!reducible(kind, op) || count <= 0 || size <= 0) return GOCOLL_SHM_DECLINE;
+    long len = count * size;
+    if (len > GOCOLL_SHM_MAX || len > s->slot) return GOCOLL_SHM_DECLINE;
+    uint64_t step = next(s);
+    int set = set_of(step);
+    memcpy(slot_of(s, set, s->rank), in ? in : out, len);
+    publish(s, step);
+    int rc = wait_all(s, step, GOCOLL_CALL_ALLREDUCE);
+    if (rc) return rc;
+    reduce_slots(s, set, kind, op, out, 0, len, size);
+    return 0;
+}
+
+/* The Go half's ReduceScatter moves a piece of slot/p/size elements of
+ * every block per step, block q's at q*piece elements into the slot; a
+ * call whose longest block fits a piece takes one step, laid out so. */
+int gocoll_shm_reduce_scatter(struct gocoll_shm *s, const void *in, void *out, const int *counts, long count, int kind,
+                              int size, int op, int call) {
+    if (!reducible(kind, op) || size <= 0) return GOCOLL_SHM_DECLINE;
+    long total = 0, longest = 0, piece = s->slot / s->p / size;
+    for (int q = 0; q < s->p; q++) {
+        long c = counts ? counts[q] : count;
+        if (c < 0) return GOCOLL_SHM_DECLINE;
+        total += c;
+        if (c > longest) longest = c;
+    }
+    if (total == 0 || total * size > GOCOLL_SHM_MAX || longest > piece) return GOCOLL_SHM_DECLINE;
+    uint64_t step = next(s);
+    int set = set_of(step);
+    char *slot = slot_of(s, set, s->rank);
+    const char *src = in ? in : out;
+    long at = 0, mine = 0, lo = 0;
+    for (int q = 0; q < s->p; q++) {
+        long c = counts ? counts[q] : count;
+        memcpy(slot + q * piece * size, src + at * size, c * size);
+        at += c;
+        if (q == s->rank) mine = c, lo = q * piece * size;
+    }
+    publish(s, step);
+    int rc = wait_all(s, step, call);
+    if (rc) return rc;
+    if (mine > 0) reduce_slots(s, set, kind, op, out, lo, mine * size, size);
+    return 0;
+}
+
+int gocoll_shm_allgather(struct gocoll_shm *s, const void *in, void *out, long bytes) {
+    if (bytes <= 0 || bytes > s->slot || bytes * s->p > COPY_MAX) return GOCOLL_SHM_DECLINE;
+    uint64_t step = next(s);
+    int set = set_of(step);
+    memcpy(slot_of(s, set, s->rank), in ? in : (char *)out + bytes * s->rank, bytes);
+    publish(s, step);
+    int rc = wait_all(s, step, GOCOLL_CALL_ALLGATHER);
+    if (rc) return rc;
+    for (int q = 0; q < s->p; q++) {
+        if (q != s->rank) memcpy((char *)out + bytes * q, slot_of(s, set, q), bytes);
+        else if (in) memcpy((char *)out + bytes * q, in, bytes);
+    }
+    return 0;
+}
+
+int gocoll_shm_bcast(struct gocoll_shm *s, void *buf, long bytes, int root) {
+    if (bytes <= 0 || bytes > s->slot || bytes > COPY_MAX || root < 0 || root >= s->p) return GOCOLL_SHM_DECLINE;
+    uint64_t step = next(s);
+    int set = set_of(step);
+    if (s->rank == root) memcpy(slot_of(s, set, root), buf, bytes);
+    publish(s, step);
+    int rc = wait_all(s, step, GOCOLL_CALL_BCAST);
+    if (rc) return rc;
+    if (s->rank != root) memcpy(buf, slot_of(s, set, root), bytes);
+    return 0;
+}
+
+int gocoll_shm_barrier(struct gocoll_shm *s) {
+    uint64_t step = next(s);
+    publish(s, step);
+    return wait_all(s, step, GOCOLL_CALL_BARRIER);
+}

@@ -1,0 +1,50 @@
+/*
+ * The C half of gocoll's shared-memory collective engine (package
+ * intranode is the Go half): small collectives on a communicator's
+ * segment, run entirely in C by code that must not enter Go for them (the
+ * C ABI's entry points, capi/fast.c). Both halves follow one protocol on
+ * one layout (intranode/doc.go), and the C half's constants come from Go,
+ * generated into engine_gen.h (go generate ./intranode/engine).
+ */
+#ifndef GOCOLL_ENGINE_H
+#define GOCOLL_ENGINE_H
+#include "engine_gen.h"
+
+/* GOCOLL_SHM_DECLINE: the call is not one for the engine (too large, an
+ * unknown kind or op, ...); nothing was done, run it elsewhere. */
+#define GOCOLL_SHM_DECLINE (-1)
+#define GOCOLL_SHM_MAX 4096 /* largest message (bytes) the reductions take */
+
+struct gocoll_shm;
+/* A wait function finishes a step the engine stopped spinning for (Go:
+ * sleep on the bell, watch for dead peers and the timeout) and returns 0
+ * or the caller's error code, which the engine returns as it is. call is
+ * a GOCOLL_CALL_ code. */
+typedef int (*gocoll_shm_wait_fn)(struct gocoll_shm *s, int call);
+
+/* One rank's view of a segment (intranode.Layout). */
+struct gocoll_shm {
+    char *base;
+    int p, rank, spins, crowded;
+    long slot, data_off;
+    gocoll_shm_wait_fn wait; /* NULL: spin (sched_yield) until done */
+    long id;                 /* the owner's name for it (capi: the MPI_Comm) */
+};
+
+void gocoll_shm_init(struct gocoll_shm *s, void *base, int p, int rank, long slot, long data_off, int crowded,
+                     gocoll_shm_wait_fn wait, long id);
+
+/* Each returns GOCOLL_SHM_DECLINE, 0, or a wait function's error code.
+ * in == NULL means in place (the input is in out, where MPI_IN_PLACE
+ * puts it). kind is a GOCOLL_SHM_K_ code, size its bytes, op a
+ * GOCOLL_SHM_OP_ code. Every rank of the segment must make the same call
+ * with the same counts: it decides alike on every rank. */
+int gocoll_shm_allreduce(struct gocoll_shm *s, const void *in, void *out, long count, int kind, int size, int op);
+/* counts: elements of block q, or NULL for count each (reduce_scatter_block). */
+int gocoll_shm_reduce_scatter(struct gocoll_shm *s, const void *in, void *out, const int *counts, long count, int kind,
+                              int size, int op, int call);
+/* bytes: this rank's block; out holds p blocks. */
+int gocoll_shm_allgather(struct gocoll_shm *s, const void *in, void *out, long bytes);
+int gocoll_shm_bcast(struct gocoll_shm *s, void *buf, long bytes, int root);
+int gocoll_shm_barrier(struct gocoll_shm *s);
+#endif

@@ -1,0 +1,316 @@
+//go:build linux
+
+package engine
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"github.com/gocoll/gocoll/internal/mpichabi"
+	"github.com/gocoll/gocoll/intranode"
+	"github.com/gocoll/gocoll/ops"
+)
+
+// exchange is an intranode.Exchange between the goroutine ranks of a test.
+type exchange struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	p, seen int
+	gen     int
+	buf     []byte
+	all     bool
+}
+
+func (x *exchange) meet(f func()) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	f()
+	gen := x.gen
+	if x.seen++; x.seen == x.p {
+		x.seen, x.gen = 0, x.gen+1
+		x.cond.Broadcast()
+		return
+	}
+	for gen == x.gen {
+		x.cond.Wait()
+	}
+}
+
+type rankX struct {
+	x    *exchange
+	rank int
+}
+
+func (r rankX) Bcast(buf []byte) error {
+	r.x.meet(func() {
+		if r.rank == 0 {
+			r.x.buf = append([]byte(nil), buf...)
+		}
+	})
+	copy(buf, r.x.buf)
+	r.x.meet(func() {})
+	return nil
+}
+
+func (r rankX) AllTrue(ok bool) (bool, error) {
+	r.x.meet(func() { r.x.all = r.x.all && ok })
+	all := r.x.all
+	r.x.meet(func() { r.x.all = true })
+	return all, nil
+}
+
+// onRanks attaches p goroutine ranks to one segment and runs f on each,
+// with the rank's Go group and its C view of the segment.
+// A check that fails records it and goes on, so that the rank keeps
+// taking the steps the others wait for.
+func onRanks(t *testing.T, p int, f func(g *intranode.Group, v *view, fail func(string, ...any)) error) {
+	t.Helper()
+	x := &exchange{p: p, all: true}
+	x.cond = sync.NewCond(&x.mu)
+	errs := make([]error, p)
+	var wg sync.WaitGroup
+	for r := range p {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g, err := intranode.Attach(rankX{x, r}, r, p, intranode.Options{JobID: "enginetest", Slot: 4096})
+			if err != nil {
+				errs[r] = err
+				return
+			}
+			defer g.Close()
+			fails := 0
+			errs[r] = f(g, newView(g.Layout()), func(format string, a ...any) {
+				if fails++; fails <= 5 {
+					t.Errorf("rank %d: "+format, append([]any{r}, a...)...)
+				}
+			})
+		}()
+	}
+	wg.Wait()
+	for r, err := range errs {
+		if err != nil {
+			t.Errorf("rank %d: %v", r, err)
+		}
+	}
+}
+
+// handles are the MPICH handles of the types the tests use.
+var handles = map[ops.Type]uint32{}
+
+func init() {
+	for h, t := range mpichabi.Types {
+		handles[t] = h
+	}
+}
+
+// fill writes n elements of t, finite and varied (negative, signed zeros),
+// for rank r and round i.
+func fill(buf []byte, t ops.Type, r, i int) {
+	rng := rand.New(rand.NewPCG(uint64(r), uint64(i)))
+	size := t.Size()
+	for at := 0; at+size <= len(buf); at += size {
+		v := rng.IntN(41) - 20
+		switch t.Scalar() {
+		case "f32":
+			f := float32(v) / 4
+			if v == 0 && rng.IntN(2) == 0 {
+				f = float32(math.Copysign(0, -1))
+			}
+			binary.LittleEndian.PutUint32(buf[at:], math.Float32bits(f))
+		case "f64":
+			f := float64(v) / 8
+			if v == 0 && rng.IntN(2) == 0 {
+				f = math.Copysign(0, -1)
+			}
+			binary.LittleEndian.PutUint64(buf[at:], math.Float64bits(f))
+		default:
+			for j := range size {
+				buf[at+j] = byte(rng.Uint32())
+			}
+		}
+	}
+}
+
+var reduceTypes = []ops.Type{ops.Int, ops.Unsigned, ops.Long, ops.UnsignedLong, ops.Float, ops.Double,
+	ops.Short, ops.UnsignedShort, ops.SignedChar, ops.UnsignedChar, ops.Integer, ops.Real8}
+var reduceOps = []ops.Op{ops.Sum, ops.Prod, ops.Max, ops.Min}
+
+// The generated tables decode every MPICH handle as package ops and
+// mpichabi do: a type's size, whether the C kernels reduce it, an op's code.
+func TestGeneratedTables(t *testing.T) {
+	for h, typ := range mpichabi.Types {
+		size, kind := mpichType(h)
+		want := typ.Size()
+		if typ.Class() == ops.ClassPair {
+			want = 0
+		}
+		if size != want {
+			t.Errorf("%v (%#x): size %d, want %d", typ, h, size, want)
+		}
+		reduces := typ.Scalar() != ""
+		if (kind != 0) != reduces || typeKind(int(typ)) != kind {
+			t.Errorf("%v: C kind %d (by ops.Type %d), scalar %q", typ, kind, typeKind(int(typ)), typ.Scalar())
+		}
+	}
+	for h, op := range mpichabi.Ops {
+		want := 0
+		if op == ops.Sum || op == ops.Prod || op == ops.Max || op == ops.Min {
+			want = int(op)
+		}
+		if got := mpichOp(h); got != want {
+			t.Errorf("%v: op %d, want %d", op, got, want)
+		}
+	}
+}
+
+// The C half's allreduce and reduce_scatter (with counts: uneven, zero,
+// and _block's equal ones; in place and not) give exactly the Go half's
+// results, on the same segment, call after call.
+func TestReductionsMatchGo(t *testing.T) {
+	for _, p := range []int{1, 2, 3, 4} {
+		countSets := [][]int{make([]int, p), make([]int, p), make([]int, p), make([]int, p)}
+		for q := range p {
+			countSets[0][q] = 3               // equal (_block)
+			countSets[1][q] = (q*5 + 1) % 4   // uneven, a zero at q = 3
+			countSets[2][q] = 0               // all zero but one
+			countSets[3][q] = 1 + (q%2)*(q+6) // uneven, larger
+		}
+		countSets[2][p-1] = 2
+		onRanks(t, p, func(g *intranode.Group, v *view, fail func(string, ...any)) error {
+			r := g.Rank()
+			round := 0
+			for _, typ := range reduceTypes {
+				size, kind := mpichType(handles[typ])
+				for _, op := range reduceOps {
+					k, err := ops.Lookup(op, typ)
+					if err != nil {
+						return err
+					}
+					code := int(op) // the generated op codes are package ops' (TestGeneratedTables)
+					for _, n := range []int{1, 7, 64} {
+						round++
+						in := make([]byte, n*size)
+						fill(in, typ, r, round)
+						want, got := make([]byte, len(in)), make([]byte, len(in))
+						if err := g.Allreduce(in, want, size, intranode.Kernel(k)); err != nil {
+							return err
+						}
+						if rc := v.allreduce(in, got, n, kind, size, code); rc != 0 {
+							fail("allreduce %v %v n=%d: rc %d", typ, op, n, rc)
+						}
+						if !bytes.Equal(got, want) {
+							fail("allreduce %v %v n=%d: C %x, Go %x", typ, op, n, got, want)
+						}
+						copy(got, in)
+						if rc := v.allreduce(nil, got, n, kind, size, code); rc != 0 || !bytes.Equal(got, want) {
+							fail("in-place allreduce %v %v n=%d: rc %d, C %x, Go %x", typ, op, n, rc, got, want)
+						}
+					}
+					for ci, counts := range countSets {
+						round++
+						total := 0
+						c32 := make([]int32, p)
+						for q, c := range counts {
+							total += c
+							c32[q] = int32(c)
+						}
+						in := make([]byte, total*size)
+						fill(in, typ, r, round)
+						mine := counts[r] * size
+						want, got := make([]byte, mine), make([]byte, mine)
+						if err := g.ReduceScatter(in, want, counts, size, intranode.Kernel(k)); err != nil {
+							return err
+						}
+						if rc := v.reduceScatter(in, got, c32, 0, kind, size, code); rc != 0 || !bytes.Equal(got, want) {
+							fail("reduce_scatter %v %v counts %v: rc %d, C %x, Go %x", typ, op, counts, rc, got, want)
+						}
+						inout := append([]byte(nil), in...)
+						if rc := v.reduceScatter(nil, inout, c32, 0, kind, size, code); rc != 0 || !bytes.Equal(inout[:mine], want) {
+							fail("in-place reduce_scatter %v %v counts %v: rc %d, C %x, Go %x", typ, op, counts, rc, inout[:mine], want)
+						}
+						if ci == 0 {
+							if rc := v.reduceScatter(in, got, nil, counts[0], kind, size, code); rc != 0 || !bytes.Equal(got, want) {
+								fail("reduce_scatter_block %v %v: rc %d, C %x, Go %x", typ, op, rc, got, want)
+							}
+						}
+					}
+				}
+			}
+			return nil
+		})
+	}
+}
+
+// Allgather of any predefined type is a copy: the C half's (in place and
+// not) equals the Go half's for one-byte, two-byte and odd-sized blocks;
+// bcast from every root equals the Go half's; barriers interleave.
+func TestCopiesMatchGo(t *testing.T) {
+	for _, p := range []int{1, 2, 3, 4} {
+		onRanks(t, p, func(g *intranode.Group, v *view, fail func(string, ...any)) error {
+			r := g.Rank()
+			round := 0
+			for _, typ := range []ops.Type{ops.Char, ops.Byte, ops.Short, ops.Character, ops.LongDouble, ops.CDoubleComplex} {
+				size, _ := mpichType(handles[typ])
+				if size != typ.Size() {
+					fail("%v: size %d", typ, size)
+				}
+				for _, n := range []int{1, 3, 100} {
+					round++
+					in := make([]byte, n*size)
+					fill(in, ops.Byte, r, round)
+					want, got := make([]byte, p*len(in)), make([]byte, p*len(in))
+					counts := make([]int, p)
+					for q := range counts {
+						counts[q] = n
+					}
+					if err := g.Allgather(in, want, counts, size); err != nil {
+						return err
+					}
+					if rc := v.allgather(in, got, len(in)); rc != 0 || !bytes.Equal(got, want) {
+						fail("allgather %v n=%d: rc %d", typ, n, rc)
+					}
+					clear(got)
+					copy(got[r*len(in):], in)
+					if rc := v.allgather(nil, got, len(in)); rc != 0 || !bytes.Equal(got, want) {
+						fail("in-place allgather %v n=%d: rc %d", typ, n, rc)
+					}
+					if rc := v.barrier(); rc != 0 {
+						fail("barrier: rc %d", rc)
+					}
+				}
+			}
+			for root := range p {
+				for _, n := range []int{1, 13, 4000} {
+					round++
+					want, got := make([]byte, n), make([]byte, n)
+					if r == root {
+						fill(want, ops.Byte, root, round)
+						copy(got, want)
+					}
+					if err := g.Bcast(want, root); err != nil {
+						return err
+					}
+					if rc := v.bcast(got, root); rc != 0 || !bytes.Equal(got, want) {
+						fail("bcast of %d bytes from %d: rc %d", n, root, rc)
+					}
+				}
+			}
+			// Too large for one step: declined, and no step taken (the
+			// next call still meets the others).
+			if rc := v.bcast(make([]byte, 5000), 0); rc != Decline {
+				fail("bcast of 5000 bytes on 4096-byte slots: rc %d, want Decline", rc)
+			}
+			big := make([]int32, p)
+			big[0] = 4096/int32(p)/4 + 1
+			if rc := v.reduceScatter(make([]byte, 4*int(big[0])), make([]byte, 4*int(big[0])), big, 0, 5, 4, 1); rc != Decline {
+				fail("reduce_scatter with a block over a slot's share: rc %d, want Decline", rc)
+			}
+			return g.Barrier()
+		})
+	}
+}

@@ -1,0 +1,31 @@
+//go:build linux
+
+package intranode
+
+import "unsafe"
+
+// Constant is one fact of the segment's layout that code outside Go needs
+// to follow the protocol.
+type Constant struct {
+	Name  string // upper case, without a prefix
+	Value int
+	Doc   string
+}
+
+// LayoutConstants are the segment's fixed offsets and sizes. The C half of
+// the engine (package intranode/engine) has them from its generated header
+// (go generate ./intranode/engine), not from copies: a change here changes
+// the header, and the header's test fails until it is regenerated.
+func LayoutConstants() []Constant {
+	var c control
+	var b bell
+	return []Constant{
+		{"LINE", cacheLine, "bytes of a control line (and of the bell line)"},
+		{"BELL_OFFSET", bellOffset, "offset of the bell line in the segment"},
+		{"BELL_SEQ", int(unsafe.Offsetof(b.seq)), "offset in the bell line of the futex word (uint32) sleepers wait on"},
+		{"BELL_SLEEPERS", int(unsafe.Offsetof(b.sleepers)), "offset in the bell line of the count of sleepers (int32)"},
+		{"CTL_OFFSET", ctlOffset, "offset of rank 0's control line; rank q's is LINE*q further"},
+		{"CTL_STEP", int(unsafe.Offsetof(c.step)), "offset in a control line of the steps published (uint64)"},
+		{"SETS", sets, "buffer sets: step k writes set k % SETS; slot q of set s is at data + (s*p + q)*slot"},
+	}
+}
