@@ -13,7 +13,11 @@ package algorithms
 //	  steps per chunk).
 //	Reduce_scatter(_block): every rank reduces its own block from all
 //	  slots, a piece of every block per step.
-//	Allgather(v): every rank copies every slot out, a piece per step.
+//	Allgather(v): every rank copies every slot out, a piece per step;
+//	  from 32 KiB a block (1 MiB with more ranks than cores), every rank
+//	  reads every peer's block from the peer's buffer with
+//	  process_vm_readv instead (one copy, two steps), where the kernel
+//	  allows it.
 //
 //	restrictions: all ranks on one host; any op (reductions keep rank
 //	              order), any counts
@@ -28,8 +32,8 @@ var (
 		Summary: "shared segment: copy in, reduce own block from every rank's slot",
 		Cost:    "1 sync per step; ~3n bytes moved per rank"}
 	allgatherShm = &Algorithm{Name: "shm", Collective: Allgather, Direct: true,
-		Summary: "shared segment: copy own block in, every block out",
-		Cost:    "1 sync per step; ~(1+p)n/p bytes moved per rank"}
+		Summary: "shared segment: copy own block in, every block out; large blocks read from peers' buffers (CMA)",
+		Cost:    "1 sync per step; ~(1+p)n/p bytes moved per rank, n by CMA from 32 KiB a block"}
 )
 
 func init() {

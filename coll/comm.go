@@ -33,6 +33,9 @@ type Config struct {
 	// SharedSlot is the bytes per rank and step of shared segments
 	// (GOCOLL_SHM_SLOT; 0: intranode's default).
 	SharedSlot int
+	// SharedNoCMA (GOCOLL_SHM_CMA=0): the shm allgather copies through
+	// the segment at every size, never with cross-memory attach.
+	SharedNoCMA bool
 	// Device is how CUDA device memory is handled (GOCOLL_CUDA).
 	Device DeviceConfig
 	// Report (GOCOLL_REPORT=1): MPI_Finalize prints the path counters

@@ -34,7 +34,7 @@ func ConfigFromEnv() (*Config, error) {
 	return cfg, nil
 }
 
-// LoadEnv sets cfg from GOCOLL_SHM_SLOT, GOCOLL_CHECK and GOCOLL_REPORT, the variables
+// LoadEnv sets cfg from GOCOLL_SHM_SLOT, GOCOLL_SHM_CMA, GOCOLL_CHECK and GOCOLL_REPORT, the variables
 // that tune package coll itself in every mode (standalone, Go, LD_PRELOAD);
 // errors name the variable.
 func (cfg *Config) LoadEnv(getenv func(string) string) error {
@@ -51,6 +51,13 @@ func (cfg *Config) LoadEnv(getenv func(string) string) error {
 		cfg.Check = true
 	default:
 		return fmt.Errorf("GOCOLL_CHECK=%s: want 0 or 1", v)
+	}
+	switch v := getenv("GOCOLL_SHM_CMA"); v {
+	case "", "1":
+	case "0":
+		cfg.SharedNoCMA = true
+	default:
+		return fmt.Errorf("GOCOLL_SHM_CMA=%s: want 0 or 1", v)
 	}
 	switch v := getenv("GOCOLL_REPORT"); v {
 	case "", "0":

@@ -17,9 +17,12 @@ import (
 // segment and the error says why (the communicator still works).
 func (c *Comm) AttachShared() error {
 	g, err := intranode.Attach(exchange{c}, c.rank, c.Size(), intranode.Options{
-		JobID: c.cfg.JobID, Context: c.ctx, Timeout: c.cfg.Timeout, Slot: c.cfg.SharedSlot})
+		JobID: c.cfg.JobID, Context: c.ctx, Timeout: c.cfg.Timeout, Slot: c.cfg.SharedSlot, NoCMA: c.cfg.SharedNoCMA})
 	if err != nil {
 		return err
+	}
+	if ok, why := g.CMA(); !ok && c.cfg.Debug != nil {
+		fmt.Fprintf(c.cfg.Debug, "gocoll: rank %d: %s: shm allgather copies through the segment at every size: cross-memory attach %v\n", c.rank, c.name, why)
 	}
 	c.mu.Lock()
 	c.shared = g

@@ -70,3 +70,59 @@ func benchOne(b *testing.B, p, slot, size int, name string) {
 	close(ready)
 	wg.Wait()
 }
+
+// BenchmarkAllgather runs Allgather on p goroutine ranks (2, 4, 8) from
+// 4 B to 1 MiB per rank, reading peers' blocks with CMA (at every size)
+// and copying them through the slots: the numbers behind CMAMin, as far
+// as goroutines of one process can tell (gocoll-compare runs processes).
+func BenchmarkAllgather(b *testing.B) {
+	for _, p := range []int{2, 4, 8} {
+		for size := 4; size <= 4<<20; size *= 8 {
+			for _, path := range []string{"cma", "copy"} {
+				b.Run(fmt.Sprintf("p=%d/%dB/%s", p, size, path), func(b *testing.B) {
+					benchAllgather(b, p, size, Options{JobID: "bench", NoCMA: path == "copy", CMAMin: 1})
+				})
+			}
+		}
+	}
+}
+
+func benchAllgather(b *testing.B, p, size int, opts Options) {
+	x := newExchange(p)
+	x.all = true
+	b.SetBytes(int64(size))
+	var wg, start sync.WaitGroup
+	ready := make(chan struct{})
+	start.Add(p)
+	for r := range p {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g, err := Attach(rankExchange{x, r}, r, p, opts)
+			if err != nil {
+				b.Error(err)
+				start.Done()
+				return
+			}
+			defer g.Close()
+			in, out := make([]byte, size), make([]byte, p*size)
+			counts := make([]int, p)
+			for q := range counts {
+				counts[q] = size
+			}
+			g.Allgather(in, out, counts, 1)
+			start.Done()
+			<-ready
+			for range b.N {
+				if err := g.Allgather(in, out, counts, 1); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	start.Wait()
+	b.ResetTimer()
+	close(ready)
+	wg.Wait()
+}

@@ -150,8 +150,17 @@ func (g *Group) ReduceScatter(in, out []byte, counts []int, elem int, k Kernel) 
 
 // Allgather gathers counts[q] elements from every rank q into out, one
 // block after the other; in may already be this rank's block of out.
+//
+// From a longest block of cmaMin bytes, where every rank may use CMA,
+// each rank reads every peer's block straight from the peer's buffer (one
+// copy, two steps); below, or without CMA, blocks go through the slots (two
+// copies, a step per slot of the longest block). Every rank takes the same
+// path: it depends on counts and elem alone.
 func (g *Group) Allgather(in, out []byte, counts []int, elem int) error {
 	displ, longest := g.displacements(counts)
+	if g.cma && longest*elem >= g.cmaMin && g.p > 1 {
+		return g.allgatherCMA(in, out, counts, displ, elem)
+	}
 	piece := max(g.slot/elem, 1)
 	for at := 0; at < longest; at += piece {
 		if n := min(piece, max(counts[g.rank]-at, 0)); n > 0 {

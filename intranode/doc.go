@@ -13,6 +13,17 @@
 // published step k+1, that is, finished reading step k: no slot is ever
 // overwritten while someone reads it.
 //
+// Allgather of blocks of 32 KiB and more (1 MiB when there are more
+// ranks than cores) takes two steps whatever the size: each rank publishes
+// the address of its block, reads every peer's block straight from the
+// peer's buffer with process_vm_readv (cross-memory attach, CMA: one copy
+// instead of two through the slots), and publishes that it is done, so
+// that no rank returns, and reuses its buffer, while a peer still reads
+// it. Attach makes the process readable by its siblings (PR_SET_PTRACER,
+// for Yama's ptrace_scope=1) and has every rank read a probe word from
+// every peer; if any read is refused (Yama, seccomp, no such system
+// call), every rank copies through the slots at every size.
+//
 // Waiting polls for up to 100 µs (when there are more ranks than cores:
 // calls sched_yield for up to 500 µs, handing the core to the rank it
 // waits for, which halves small-message latency at 4 and 8 ranks on 2

@@ -31,6 +31,10 @@ type Options struct {
 	Context uint32        // the communicator's context, also in the name
 	Slot    int           // bytes per rank and buffer set; 0: DefaultSlot
 	Timeout time.Duration // a peer that makes no progress for this long fails the call (0: none)
+	NoCMA   bool          // Allgather copies through the slots at every size, never by CMA
+	CMAMin  int           // the longest block from which Allgather uses CMA; 0: CMAMin, or CMAMinCrowded
+
+	refuseCMA bool // tests: act as if the kernel refused process_vm_readv
 }
 
 // DefaultSlot is the data each rank can place per step.
@@ -48,13 +52,15 @@ const (
 )
 
 // control is one rank's cache line: how many steps it has published, its
-// pid (for liveness checks), and, once it gave up waiting, on whom
-// (gaveUp, see check).
+// pid (for liveness checks), once it gave up waiting, on whom (gaveUp,
+// see check), and the address of its block in a CMA allgather (at
+// Attach: of the probe word).
 type control struct {
 	step   atomic.Uint64
 	pid    atomic.Uint32
 	gaveUp atomic.Uint32
-	_      [cacheLine - 16]byte
+	addr   atomic.Uint64
+	_      [cacheLine - 24]byte
 }
 
 // bell is the line sleepers wait on.
@@ -83,6 +89,12 @@ type Group struct {
 	epoch        time.Time
 	lastCheck    time.Duration
 	displ        []int // reused by displacements
+
+	cma       bool  // Allgather may read peers' blocks with process_vm_readv
+	cmaErr    error // why not, when it may not
+	cmaMin    int
+	refuseCMA bool
+	iov       [2]iovec
 }
 
 func layout(p, slot int) (data, result, total int) {
@@ -105,6 +117,9 @@ func Attach(x Exchange, rank, p int, opts Options) (*Group, error) {
 	}
 	slot = (slot + 63) &^ 63
 	_, _, total := layout(p, slot)
+	if !opts.NoCMA {
+		allowPtraceAny() // before the exchange below, after which peers probe this process
+	}
 	name := make([]byte, 200)
 	var path string
 	var createErr error
@@ -153,6 +168,29 @@ func Attach(x Exchange, rank, p int, opts Options) (*Group, error) {
 		if q != rank {
 			g.pidfds[q] = linuxsys.PidfdOpen(g.pids[q])
 		}
+	}
+	// CMA serves every rank or none: each probes every peer, and all
+	// agree. Refused anywhere (Yama, seccomp, no such system call), the
+	// copy path serves every size.
+	g.cmaMin, g.refuseCMA = opts.CMAMin, opts.refuseCMA
+	if g.cmaMin <= 0 {
+		g.cmaMin = CMAMin
+		if g.crowded {
+			g.cmaMin = CMAMinCrowded
+		}
+	}
+	g.cmaErr = errors.New("turned off")
+	if !opts.NoCMA {
+		g.cmaErr = g.probeCMA()
+	}
+	all, err := x.AllTrue(g.cmaErr == nil)
+	if err != nil {
+		g.Close()
+		return nil, err
+	}
+	g.cma = all
+	if !all && g.cmaErr == nil {
+		g.cmaErr = errors.New("another rank cannot use it")
 	}
 	return g, nil
 }
@@ -210,6 +248,7 @@ func mapSegment(path string, rank, p, slot, total int) (*Group, error) {
 		g.ctl = append(g.ctl, (*control)(unsafe.Pointer(&mem[ctlOffset+cacheLine*q])))
 	}
 	g.ctl[rank].pid.Store(uint32(os.Getpid()))
+	g.ctl[rank].addr.Store(uint64(uintptr(unsafe.Pointer(&cmaProbe))))
 	g.crowded = p > numCPU()
 	if g.crowded {
 		g.spin = spinShort

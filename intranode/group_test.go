@@ -24,11 +24,12 @@ type localExchange struct {
 	arrived int
 	gen     int
 	buf     []byte
-	all     bool
+	all     bool // the answer of the last AllTrue
+	acc     bool // the answer of this one so far
 }
 
 func newExchange(p int) *localExchange {
-	x := &localExchange{p: p}
+	x := &localExchange{p: p, acc: true}
 	x.cond = sync.NewCond(&x.mu)
 	return x
 }
@@ -59,7 +60,6 @@ func (r rankExchange) Bcast(buf []byte) error {
 	r.x.barrier(func() {
 		if r.rank == 0 {
 			r.x.buf = append([]byte(nil), buf...)
-			r.x.all = true
 		}
 	})
 	copy(buf, r.x.buf)
@@ -68,10 +68,16 @@ func (r rankExchange) Bcast(buf []byte) error {
 }
 
 func (r rankExchange) AllTrue(ok bool) (bool, error) {
-	r.x.barrier(func() { r.x.all = r.x.all && ok })
-	all := r.x.all
-	r.x.barrier(func() { r.x.all = true })
-	return all, nil
+	// The last to arrive sets the answer and starts the next round: a
+	// rank reads the answer before it can arrive at the next barrier, and
+	// that barrier cannot end before it does.
+	r.x.barrier(func() {
+		r.x.acc = r.x.acc && ok
+		if r.x.arrived == r.x.p-1 {
+			r.x.all, r.x.acc = r.x.acc, true
+		}
+	})
+	return r.x.all, nil
 }
 
 // run attaches p goroutine ranks and runs f on each.

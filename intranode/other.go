@@ -20,6 +20,8 @@ type Options struct {
 	Context uint32
 	Slot    int
 	Timeout time.Duration
+	NoCMA   bool
+	CMAMin  int
 }
 
 // Kernel sets dst = a op b element by element.
@@ -49,5 +51,6 @@ type Layout struct {
 	Crowded               bool // more ranks than cores: wait briefly, then sleep
 }
 
-func (g *Group) Layout() Layout { return Layout{} }
-func (g *Group) Wait() error    { return nil }
+func (g *Group) Layout() Layout     { return Layout{} }
+func (g *Group) CMA() (bool, error) { return false, errors.New("needs Linux") }
+func (g *Group) Wait() error        { return nil }

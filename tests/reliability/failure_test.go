@@ -80,6 +80,9 @@ func failureScenarios() []scenario {
 			scenario{name: "fastpath-bcast", coll: "bcast", count: 16, comm: "dup", n: 3, how: how, path: "MPI_Bcast.fast"},
 			scenario{name: "shm-algorithm-allreduce", coll: "allreduce", count: 50000, comm: "split", n: 4, how: how, path: "MPI_Allreduce.shm"},
 			scenario{name: "shm-algorithm-allgatherv", coll: "allgatherv", count: 20000, comm: "world", n: 3, how: how, path: "MPI_Allgatherv.shm"},
+			// 80000 B a block on 2 ranks (no more than this VM's cores):
+			// read with CMA, the owner waiting for its readers.
+			scenario{name: "shm-algorithm-allgather-cma", coll: "allgather", count: 20000, comm: "dup", n: 2, how: how, path: "MPI_Allgather.shm"},
 			scenario{name: "shm-transport-ring", env: []string{"GOCOLL_ALLREDUCE_ALGORITHM=ring"}, coll: "allreduce", count: 50000, comm: "world", n: 4, how: how, path: "MPI_Allreduce.ring"},
 			scenario{name: "shm-transport-reduce-scatter", env: []string{"GOCOLL_REDUCE_SCATTER_ALGORITHM=pairwise"}, coll: "reduce_scatter", count: 3000, comm: "split", n: 3, how: how, path: "MPI_Reduce_scatter.pairwise"},
 			scenario{name: "tcp-ring", env: append(tcp, "GOCOLL_ALLREDUCE_ALGORITHM=ring"), coll: "allreduce", count: 50000, comm: "world", n: 4, how: how, path: "MPI_Allreduce.ring"},
