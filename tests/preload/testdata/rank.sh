@@ -15,4 +15,10 @@ if [ -n "$PRELOAD_TEST_HOSTS" ]; then
 fi
 # The file name carries the process id too: no two processes can ever
 # share (and truncate) one file.
-exec "$@" 2>"$dir/rank-$r.$$"
+exec 2>"$dir/rank-$r.$$"
+# A first line of the shell's own: a rank's file was seen empty four times
+# (2026-12-02) although the rank ran and passed. With this line there, an
+# empty file means something truncated it after; the line alone means the
+# program's writes to standard error went elsewhere.
+echo "rank.sh: rank $r, shell $$" >&2
+exec "$@"
