@@ -27,63 +27,17 @@ const (
 	CMAMinCrowded = 1 << 20
 )
 
-// sysProcessVMReadv is process_vm_readv's number, -1 where unknown (the
-// copy path then serves every call).
-var sysProcessVMReadv = map[string]int{"amd64": 310, "arm64": 270}[runtime.GOARCH]
-
-func init() {
-	if sysProcessVMReadv == 0 {
-		sysProcessVMReadv = -1
-	}
-}
-
-const prSetPtracer = 0x59616d61 // PR_SET_PTRACER ("Yama")
-
-// allowPtraceAny lets any process of this user read this one, which
-// process_vm_readv needs under Yama's ptrace_scope=1 (the ranks are
-// siblings, not descendants of one another). Without Yama it fails
-// harmlessly.
-func allowPtraceAny() {
-	syscall.RawSyscall6(syscall.SYS_PRCTL, prSetPtracer, ^uintptr(0), 0, 0, 0, 0)
-}
-
-// iovec is struct iovec. Its base is a uintptr: for the remote side it is
-// an address in another process, which must not look like a Go pointer.
-type iovec struct {
-	base uintptr
-	len  uintptr
-}
-
 // cmaProbe is the word each rank reads from every peer at Attach to learn
 // whether process_vm_readv works between them.
 var cmaProbe uint64 = 0x6a09e667f3bcc908
 
-// vmRead copies len(dst) bytes at address src of process pid into dst,
-// looping over partial reads. refuse stands in for a kernel that refuses
-// CMA (tests).
+// vmRead copies len(dst) bytes at address src of process pid into dst.
+// refuseCMA stands in for a kernel that refuses CMA (tests).
 func (g *Group) vmRead(pid int, dst []byte, src uintptr) error {
-	if sysProcessVMReadv < 0 || g.refuseCMA {
+	if g.refuseCMA {
 		return syscall.ENOSYS
 	}
-	iov := &g.iov
-	for len(dst) > 0 {
-		iov[0] = iovec{base: uintptr(unsafe.Pointer(&dst[0])), len: uintptr(len(dst))}
-		iov[1] = iovec{base: src, len: uintptr(len(dst))}
-		n, _, errno := syscall.Syscall6(uintptr(sysProcessVMReadv), uintptr(pid),
-			uintptr(unsafe.Pointer(&iov[0])), 1, uintptr(unsafe.Pointer(&iov[1])), 1, 0)
-		if errno == syscall.EINTR {
-			continue
-		}
-		if errno != 0 {
-			return errno
-		}
-		if n == 0 {
-			return syscall.EFAULT
-		}
-		dst = dst[n:]
-		src += n
-	}
-	return nil
+	return linuxsys.VMRead(pid, dst, src, &g.iov)
 }
 
 // probeCMA reads every peer's probe word; it returns nil if all reads

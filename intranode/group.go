@@ -94,7 +94,7 @@ type Group struct {
 	cmaErr    error // why not, when it may not
 	cmaMin    int
 	refuseCMA bool
-	iov       [2]iovec
+	iov       [2]linuxsys.IOVec
 }
 
 func layout(p, slot int) (data, result, total int) {
@@ -118,7 +118,7 @@ func Attach(x Exchange, rank, p int, opts Options) (*Group, error) {
 	slot = (slot + 63) &^ 63
 	_, _, total := layout(p, slot)
 	if !opts.NoCMA {
-		allowPtraceAny() // before the exchange below, after which peers probe this process
+		linuxsys.AllowPtraceAny() // before the exchange below, after which peers probe this process
 	}
 	name := make([]byte, 200)
 	var path string

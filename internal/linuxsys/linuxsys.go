@@ -2,8 +2,8 @@
 
 // Package linuxsys holds the few Linux system calls gocoll's shared-memory
 // code needs and the standard library does not wrap: futexes on shared
-// memory, pidfds and process liveness, sched_yield. Each is a thin shim;
-// callers decide what an error means.
+// memory, pidfds and process liveness, sched_yield, process_vm_readv
+// (cma.go). Each is a thin shim; callers decide what an error means.
 package linuxsys
 
 import (

@@ -402,7 +402,7 @@ func (e *Endpoint) rendezvous(r *req, addr uintptr, total int, slot, gen uint32)
 			e.finish(r, 0, e.refusedBy(p)) // it withdrew the send
 			return
 		}
-		err := vmRead(p.pid, op.Buf[:total], addr, &e.iov)
+		err := linuxsys.VMRead(p.pid, op.Buf[:total], addr, &e.iov)
 		reading := slotWord(gen, slotReading, 0)
 		if err == nil {
 			if !atomic.CompareAndSwapUint64(sw, reading, slotWord(gen, slotDone, 0)) {

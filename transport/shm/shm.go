@@ -60,7 +60,7 @@ type Endpoint struct {
 	lastCheck  time.Duration // last liveness check, since epoch
 	completed  bool          // an op completed in this progress pass
 	events     uint64        // counts records moved and ops completed
-	iov        [2]iovec
+	iov        [2]linuxsys.IOVec
 	pool       pool
 
 	// localSleepers counts this endpoint's goroutines in (or entering)
@@ -134,7 +134,7 @@ func New(kvs bootstrap.KVS, opts Options) (*Endpoint, error) {
 	if !validJobID(opts.JobID) {
 		return nil, fmt.Errorf("shm: JobID %q: use letters, digits, '.', '_' and '-', at most 64", opts.JobID)
 	}
-	allowPtraceAny()
+	linuxsys.AllowPtraceAny()
 	key := "shm-" + opts.JobID + "-"
 	job := opts.JobID
 	if job == "" && rank == 0 {
@@ -287,7 +287,7 @@ func (e *Endpoint) attach(seg *segment, locals []int) error {
 			p.pidfd = linuxsys.PidfdOpen(p.pid)
 		}
 		var probe [8]byte
-		if !testNoCMA && vmRead(p.pid, probe[:], uintptr(c.probe.Load()), &e.iov) == nil {
+		if !testNoCMA && linuxsys.VMRead(p.pid, probe[:], uintptr(c.probe.Load()), &e.iov) == nil {
 			p.cma = *(*uint64)(unsafe.Pointer(&probe)) == cmaProbe
 		}
 		e.peers[i] = p

@@ -1,5 +1,0 @@
-//go:build linux
-
-package shm
-
-const sysProcessVMReadv = 270
