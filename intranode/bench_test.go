@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/gocoll/gocoll/intranode/intranodetest"
 	"github.com/gocoll/gocoll/ops"
 )
 
@@ -27,8 +28,7 @@ func BenchmarkCollectives(b *testing.B) {
 func benchOne(b *testing.B, p, slot, size int, name string) {
 	k, _ := ops.Lookup(ops.Sum, ops.Double)
 	kernel := Kernel(k)
-	x := newExchange(p)
-	x.all = true
+	x := intranodetest.NewExchange(p)
 	b.SetBytes(int64(size))
 	var wg sync.WaitGroup
 	ready := make(chan struct{})
@@ -38,7 +38,7 @@ func benchOne(b *testing.B, p, slot, size int, name string) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			g, err := Attach(rankExchange{x, r}, r, p, Options{JobID: "bench", Slot: slot})
+			g, err := Attach(x.Rank(r), r, p, Options{JobID: "bench", Slot: slot})
 			if err != nil {
 				b.Error(err)
 				start.Done()
@@ -88,8 +88,7 @@ func BenchmarkAllgather(b *testing.B) {
 }
 
 func benchAllgather(b *testing.B, p, size int, opts Options) {
-	x := newExchange(p)
-	x.all = true
+	x := intranodetest.NewExchange(p)
 	b.SetBytes(int64(size))
 	var wg, start sync.WaitGroup
 	ready := make(chan struct{})
@@ -98,7 +97,7 @@ func benchAllgather(b *testing.B, p, size int, opts Options) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			g, err := Attach(rankExchange{x, r}, r, p, opts)
+			g, err := Attach(x.Rank(r), r, p, opts)
 			if err != nil {
 				b.Error(err)
 				start.Done()

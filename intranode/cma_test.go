@@ -10,20 +10,21 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gocoll/gocoll/intranode/intranodetest"
 )
 
 // runOpts is run with Options of the test's choosing per rank.
 func runOpts(t *testing.T, p int, opts func(r int) Options, f func(g *Group) error) {
 	t.Helper()
-	x := newExchange(p)
-	x.all = true
+	x := intranodetest.NewExchange(p)
 	errs := make([]error, p)
 	var wg sync.WaitGroup
 	for r := range p {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			g, err := Attach(rankExchange{x, r}, r, p, opts(r))
+			g, err := Attach(x.Rank(r), r, p, opts(r))
 			if err == nil {
 				err = f(g)
 				g.Close()
@@ -195,8 +196,7 @@ func TestAllgatherCMAReadRefused(t *testing.T) {
 // the runtime growing a cache once; a call that allocates does so in all).
 func TestAllgatherCMAAllocs(t *testing.T) {
 	const p, n, calls = 2, 64 << 10, 50
-	x := newExchange(p)
-	x.all = true
+	x := intranodetest.NewExchange(p)
 	var groups [p]*Group
 	var wg sync.WaitGroup
 	for r := range p {
@@ -204,7 +204,7 @@ func TestAllgatherCMAAllocs(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			var err error
-			groups[r], err = Attach(rankExchange{x, r}, r, p, Options{JobID: "test", CMAMin: 1, Timeout: 10 * time.Second})
+			groups[r], err = Attach(x.Rank(r), r, p, Options{JobID: "test", CMAMin: 1, Timeout: 10 * time.Second})
 			if err != nil {
 				t.Error(err)
 			}

@@ -13,98 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gocoll/gocoll/intranode/intranodetest"
 	"github.com/gocoll/gocoll/transport"
 )
-
-// localExchange is an Exchange between goroutines of one test.
-type localExchange struct {
-	mu      sync.Mutex
-	cond    *sync.Cond
-	p       int
-	arrived int
-	gen     int
-	buf     []byte
-	all     bool // the answer of the last AllTrue
-	acc     bool // the answer of this one so far
-}
-
-func newExchange(p int) *localExchange {
-	x := &localExchange{p: p, acc: true}
-	x.cond = sync.NewCond(&x.mu)
-	return x
-}
-
-// barrier runs f (under the lock) on every rank, then waits for all.
-func (x *localExchange) barrier(f func()) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	f()
-	gen := x.gen
-	x.arrived++
-	if x.arrived == x.p {
-		x.arrived, x.gen = 0, x.gen+1
-		x.cond.Broadcast()
-		return
-	}
-	for gen == x.gen {
-		x.cond.Wait()
-	}
-}
-
-type rankExchange struct {
-	x    *localExchange
-	rank int
-}
-
-func (r rankExchange) Bcast(buf []byte) error {
-	r.x.barrier(func() {
-		if r.rank == 0 {
-			r.x.buf = append([]byte(nil), buf...)
-		}
-	})
-	copy(buf, r.x.buf)
-	r.x.barrier(func() {})
-	return nil
-}
-
-func (r rankExchange) AllTrue(ok bool) (bool, error) {
-	// The last to arrive sets the answer and starts the next round: a
-	// rank reads the answer before it can arrive at the next barrier, and
-	// that barrier cannot end before it does.
-	r.x.barrier(func() {
-		r.x.acc = r.x.acc && ok
-		if r.x.arrived == r.x.p-1 {
-			r.x.all, r.x.acc = r.x.acc, true
-		}
-	})
-	return r.x.all, nil
-}
 
 // run attaches p goroutine ranks and runs f on each.
 func run(t *testing.T, p, slot int, f func(g *Group) error) {
 	t.Helper()
-	x := newExchange(p)
-	x.all = true
-	errs := make([]error, p)
-	var wg sync.WaitGroup
-	for r := range p {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			g, err := Attach(rankExchange{x, r}, r, p, Options{JobID: "test", Slot: slot, Timeout: 10 * time.Second})
-			if err == nil {
-				err = f(g)
-				g.Close()
-			}
-			errs[r] = err
-		}()
-	}
-	wg.Wait()
-	for r, err := range errs {
-		if err != nil {
-			t.Fatalf("rank %d: %v", r, err)
-		}
-	}
+	runOpts(t, p, func(int) Options { return Options{JobID: "test", Slot: slot, Timeout: 10 * time.Second} }, f)
 }
 
 func sum64(dst, a, b []byte) {
@@ -242,8 +158,7 @@ func TestNothingLeftBehind(t *testing.T) {
 // A rank that never arrives makes the others fail after the timeout,
 // naming it, instead of waiting forever.
 func TestStalledPeerTimesOut(t *testing.T) {
-	x := newExchange(2)
-	x.all = true
+	x := intranodetest.NewExchange(2)
 	var g [2]*Group
 	var wg sync.WaitGroup
 	for r := range 2 {
@@ -251,7 +166,7 @@ func TestStalledPeerTimesOut(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			var err error
-			g[r], err = Attach(rankExchange{x, r}, r, 2, Options{JobID: "test", Timeout: 300 * time.Millisecond})
+			g[r], err = Attach(x.Rank(r), r, 2, Options{JobID: "test", Timeout: 300 * time.Millisecond})
 			if err != nil {
 				t.Error(err)
 			}

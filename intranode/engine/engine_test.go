@@ -12,56 +12,9 @@ import (
 
 	"github.com/gocoll/gocoll/internal/mpichabi"
 	"github.com/gocoll/gocoll/intranode"
+	"github.com/gocoll/gocoll/intranode/intranodetest"
 	"github.com/gocoll/gocoll/ops"
 )
-
-// exchange is an intranode.Exchange between the goroutine ranks of a test.
-type exchange struct {
-	mu      sync.Mutex
-	cond    *sync.Cond
-	p, seen int
-	gen     int
-	buf     []byte
-	all     bool
-}
-
-func (x *exchange) meet(f func()) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	f()
-	gen := x.gen
-	if x.seen++; x.seen == x.p {
-		x.seen, x.gen = 0, x.gen+1
-		x.cond.Broadcast()
-		return
-	}
-	for gen == x.gen {
-		x.cond.Wait()
-	}
-}
-
-type rankX struct {
-	x    *exchange
-	rank int
-}
-
-func (r rankX) Bcast(buf []byte) error {
-	r.x.meet(func() {
-		if r.rank == 0 {
-			r.x.buf = append([]byte(nil), buf...)
-		}
-	})
-	copy(buf, r.x.buf)
-	r.x.meet(func() {})
-	return nil
-}
-
-func (r rankX) AllTrue(ok bool) (bool, error) {
-	r.x.meet(func() { r.x.all = r.x.all && ok })
-	all := r.x.all
-	r.x.meet(func() { r.x.all = true })
-	return all, nil
-}
 
 // onRanks attaches p goroutine ranks to one segment and runs f on each,
 // with the rank's Go group and its C view of the segment.
@@ -69,15 +22,14 @@ func (r rankX) AllTrue(ok bool) (bool, error) {
 // taking the steps the others wait for.
 func onRanks(t *testing.T, p int, f func(g *intranode.Group, v *view, fail func(string, ...any)) error) {
 	t.Helper()
-	x := &exchange{p: p, all: true}
-	x.cond = sync.NewCond(&x.mu)
+	x := intranodetest.NewExchange(p)
 	errs := make([]error, p)
 	var wg sync.WaitGroup
 	for r := range p {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			g, err := intranode.Attach(rankX{x, r}, r, p, intranode.Options{JobID: "enginetest", Slot: 4096})
+			g, err := intranode.Attach(x.Rank(r), r, p, intranode.Options{JobID: "enginetest", Slot: 4096})
 			if err != nil {
 				errs[r] = err
 				return
