@@ -94,6 +94,9 @@ type Params struct {
 	// device executor runs the schedule, and the shm algorithms, which
 	// copy with the CPU, cannot run it.
 	DeviceMemory bool
+	// Nodes is the communicator's node map (which ranks share a node);
+	// nil when unknown. The hierarchical algorithms need it.
+	Nodes *NodeMap
 }
 
 // Blocks returns the per-rank blocks of a ReduceScatter or Allgather call.
