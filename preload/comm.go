@@ -15,6 +15,8 @@ import (
 
 	"github.com/gocoll/gocoll/bootstrap"
 	"github.com/gocoll/gocoll/coll"
+	"github.com/gocoll/gocoll/internal/counters"
+	"github.com/gocoll/gocoll/mpierr"
 	"github.com/gocoll/gocoll/transport"
 	"github.com/gocoll/gocoll/transport/hostmpi"
 	"github.com/gocoll/gocoll/transport/inproc"
@@ -29,6 +31,7 @@ import (
 type commState struct {
 	id         C.int
 	cs         *C.struct_gc_comm // the C half's state (C memory)
+	comm       C.gc_handle       // the user's communicator
 	name       string
 	rank, size int
 	dup        C.gc_handle // 0 for a one-rank communicator
@@ -95,6 +98,7 @@ func stateOf(c *C.struct_gc_call) (st *commState, fresh bool, err error) {
 	}
 	comms.Unlock()
 	c.cs.id = id
+	st.attachEngine()
 	if cfg.debug {
 		fmt.Fprintf(os.Stderr, "gocoll: rank %d: %s set up: p=%d, %s\n", st.rank, st.name, st.size, st.transports)
 	}
@@ -117,7 +121,7 @@ func identity(n int) []int {
 // communicator, that every rank succeeded. If one did not, every rank
 // gives up gocoll on this communicator, so that all hand it to the host.
 func setUp(c *C.struct_gc_call) (*commState, error) {
-	st := &commState{cs: c.cs, rank: int(c.cs.rank), size: int(c.cs.size), name: commName(c.comm)}
+	st := &commState{cs: c.cs, comm: c.comm, rank: int(c.cs.rank), size: int(c.cs.size), name: commName(c.comm)}
 	err := st.build(c.comm)
 	ok := C.int(1)
 	if err != nil {
@@ -214,8 +218,53 @@ func (st *commState) build(comm C.gc_handle) error {
 	return nil
 }
 
+// attachEngine lets the engine's C half (shim.c) run small shm calls on
+// the communicator's shared segment, if it has one.
+func (st *commState) attachEngine() {
+	lay, ok := st.c.SharedLayout()
+	if !ok || lay.BellOffset != C.GOCOLL_SHM_BELL_OFFSET || lay.CtlOffset != C.GOCOLL_SHM_CTL_OFFSET {
+		return // no segment, or (a stale engine_gen.h) not the layout the C half was built for: Go runs the calls
+	}
+	crowded := 0
+	if lay.Crowded {
+		crowded = 1
+	}
+	C.gc_attach_shm(st.cs, lay.Base, C.int(lay.P), C.int(lay.Rank), C.long(lay.Slot), C.long(lay.DataOffset), C.int(crowded))
+}
+
+// gc_go_shm_wait finishes a step the engine's C half stopped waiting for
+// on communicator id's segment: 0, or gocoll's MPI error class after
+// saying what went wrong (a dead or stalled peer, the timeout).
+//
+//export gc_go_shm_wait
+func gc_go_shm_wait(id, call C.int) (rc C.int) {
+	name := counters.Call(call).String()
+	defer func() {
+		if v := recover(); v != nil {
+			rc = internal(name, v)
+		}
+	}()
+	comms.Lock()
+	st := comms.byID[id]
+	comms.Unlock()
+	if st == nil {
+		return internal(name, fmt.Sprintf("communicator state %d is gone", int(id)))
+	}
+	err := st.c.WaitShared(name)
+	if err == nil {
+		return 0
+	}
+	if C.gc_errhandler_returns(st.comm) == 0 {
+		fmt.Fprintf(os.Stderr, "gocoll: %v (rank %d of %s)\n", err, st.rank, st.name)
+	}
+	return C.int(mpierr.ClassOf(err))
+}
+
 // close releases the transports and the duplicate.
 func (st *commState) close() {
+	if st.cs != nil {
+		C.gc_detach_shm(st.cs) // before the segment goes
+	}
 	if st.c != nil {
 		st.c.Close()
 	}

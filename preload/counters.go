@@ -17,8 +17,9 @@ import (
 // libgocoll.so: coll counts the calls gocoll runs and their algorithms,
 // gc_go_run the fallbacks among them (coll sees the preload's choice as
 // forced), and the C half, in gc_counters (preload.h), the calls it hands
-// to the host MPI, the fallbacks among those and the decisions served
-// from the cache; those are counters' Host, Cached and Fallback sources.
+// to the host MPI, the fallbacks among those, the decisions served from
+// the cache and the calls the shared-memory engine's C half ran; those
+// are counters' Host, Cached, Fallback and Fast sources.
 // GOCOLL_REPORT=1 prints them at MPI_Finalize; gocoll_test_counter reads
 // them for tests.
 
@@ -33,6 +34,7 @@ const (
 	kCached     = C.GC_K_CACHED
 	kFallback   = C.GC_K_FALLBACK
 	kMemo       = C.GC_K_MEMO
+	kFast       = C.GC_K_FAST
 	nCounters   = C.GC_NCOUNTERS
 )
 
@@ -63,6 +65,7 @@ func init() {
 	counters.SetSource(counters.Host, func(c counters.Call) int64 { return cCount(c, kHost, kHostCached, kMemo) })
 	counters.SetSource(counters.Cached, func(c counters.Call) int64 { return cCount(c, kCached, kHostCached, kMemo) })
 	counters.SetSource(counters.Fallback, func(c counters.Call) int64 { return cCount(c, kFallback) })
+	counters.SetSource(counters.Fast, func(c counters.Call) int64 { return cCount(c, kFast) })
 }
 
 // hostCalls is the number of calls the host MPI ran, over the collectives.

@@ -186,12 +186,13 @@
 // ran (go) and, of those, each algorithm's; the calls whose forced
 // algorithm could not run, so that the tuner's choice ran (fallback,
 // gocoll's or the host's); the calls the host MPI ran, for any reason
-// (host); and the calls decided from the cache without entering Go
-// (cached). GOCOLL_REPORT=1 changes nothing about the calls and prints
+// (host); the calls decided from the cache without entering Go
+// (cached); and the small shm calls the shared-memory engine's C half ran
+// without entering Go (fast: not in go, nor in shm). GOCOLL_REPORT=1 changes nothing about the calls and prints
 // them at MPI_Finalize, one line per collective with a count other than
 // zero, on every rank:
 //
-//	gocoll: rank R: report: MPI_Allreduce go=5 ring=3 shm=2 fallback=1 host=7 cached=9
+//	gocoll: rank R: report: MPI_Allreduce fast=4 go=5 ring=3 shm=2 fallback=1 host=7 cached=9
 //
 // (the algorithms sorted by name; zero counts left out but go's). Tests
 // read the same counters with gocoll_test_counter("MPI_Allreduce.cached"),

@@ -68,6 +68,14 @@ func gc_go_start() (rc C.int) {
 		}
 	}
 	cfg = c
+	if !c.debug && !c.coll.Check {
+		// The engine's C half runs small shm calls; not while every call
+		// must come to Go (GOCOLL_DEBUG=info logs each, GOCOLL_CHECK
+		// checks each across ranks).
+		for i := range algorithms.Collectives {
+			C.gc_shm_alg[i] = C.int(c.algIndex(i, "shm"))
+		}
+	}
 	if c.cudaOn() {
 		C.gc_cuda = 1
 	}

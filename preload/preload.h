@@ -14,6 +14,7 @@
 
 #include <stdint.h>
 #include <stddef.h>
+#include "engine.h" /* the shared-memory engine's C half (intranode/engine) */
 
 typedef uint64_t gc_handle;
 
@@ -56,11 +57,13 @@ enum {
  * counters), GC_K_MEMO host calls that matched the thread's last host
  * call of the collective and went straight to the host (shim.c, "the
  * fast path"; counted as host calls decided from the cache, and read
- * alone as "<call>.remembered" by gocoll_test_counter). Each thread
+ * alone as "<call>.remembered" by gocoll_test_counter), GC_K_FAST calls
+ * the shared-memory engine's C half ran without entering Go (shim.c,
+ * "the engine"; package counters' Fast path, the report's fast=). Each thread
  * counts in a block of its own (shim.c); gc_counter sums them with
  * gc_counters, where the Go tests set values.
  */
-enum { GC_K_HOST = 0, GC_K_HOST_CACHED = 1, GC_K_CACHED = 2, GC_K_FALLBACK = 3, GC_K_MEMO = 4, GC_NCOUNTERS = 5 };
+enum { GC_K_HOST = 0, GC_K_HOST_CACHED = 1, GC_K_CACHED = 2, GC_K_FALLBACK = 3, GC_K_MEMO = 4, GC_K_FAST = 5, GC_NCOUNTERS = 6 };
 
 /*
  * gocoll's state of one user communicator, kept by the host MPI as an
@@ -80,6 +83,9 @@ struct gc_comm {
     int id;             /* gocoll's communicator (Go side), 0 until set up */
     int native;         /* setup failed: always the host's */
     struct gc_decision cache[GC_NCOLL][GC_CACHE];
+    /* The communicator's shared segment, as the engine's C half sees it
+     * (shm.base NULL: none, or not yet attached by the Go half). */
+    struct gocoll_shm shm;
 };
 
 /* One intercepted call, as C hands it to Go. */
@@ -108,6 +114,11 @@ extern int gc_flavor;
 extern int gc_debug;
 extern int gc_cuda; /* gocoll's CUDA runtime is on: device buffers are gocoll's (set by gc_go_start) */
 extern int gc_forced_native[GC_NCOLL];
+/* Each collective's index of the shm algorithm (see gc_decision.alg), -1
+ * if none or while the engine's C half must not run calls (set by Go). */
+extern int gc_shm_alg[GC_NCOLL];
+void gc_attach_shm(struct gc_comm *cs, void *base, int p, int rank, long slot, long data_off, int crowded);
+void gc_detach_shm(struct gc_comm *cs);
 extern uint64_t gc_counters[GC_NCOLL][GC_NCOUNTERS];
 uint64_t gc_counter(int coll, int k); /* gc_counters plus every thread's own counts */
 void gc_register_type(gc_handle h, int type, int size);

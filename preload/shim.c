@@ -371,6 +371,64 @@ static int missing(const char *name) {
     return 16;
 }
 
+/* ---- the engine: small shm calls without Go ---- */
+
+/*
+ * Where the tuner chose the shm algorithm for a host-memory call, the
+ * shared-memory engine's C half (intranode/engine) runs it when it is
+ * small (one step of the engine's protocol): entering Go costs about as
+ * much as the whole call. It lays the data out as the Go half does for a
+ * message of one step, so a rank whose call goes to Go (a user-defined
+ * op, a type the C kernels do not reduce, MPI_Reduce_scatter_c's 64-bit
+ * counts) still meets the others. The engine's slow wait goes to Go
+ * (gc_go_shm_wait), which sleeps on the segment's futex, watches for dead
+ * peers and the timeout, and makes the error.
+ */
+int gc_shm_alg[GC_NCOLL] = {-1, -1, -1, -1};
+
+static int wait_in_go(struct gocoll_shm *s, int call) { return gc_go_shm_wait((int)s->id, call); }
+
+void gc_attach_shm(struct gc_comm *cs, void *base, int p, int rank, long slot, long data_off, int crowded) {
+    gocoll_shm_init(&cs->shm, base, p, rank, slot, data_off, crowded, wait_in_go, cs->id);
+}
+
+void gc_detach_shm(struct gc_comm *cs) { __atomic_store_n(&cs->shm.base, (char *)0, __ATOMIC_RELEASE); }
+
+static int overlap(const void *a, int64_t alen, const void *b, int64_t blen) {
+    return alen > 0 && blen > 0 && (const char *)a < (const char *)b + blen && (const char *)b < (const char *)a + alen;
+}
+
+/* engine runs a call the tuner gave the shm algorithm on the engine's C
+ * half: GOCOLL_SHM_DECLINE when it is not one for it (nothing done), 0,
+ * or gocoll's error class. Overlapping send and receive buffers (not in
+ * place) are left to Go, which reports them. */
+static int engine(const struct gc_call *c) {
+    struct gocoll_shm *s = &c->cs->shm;
+    if (!__atomic_load_n(&s->base, __ATOMIC_ACQUIRE) || c->bytes <= 0 || s->p != c->cs->size)
+        return GOCOLL_SHM_DECLINE; /* the engine declines what is too large for it */
+    const void *in = c->inplace ? NULL : c->sbuf;
+    int kind = gocoll_shm_kind(c->type);
+    int64_t mine = c->count * c->elem; /* bytes this rank receives (allreduce: all) */
+    switch (c->coll) {
+    case GC_ALLREDUCE:
+        if (in && overlap(in, c->bytes, c->rbuf, c->bytes)) return GOCOLL_SHM_DECLINE;
+        return gocoll_shm_allreduce(s, in, c->rbuf, c->count, kind, c->elem, c->op);
+    case GC_REDUCE_SCATTER_BLOCK:
+        if (in && overlap(in, c->bytes, c->rbuf, mine)) return GOCOLL_SHM_DECLINE;
+        return gocoll_shm_reduce_scatter(s, in, c->rbuf, NULL, c->count, kind, c->elem, c->op,
+                                         GOCOLL_CALL_REDUCE_SCATTER_BLOCK);
+    case GC_REDUCE_SCATTER:
+        if (c->counts64) return GOCOLL_SHM_DECLINE;
+        mine = (int64_t)((const int *)c->counts)[s->rank] * c->elem;
+        if (in && overlap(in, c->bytes, c->rbuf, mine)) return GOCOLL_SHM_DECLINE;
+        return gocoll_shm_reduce_scatter(s, in, c->rbuf, c->counts, 0, kind, c->elem, c->op, GOCOLL_CALL_REDUCE_SCATTER);
+    case GC_ALLGATHER:
+        if (in && overlap(in, mine, c->rbuf, c->bytes)) return GOCOLL_SHM_DECLINE;
+        return gocoll_shm_allgather(s, in, c->rbuf, mine);
+    }
+    return GOCOLL_SHM_DECLINE;
+}
+
 /* ran decides a checked call and, if gocoll takes it, runs it: true when
  * the call is done (*rc is its result, also when it must fail), false
  * when the host MPI runs it (*why says why). */
@@ -380,6 +438,16 @@ static int ran(struct gc_call *c, int *why, int *rc) {
         return 1;
     }
     if (*why || (*why = why_device(c))) return 0;
+    if (!c->device && c->alg == gc_shm_alg[c->coll] && (*rc = engine(c)) != GOCOLL_SHM_DECLINE) {
+        count(c->coll, GC_K_FAST);
+        if (c->cached) count(c->coll, GC_K_CACHED);
+        if (*rc > 0) {
+            int code = gc_host_class(*rc);
+            gc_p.Comm_call_errhandler(c->comm, code);
+            *rc = code;
+        }
+        return 1;
+    }
     if ((*rc = run(c)) >= 0) {
         if (c->cached) count(c->coll, GC_K_CACHED);
         return 1;

@@ -49,10 +49,29 @@ type pathsRun struct {
 	errs   []string            // standard error, by rank
 	report []map[string]counts // GOCOLL_REPORT lines, by rank and call
 	query  []map[string]counts // paths.c's totals, by rank and call
+	fast   []map[string]int    // the report's fast= (before foldFast), by rank and call
+}
+
+// foldFast counts the report's fast calls (small shm calls the engine's C
+// half ran without entering Go) as what they are, gocoll's shm calls: in
+// go and in shm, as GOCOLL_DEBUG=info's lines (which come from Go, so
+// under it the engine runs nothing) and paths.c's query (go + fast) count
+// them. It returns the fast counts it folded, by call.
+func foldFast(rep map[string]counts) map[string]int {
+	fast := map[string]int{}
+	for call, c := range rep {
+		if n := c["fast"]; n > 0 {
+			c["go"] += n
+			c["shm"] += n
+			fast[call] = n
+		}
+		delete(c, "fast")
+	}
+	return fast
 }
 
 var (
-	reportRE = regexp.MustCompile(`(?m)^gocoll: rank (\d+): report: (MPI_\w+) (go=\d+(?: \w+=\d+)*)$`)
+	reportRE = regexp.MustCompile(`(?m)^gocoll: rank (\d+): report: (MPI_\w+) ((?:fast=\d+ )?go=\d+(?: \w+=\d+)*)$`)
 	queryRE  = regexp.MustCompile(`(?m)^paths: rank (\d+): query: (MPI_\w+) (go=\d+(?: \w+=\d+)*)$`)
 	debugRE  = regexp.MustCompile(`(?m)^gocoll: rank \d+: (MPI_\w+) comm=\S+ bytes=\d+ p=\d+ algorithm=(\w+) \((.*)$`)
 	hostLnRE = regexp.MustCompile(`(?m)^gocoll: rank -?\d+: (MPI_\w+) -> host MPI \((.*)$`)
@@ -94,6 +113,7 @@ func launchPaths(t *testing.T, m hostMPI, np int, env []string, prog string, arg
 		if err != nil {
 			t.Fatal(err)
 		}
+		r.fast = append(r.fast, foldFast(rep))
 		r.report = append(r.report, rep)
 		r.query = append(r.query, q)
 	}
@@ -303,7 +323,8 @@ func comparePaths(t *testing.T, m hostMPI, np int, env []string, mode string) (p
 
 // Which calls gocoll runs, which the host MPI runs, and which decisions
 // come from the decision cache, around a communicator's setup (which
-// empties the cache); the same with GOCOLL_DEBUG=info, but for the cache.
+// empties the cache); the same with GOCOLL_DEBUG=info, but for the cache
+// and the engine's C half, which runs small shm calls only without it.
 func TestPathsCached(t *testing.T) {
 	rules := pathsTuning(t)
 	for _, m := range hostMPIs {
@@ -323,6 +344,12 @@ func TestPathsCached(t *testing.T) {
 						if got := plain.report[rank][call].String(); got != w {
 							t.Errorf("%s np=%d: rank %d: report %s %s, want %s", m.name, np, rank, call, got, w)
 						}
+					}
+					// The ten shm allgathers (2 KiB a rank) are small enough
+					// for the engine's C half: all but the first on a new
+					// communicator, which sets it up in Go and runs there.
+					if got := plain.fast[rank]["MPI_Allgather"]; got != 9 || len(plain.fast[rank]) != 1 {
+						t.Errorf("%s np=%d: rank %d: fast calls %v, want 9 MPI_Allgather only", m.name, np, rank, plain.fast[rank])
 					}
 				}
 			}
@@ -458,4 +485,42 @@ func forcedByName(env []string, errs string) error {
 		}
 	}
 	return nil
+}
+
+// The engine's C half runs the small calls of the shm algorithm without
+// entering Go (the report's fast=), on the same segment as the Go half,
+// which runs the larger ones: testdata/coll.c's checked results, with
+// every collective forced to shm and without GOCOLL_DEBUG (under which
+// every call comes to Go), over both MPIs at 2 and 3 ranks. Its types
+// the C kernels do not reduce, its user-defined ops and its 64-bit
+// counts go to Go on some ranks while its small calls of the same
+// communicator go to the engine on others only if the two halves agree
+// on the protocol; they must.
+func TestEngineRunsSmallShmCalls(t *testing.T) {
+	var env []string
+	for _, c := range algorithms.Collectives {
+		env = append(env, tuner.ForceVar(c)+"=shm")
+	}
+	env = append(env, "GOCOLL_FALLBACK=silent")
+	for _, m := range hostMPIs {
+		t.Run(m.name, func(t *testing.T) {
+			prog := compile(t, m.cc, "coll-engine-"+m.name, "coll.c")
+			for _, np := range []int{2, 3} {
+				r := launchPaths(t, m, np, env, prog, "-quick")
+				what := fmt.Sprintf("%s np=%d", m.name, np)
+				if !regexp.MustCompile(`(?m)^\d+ passed, 0 failed$`).MatchString(r.out) || r.code != 0 {
+					t.Fatalf("%s: %s", what, r.dump())
+				}
+				for rank := range np {
+					for _, c := range algorithms.Collectives {
+						rep := r.report[rank][c.String()]
+						if r.fast[rank][c.String()] == 0 || rep["go"] <= r.fast[rank][c.String()] {
+							t.Errorf("%s: rank %d: %s: %d calls in the engine's C half, report %v: want some there and some in Go",
+								what, rank, c, r.fast[rank][c.String()], rep)
+						}
+					}
+				}
+			}
+		})
+	}
 }
