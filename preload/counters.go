@@ -35,6 +35,7 @@ const (
 	kFallback   = C.GC_K_FALLBACK
 	kMemo       = C.GC_K_MEMO
 	kFast       = C.GC_K_FAST
+	kFastMemo   = C.GC_K_FAST_MEMO
 	nCounters   = C.GC_NCOUNTERS
 )
 
@@ -84,7 +85,8 @@ func report() { counters.Report(os.Stderr, int(C.gc_world_rank())) }
 // e.g. "MPI_Allreduce.cached"), 0 for one never counted, or -1 for an
 // unknown key. "<call>.remembered" is the preload's own: of the call's
 // host calls, those that matched the thread's last one and went straight
-// to the host (in no report: libgocoll.so has no such path). For tests: they find it with dlsym(RTLD_DEFAULT,
+// to the host (in no report: libgocoll.so has no such path);
+// "<call>.fast_remembered" the same of the calls the engine's C half ran. For tests: they find it with dlsym(RTLD_DEFAULT,
 // "gocoll_test_counter"), absent when the library is not preloaded.
 //
 //export gocoll_test_counter
@@ -103,13 +105,15 @@ func gocoll_test_counter(key *C.char) (v C.longlong) {
 
 // lookup answers gocoll_test_counter.
 func lookup(key string) int64 {
-	if name, ok := strings.CutSuffix(key, ".remembered"); ok {
-		for _, c := range calls {
-			if c.String() == name {
-				return cCount(c, kMemo)
+	for suffix, k := range map[string]int{".remembered": kMemo, ".fast_remembered": kFastMemo} {
+		if name, ok := strings.CutSuffix(key, suffix); ok {
+			for _, c := range calls {
+				if c.String() == name {
+					return cCount(c, k)
+				}
 			}
+			return -1
 		}
-		return -1
 	}
 	return counters.Lookup(key)
 }

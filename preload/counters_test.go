@@ -30,11 +30,12 @@ func TestCCounters(t *testing.T) {
 	set(ar, kMemo, 6)
 	set(ag, kHost, 2)
 	set(ag, kFast, 4)
+	set(ag, kFastMemo, 3)
 	for key, v := range map[string]int64{
 		"MPI_Allreduce.host": base.Host + 13, "MPI_Allreduce.cached": base.Cached + 15, "MPI_Allreduce.fallback": base.Fallback + 1,
 		"MPI_Allreduce.go": base.Go, "MPI_Allgather.cached": 0, "MPI_Reduce_scatter.host": 0,
-		"MPI_Allgather.fast": 4, "MPI_Allreduce.fast": 0,
-		"MPI_Allreduce.remembered": 6, "MPI_Allgather.remembered": 0, "MPI_Barrier.remembered": -1, ".remembered": -1,
+		"MPI_Allgather.fast": 4, "MPI_Allreduce.fast": 0, "MPI_Allgather.fast_remembered": 3, "MPI_Allreduce.fast_remembered": 0,
+		"MPI_Barrier.fast_remembered": -1, "MPI_Allreduce.remembered": 6, "MPI_Allgather.remembered": 0, "MPI_Barrier.remembered": -1, ".remembered": -1,
 		"MPI_Allreduce.native": -1, "MPI_Allreduce": -1, "": -1,
 	} {
 		if got := lookup(key); got != v {

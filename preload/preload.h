@@ -59,11 +59,15 @@ enum {
  * fast path"; counted as host calls decided from the cache, and read
  * alone as "<call>.remembered" by gocoll_test_counter), GC_K_FAST calls
  * the shared-memory engine's C half ran without entering Go (shim.c,
- * "the engine"; package counters' Fast path, the report's fast=). Each thread
+ * "the engine"; package counters' Fast path, the report's fast=),
+ * GC_K_FAST_MEMO those of them that matched the thread's last calls of
+ * the collective and skipped the checks (read alone as
+ * "<call>.fast_remembered" by gocoll_test_counter). Each thread
  * counts in a block of its own (shim.c); gc_counter sums them with
  * gc_counters, where the Go tests set values.
  */
-enum { GC_K_HOST = 0, GC_K_HOST_CACHED = 1, GC_K_CACHED = 2, GC_K_FALLBACK = 3, GC_K_MEMO = 4, GC_K_FAST = 5, GC_NCOUNTERS = 6 };
+enum { GC_K_HOST = 0, GC_K_HOST_CACHED = 1, GC_K_CACHED = 2, GC_K_FALLBACK = 3, GC_K_MEMO = 4, GC_K_FAST = 5,
+       GC_K_FAST_MEMO = 6, GC_NCOUNTERS = 7 };
 
 /*
  * gocoll's state of one user communicator, kept by the host MPI as an
@@ -105,6 +109,8 @@ struct gc_call {
     int commutative;
     int device;                /* a buffer is CUDA device memory and gocoll's CUDA runtime is on */
     int cached;                /* decided from the communicator's decision cache */
+    int engine;                /* the shared-memory engine's C half ran it (shim.c) */
+    int remembered;            /* it matched the thread's last calls (shim.c) */
     gc_handle dt, mpiop, comm; /* the caller's handles */
     struct gc_comm *cs;
 };

@@ -429,6 +429,22 @@ static int engine(const struct gc_call *c) {
     return GOCOLL_SHM_DECLINE;
 }
 
+/* ran_engine runs a checked call on the engine: false if it declines;
+ * else true, *rc the call's result, c->engine set. */
+static int ran_engine(struct gc_call *c, int *rc) {
+    if ((*rc = engine(c)) == GOCOLL_SHM_DECLINE) return 0;
+    c->engine = 1;
+    count(c->coll, GC_K_FAST);
+    if (c->remembered) count(c->coll, GC_K_FAST_MEMO);
+    if (c->cached) count(c->coll, GC_K_CACHED);
+    if (*rc > 0) {
+        int code = gc_host_class(*rc);
+        gc_p.Comm_call_errhandler(c->comm, code);
+        *rc = code;
+    }
+    return 1;
+}
+
 /* ran decides a checked call and, if gocoll takes it, runs it: true when
  * the call is done (*rc is its result, also when it must fail), false
  * when the host MPI runs it (*why says why). */
@@ -438,16 +454,7 @@ static int ran(struct gc_call *c, int *why, int *rc) {
         return 1;
     }
     if (*why || (*why = why_device(c))) return 0;
-    if (!c->device && c->alg == gc_shm_alg[c->coll] && (*rc = engine(c)) != GOCOLL_SHM_DECLINE) {
-        count(c->coll, GC_K_FAST);
-        if (c->cached) count(c->coll, GC_K_CACHED);
-        if (*rc > 0) {
-            int code = gc_host_class(*rc);
-            gc_p.Comm_call_errhandler(c->comm, code);
-            *rc = code;
-        }
-        return 1;
-    }
+    if (!c->device && c->alg == gc_shm_alg[c->coll] && ran_engine(c, rc)) return 1;
     if ((*rc = run(c)) >= 0) {
         if (c->cached) count(c->coll, GC_K_CACHED);
         return 1;
@@ -489,6 +496,9 @@ struct memo {
     uint64_t gen; /* decide_gen when remembered */
     int size;     /* the communicator's size: reduce-scatter sums that many counts */
     int fallback; /* the host was the tuner's choice after a forced algorithm could not run */
+    /* A call the engine ran (below): what it needs to run it again. */
+    int engine, type, elem, op_code;
+    struct gc_comm *cs;
 };
 #define MEMOS 2
 static __thread __attribute__((tls_model("initial-exec"))) struct memo memos[GC_NCOLL][MEMOS];
@@ -507,32 +517,71 @@ static inline int hit(const struct memo *m, int coll) {
     return 1;
 }
 
-static inline int remembered(int coll, H comm, H dt, H op, int64_t n) {
+/* recall returns the thread's remembered call with these arguments, or
+ * NULL. */
+static inline const struct memo *recall(int coll, H comm, H dt, H op, int64_t n) {
     for (int i = 0; i < MEMOS; i++) {
         const struct memo *m = &memos[coll][i];
-        if (n == m->n && same(m, comm, dt, op)) return hit(m, coll);
+        if (n == m->n && same(m, comm, dt, op)) return m;
     }
-    return 0;
+    return NULL;
 }
 
-/* remember keeps a call the tuner gave the host, decided while decide_gen
- * was gen. dt is the datatype the size is counted in, op 0 for allgather. */
+/* remember keeps a call the tuner gave the host (why GC_R_TUNED) or the
+ * engine ran (c->engine), decided while decide_gen was gen. dt is the
+ * datatype the size is counted in, op 0 for allgather. */
 static void remember(const struct gc_call *c, int why, H dt, H op, int64_t n, uint64_t gen) {
-    if (why != GC_R_TUNED || gc_debug || gc_cuda || c->device || !c->cs || (c->coll != GC_ALLGATHER && c->op <= 0))
+    if ((why != GC_R_TUNED && !c->engine) || gc_debug || gc_cuda || c->device || !c->cs ||
+        (c->coll != GC_ALLGATHER && c->op <= 0))
         return;
     struct memo *m = memos[c->coll];
     memmove(m + 1, m, (MEMOS - 1) * sizeof *m); /* the older one goes */
     m->comm = c->comm, m->dt = dt, m->op = op, m->n = n, m->gen = gen;
     m->mask = gc_flavor == GC_MPICH ? 0xffffffffu : ~(H)0;
     m->size = c->cs->size, m->fallback = c->how == 2;
+    m->engine = c->engine, m->type = c->type, m->elem = c->elem, m->op_code = c->op, m->cs = c->cs;
+}
+
+/*
+ * A remembered engine call. Where the engine ran a call, a call with the
+ * same communicator, datatype, op and count would be decided the same
+ * (shm, from the cache): it skips the checks and the lookups and runs on
+ * the engine at once, if its buffers are ones the slow path would give
+ * it (not NULL, not MPI_IN_PLACE as the receive buffer, not device
+ * memory; the engine itself declines overlapping ones). Anything else
+ * goes down the slow path, which decides it afresh. Counted as the slow
+ * path would count it, fast and decided from the cache, and as
+ * remembered (GC_K_FAST_MEMO).
+ */
+static int ran_remembered(const struct memo *m, const struct gc_call *call, H comm, int *rc) {
+    struct gc_call c = *call; /* the slow path starts from the caller's, if this declines */
+    c.inplace = c.sbuf == gc_c.in_place;
+    if (!c.rbuf || c.rbuf == gc_c.in_place || (!c.inplace && !c.sbuf)) return 0;
+    c.cs = m->cs, c.type = m->type, c.elem = m->elem, c.op = m->op_code, c.commutative = 1, c.cached = 1, c.remembered = 1;
+    c.comm = gc_fix(comm);
+    switch (c.coll) {
+    case GC_ALLREDUCE: c.bytes = c.count * c.elem; break;
+    case GC_REDUCE_SCATTER: c.bytes = m->n * c.elem; break;
+    default: c.bytes = c.count * c.elem * m->size;
+    }
+    return !on_device(&c) && ran_engine(&c, rc);
+}
+
+/* ran_done returns the result of a call gocoll ran, remembering it
+ * first if the engine ran it (the arguments as remember's). */
+static inline int ran_done(const struct gc_call *c, int rc, H dt, H op, int64_t n, uint64_t gen) {
+    if (c->engine && rc == 0) remember(c, GC_R_NONE, dt, op, n, gen);
+    return rc;
 }
 
 /* ---- the collectives ---- */
 
 int gc_allreduce(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, int large) {
-    if (remembered(GC_ALLREDUCE, comm, dt, op, count)) goto host;
     struct gc_call c = {.coll = GC_ALLREDUCE, .sbuf = sbuf, .rbuf = rbuf, .count = count};
     int why = GC_R_NOT_READY, rc;
+    const struct memo *m = recall(GC_ALLREDUCE, comm, dt, op, count);
+    if (m && !m->engine && hit(m, GC_ALLREDUCE)) goto host;
+    if (m && ran_remembered(m, &c, comm, &rc)) return rc;
     uint64_t gen = __atomic_load_n(&decide_gen, __ATOMIC_ACQUIRE);
     if (start()) {
         dt = gc_fix(dt), op = gc_fix(op), comm = gc_fix(comm);
@@ -541,7 +590,7 @@ int gc_allreduce(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, in
             c.bytes = count * c.elem;
             if (count < 0 || rbuf == gc_c.in_place || (count > 0 && (!rbuf || (!c.inplace && !sbuf))))
                 why = GC_R_BUFFER;
-            else if (ran(&c, &why, &rc)) return rc;
+            else if (ran(&c, &why, &rc)) return ran_done(&c, rc, c.dt, c.mpiop, count, gen);
         }
     } else if (state == S_BADCONFIG) {
         return fail_call(gc_fix(comm));
@@ -554,9 +603,11 @@ host:
 }
 
 int gc_reduce_scatter_block(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, int large) {
-    if (remembered(GC_REDUCE_SCATTER_BLOCK, comm, dt, op, count)) goto host;
     struct gc_call c = {.coll = GC_REDUCE_SCATTER_BLOCK, .sbuf = sbuf, .rbuf = rbuf, .count = count};
     int why = GC_R_NOT_READY, rc;
+    const struct memo *m = recall(GC_REDUCE_SCATTER_BLOCK, comm, dt, op, count);
+    if (m && !m->engine && hit(m, GC_REDUCE_SCATTER_BLOCK)) goto host;
+    if (m && ran_remembered(m, &c, comm, &rc)) return rc;
     uint64_t gen = __atomic_load_n(&decide_gen, __ATOMIC_ACQUIRE);
     if (start()) {
         dt = gc_fix(dt), op = gc_fix(op), comm = gc_fix(comm);
@@ -565,7 +616,7 @@ int gc_reduce_scatter_block(const void *sbuf, void *rbuf, C64 count, H dt, H op,
             c.bytes = count * c.elem * c.cs->size;
             if (count < 0 || rbuf == gc_c.in_place || (count > 0 && (!rbuf || (!c.inplace && !sbuf))))
                 why = GC_R_BUFFER;
-            else if (ran(&c, &why, &rc)) return rc;
+            else if (ran(&c, &why, &rc)) return ran_done(&c, rc, c.dt, c.mpiop, count, gen);
         }
     } else if (state == S_BADCONFIG) {
         return fail_call(gc_fix(comm));
@@ -591,14 +642,17 @@ static inline int64_t sum(const void *counts, int counts64, int n) {
 }
 
 int gc_reduce_scatter(const void *sbuf, void *rbuf, const void *counts, int counts64, H dt, H op, H comm) {
+    struct gc_call c = {.coll = GC_REDUCE_SCATTER, .sbuf = sbuf, .rbuf = rbuf, .counts = counts, .counts64 = counts64};
+    int why = GC_R_NOT_READY, rc;
     /* The counts are read only once the communicator is known: the
      * array has one per rank. */
     for (int i = 0; counts && i < MEMOS; i++) {
         const struct memo *m = &memos[GC_REDUCE_SCATTER][i];
-        if (same(m, comm, dt, op) && sum(counts, counts64, m->size) == m->n && hit(m, GC_REDUCE_SCATTER)) goto host;
+        if (!same(m, comm, dt, op) || sum(counts, counts64, m->size) != m->n) continue;
+        if (!m->engine && hit(m, GC_REDUCE_SCATTER)) goto host;
+        if (m->engine && ran_remembered(m, &c, comm, &rc)) return rc;
+        break;
     }
-    struct gc_call c = {.coll = GC_REDUCE_SCATTER, .sbuf = sbuf, .rbuf = rbuf, .counts = counts, .counts64 = counts64};
-    int why = GC_R_NOT_READY, rc;
     int64_t total = 0;
     uint64_t gen = __atomic_load_n(&decide_gen, __ATOMIC_ACQUIRE);
     if (start()) {
@@ -617,7 +671,7 @@ int gc_reduce_scatter(const void *sbuf, void *rbuf, const void *counts, int coun
             if (bad || rbuf == gc_c.in_place || (mine > 0 && !rbuf) || (total > 0 && c.inplace && !rbuf) ||
                 (total > 0 && !c.inplace && !sbuf))
                 why = GC_R_BUFFER;
-            else if (ran(&c, &why, &rc)) return rc;
+            else if (ran(&c, &why, &rc)) return ran_done(&c, rc, c.dt, c.mpiop, total, gen);
         }
     } else if (state == S_BADCONFIG) {
         return fail_call(gc_fix(comm));
@@ -632,9 +686,14 @@ host:
 }
 
 int gc_allgather(const void *sbuf, C64 scount, H stype, void *rbuf, C64 rcount, H rtype, H comm, int large) {
-    if (remembered(GC_ALLGATHER, comm, rtype, 0, rcount)) goto host;
     struct gc_call c = {.coll = GC_ALLGATHER, .sbuf = sbuf, .rbuf = rbuf, .count = rcount, .commutative = 1};
     int why = GC_R_NOT_READY, rc;
+    const struct memo *m = recall(GC_ALLGATHER, comm, rtype, 0, rcount);
+    if (m && !m->engine && hit(m, GC_ALLGATHER)) goto host;
+    /* The engine's calls are remembered by the receive side: the send
+     * side must be in place or the same. */
+    if (m && (sbuf == gc_c.in_place || (stype == rtype && scount == rcount)) && ran_remembered(m, &c, comm, &rc))
+        return rc;
     uint64_t gen = __atomic_load_n(&decide_gen, __ATOMIC_ACQUIRE);
     if (start()) {
         stype = gc_fix(stype), rtype = gc_fix(rtype), comm = gc_fix(comm);
@@ -651,7 +710,7 @@ int gc_allgather(const void *sbuf, C64 scount, H stype, void *rbuf, C64 rcount, 
                 if (rcount < 0 || (!c.inplace && scount < 0) || rbuf == gc_c.in_place ||
                     (rcount > 0 && (!rbuf || (!c.inplace && !sbuf))))
                     why = GC_R_BUFFER;
-                else if (ran(&c, &why, &rc)) return rc;
+                else if (ran(&c, &why, &rc)) return ran_done(&c, rc, c.dt, 0, rcount, gen);
             }
         }
     } else if (state == S_BADCONFIG) {

@@ -37,7 +37,10 @@
  * (`paths: rank R: query: MPI_Allreduce go=G fallback=F host=H cached=C`)
  * on stderr, which the test compares with GOCOLL_REPORT's lines. Calls
  * the shared-memory engine's C half ran (the counters' fast) count here
- * as the shm calls gocoll ran that they are, in go and in shm.
+ * as the shm calls gocoll ran that they are, in go and in shm; a line
+ * of their own (`paths: rank R: engine: MPI_Allgather fast=F
+ * remembered=M`) says how many, and how many of those matched the
+ * thread's last calls and skipped the checks.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -403,9 +406,13 @@ int main(int argc, char **argv) {
         MPI_Op_free(&nc_op);
         static const char *calls[] = {"MPI_Allreduce", "MPI_Reduce_scatter", "MPI_Reduce_scatter_block", "MPI_Allgather"};
         for (int i = 0; i < 4; i++)
+        {
             fprintf(stderr, "paths: rank %d: query: %s go=%lld fallback=%lld host=%lld cached=%lld\n", wrank, calls[i],
                     get(calls[i], "go") + get(calls[i], "fast"), get(calls[i], "fallback"), get(calls[i], "host"),
                     get(calls[i], "cached"));
+            fprintf(stderr, "paths: rank %d: engine: %s fast=%lld remembered=%lld\n", wrank, calls[i],
+                    get(calls[i], "fast"), get(calls[i], "fast_remembered"));
+        }
     }
     /* Each rank's own verdict; the host MPI's MPI_Reduce (not one of
      * gocoll's collectives) sums them for rank 0's line. */
