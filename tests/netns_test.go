@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/tests/internal/harness"
 
 	"fmt"
@@ -78,5 +79,49 @@ func TestTwoHostsOverTCP(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("transport report lacks %q", want)
 		}
+	}
+}
+
+// gocoll-compare's cluster mode, as the README runs it but small: two
+// emulated hosts of two ranks on rate-limited links (internal/netns),
+// every algorithm that runs across hosts forced in turn and auto, each
+// run's results verified by collbench (a wrong result fails the run,
+// and with it the command); the table has a time for every one at every
+// size, and the namespaces are gone afterwards.
+func TestCompareOnEmulatedCluster(t *testing.T) {
+	if os.Geteuid() != 0 {
+		noHosts(t, "creating network namespaces (ip netns add) needs root")
+	}
+	colls := []algorithms.Collective{algorithms.Allreduce, algorithms.Allgather}
+	out, code := run(t, 5*time.Minute, nil, harness.Bin+"/gocoll-compare", "-cluster", "2x2", "-rate", "100mbit",
+		"-c", "allreduce,allgather", "-m", "8:4096", "-reps", "1", "-iters", "20", "-iters-large", "5")
+	if code != 0 {
+		t.Fatalf("gocoll-compare -cluster 2x2: exit %d\n%s", code, out)
+	}
+	if !strings.Contains(out, "2 emulated hosts") || !strings.Contains(out, "100mbit each way") {
+		t.Errorf("no description of the cluster:\n%s", out)
+	}
+	for _, c := range colls {
+		var names []string
+		for _, a := range algorithms.All(c) {
+			if !a.Direct {
+				names = append(names, a.Name)
+			}
+		}
+		// The header (auto, the algorithms sorted, best, auto/best) and
+		// a line per size with a number in every column.
+		head := regexp.MustCompile(`(?m)^\s*bytes\s+auto\s+` + strings.Join(names, `\s+`) + `\s+best\s+auto/best`)
+		if !head.MatchString(out) {
+			t.Errorf("%v: no table header with auto and %v:\n%s", c, names, out)
+		}
+		for _, b := range []int{8, 64, 4096} {
+			line := regexp.MustCompile(fmt.Sprintf(`(?m)^\s*%d(\s+\d+\.\d\d){%d}\s+[a-z_]+\s+\d+\.\d\d`, b, len(names)+1))
+			if !line.MatchString(out) {
+				t.Errorf("%v: no line of times at %d bytes:\n%s", c, b, out)
+			}
+		}
+	}
+	if list, _ := exec.Command("ip", "netns", "list").Output(); regexp.MustCompile(`gocoll-c\d+-`).Match(list) {
+		t.Errorf("emulated hosts left behind:\n%s", list)
 	}
 }

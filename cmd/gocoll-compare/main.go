@@ -15,6 +15,10 @@
 //
 //	gocoll-compare [-np 2,4,8] [-m 4:16777216] [-reps 3] [-c allreduce,...] [-d MPI_TYPE] [-total]
 //	               [-iters 1000] [-iters-large 100] [-plot docs/compare] [-csv out.csv]
+//	gocoll-compare -cluster 4x2 [-rate 1gbit] [the same flags but -np]
+//
+// The second form (cluster.go) measures gocoll's algorithms against each
+// other on an emulated cluster.
 package main
 
 import (
@@ -290,6 +294,46 @@ type options struct {
 	reps, iters, itersLarge  int
 	total                    bool
 	plot, csv                string
+	cluster, rate            string
+}
+
+// benchArgs are collbench's arguments but -c.
+func (o options) benchArgs() []string {
+	args := []string{"-m", o.sizes, "-i", strconv.Itoa(o.iters), "-il", strconv.Itoa(o.itersLarge)}
+	if o.dtype != "" {
+		args = append(args, "-d", o.dtype)
+	}
+	if o.total {
+		args = append(args, "-total")
+	}
+	return args
+}
+
+// measure runs every configuration reps times, interleaved, into rs.
+func measure(rs *runs, configs []config, args []string, reps int) error {
+	for rep := range reps {
+		for _, c := range order(configs, rep) {
+			fmt.Fprintf(os.Stderr, "\rnp=%d repetition %d/%d: %-24s", rs.np, rep+1, reps, c.name)
+			argv := append(append(c.launch(rs.np), c.binary), args...)
+			cmd := exec.Command(argv[0], argv[1:]...)
+			cmd.Env = append(os.Environ(), c.env...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			if err != nil {
+				return fmt.Errorf("%v %s: %v\n%s%s", c.env, strings.Join(argv, " "), err, out, stderr.Bytes())
+			}
+			r, err := parse(out)
+			if err == nil {
+				err = rs.add(c.name, r)
+			}
+			if err != nil {
+				return fmt.Errorf("%s: %v", strings.Join(argv, " "), err)
+			}
+		}
+	}
+	fmt.Fprintln(os.Stderr)
+	return nil
 }
 
 func main() {
@@ -304,6 +348,8 @@ func main() {
 	flag.BoolVar(&o.total, "total", false, "allgather sizes are the whole output (default: what each rank sends, as MPI suites count them)")
 	flag.StringVar(&o.plot, "plot", "", "draw PREFIX-npN-COLLECTIVE.svg (or .png)")
 	flag.StringVar(&o.csv, "csv", "", "write every configuration's lowest and median time per size as CSV")
+	flag.StringVar(&o.cluster, "cluster", "", "HOSTSxPPN: measure gocoll's algorithms and auto on an emulated cluster instead (root; -np ignored)")
+	flag.StringVar(&o.rate, "rate", "1gbit", "the emulated cluster's link rate, each way (tc tbf; \"\" unlimited)")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), `usage: gocoll-compare [flags]
 
@@ -312,6 +358,12 @@ runs it under gocollrun, Open MPI and MPICH, and the host builds again with
 LD_PRELOAD=build/lib/libgocoll-preload.so (when built); prints per rank
 count and collective the lowest time of each and the ratios gocoll/best-host
 and preload/native. Run inside the repository, after make build.
+
+With -cluster HOSTSxPPN (as root) it emulates a cluster instead (a network
+namespace per host, each linked to a bridge at -rate) and measures gocoll
+alone there: every algorithm that runs across hosts forced in turn, and
+auto; it prints their times, auto over the best and the hierarchical
+algorithm over the best flat one.
 
 `)
 		flag.PrintDefaults()
@@ -327,7 +379,15 @@ and preload/native. Run inside the repository, after make build.
 	}
 }
 
+// repoRoot is the repository: the one whose build/bin holds this
+// command, else the one the working directory is in.
 func repoRoot() (string, error) {
+	if exe, err := os.Executable(); err == nil {
+		root := filepath.Dir(filepath.Dir(filepath.Dir(exe)))
+		if _, err := os.Stat(filepath.Join(root, "bench", "collbench.c")); err == nil {
+			return root, nil
+		}
+	}
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
 	if err != nil {
 		return "", fmt.Errorf("finding the repository (run inside it): %v", err)
@@ -336,6 +396,12 @@ func repoRoot() (string, error) {
 }
 
 func run(root string, o options) error {
+	if o.reps < 1 || o.iters < 1 || o.itersLarge < 1 {
+		return fmt.Errorf("want -reps, -iters and -iters-large >= 1")
+	}
+	if o.cluster != "" {
+		return runCluster(root, o)
+	}
 	var nps []int
 	for _, f := range strings.Split(o.nps, ",") {
 		np, err := strconv.Atoi(strings.TrimSpace(f))
@@ -343,9 +409,6 @@ func run(root string, o options) error {
 			return fmt.Errorf("bad -np %q", f)
 		}
 		nps = append(nps, np)
-	}
-	if o.reps < 1 || o.iters < 1 || o.itersLarge < 1 {
-		return fmt.Errorf("want -reps, -iters and -iters-large >= 1")
 	}
 	work, err := os.MkdirTemp("", "gocoll-compare-")
 	if err != nil {
@@ -387,39 +450,14 @@ func run(root string, o options) error {
 	} else {
 		fmt.Fprintf(os.Stderr, "gocoll-compare: %s is not built: no preload columns\n", preload)
 	}
-	args := []string{"-c", o.colls, "-m", o.sizes, "-i", strconv.Itoa(o.iters), "-il", strconv.Itoa(o.itersLarge)}
-	if o.dtype != "" {
-		args = append(args, "-d", o.dtype)
-	}
-	if o.total {
-		args = append(args, "-total")
-	}
+	args := append([]string{"-c", o.colls}, o.benchArgs()...)
 	var csv bytes.Buffer
 	csv.WriteString("np,config,collective,datatype,size,bytes,min_us,median_us\n")
 	for _, np := range nps {
 		rs := newRuns(np, o.reps, configs)
-		for rep := range o.reps {
-			for _, c := range order(configs, rep) {
-				fmt.Fprintf(os.Stderr, "\rnp=%d repetition %d/%d: %-16s", np, rep+1, o.reps, c.name)
-				argv := append(append(c.launch(np), c.binary), args...)
-				cmd := exec.Command(argv[0], argv[1:]...)
-				cmd.Env = append(os.Environ(), c.env...)
-				var stderr bytes.Buffer
-				cmd.Stderr = &stderr
-				out, err := cmd.Output()
-				if err != nil {
-					return fmt.Errorf("%s: %v\n%s%s", strings.Join(argv, " "), err, out, stderr.Bytes())
-				}
-				r, err := parse(out)
-				if err == nil {
-					err = rs.add(c.name, r)
-				}
-				if err != nil {
-					return fmt.Errorf("%s: %v", strings.Join(argv, " "), err)
-				}
-			}
+		if err := measure(rs, configs, args, o.reps); err != nil {
+			return err
 		}
-		fmt.Fprintln(os.Stderr)
 		report(os.Stdout, rs, runtime.NumCPU())
 		csvRows(&csv, rs)
 		if o.plot != "" {

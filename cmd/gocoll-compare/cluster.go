@@ -1,0 +1,198 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+
+	"github.com/gocoll/gocoll/algorithms"
+	"github.com/gocoll/gocoll/internal/netns"
+	"github.com/gocoll/gocoll/tuner"
+)
+
+// The cluster mode (-cluster HOSTSxPPN) measures gocoll alone on an
+// emulated cluster (package netns: a network namespace per host, one
+// rate-limited link each to a bridge), started by gocollrun across the
+// namespaces: per collective, every algorithm that can run across hosts
+// forced in turn, and auto, interleaved as the host comparison is, each
+// run verifying its results (collbench -check). It prints each one's
+// time, the best, auto against the best, and the hierarchical algorithm
+// against the best flat one.
+
+// collectiveOf is the collective collbench calls name.
+func collectiveOf(name string) (algorithms.Collective, error) {
+	for _, c := range algorithms.Collectives {
+		if strings.ToLower(c.EnvName()) == name {
+			return c, nil
+		}
+	}
+	return 0, fmt.Errorf("no collective %q (want allreduce, reduce_scatter, reduce_scatter_block or allgather)", name)
+}
+
+// parseCluster reads -cluster's HOSTSxPPN.
+func parseCluster(s string) (hosts, ppn int, err error) {
+	h, p, ok := strings.Cut(s, "x")
+	hosts, err1 := strconv.Atoi(h)
+	ppn, err2 := strconv.Atoi(p)
+	if !ok || err1 != nil || err2 != nil || hosts < 1 || ppn < 1 {
+		return 0, 0, fmt.Errorf("-cluster %q: want HOSTSxRANKS_PER_HOST, e.g. 4x2", s)
+	}
+	return hosts, ppn, nil
+}
+
+// clusterConfigs are the configurations measured for collective c: auto,
+// then every algorithm that can run across hosts (not the shm family),
+// by name.
+func clusterConfigs(c algorithms.Collective, launch func(int) []string, binary string) []config {
+	cs := []config{{name: "auto", launch: launch, binary: binary}}
+	for _, a := range algorithms.All(c) {
+		if a.Direct {
+			continue
+		}
+		cs = append(cs, config{name: a.Name, launch: launch, binary: binary,
+			env: []string{tuner.ForceVar(c) + "=" + a.Name, "GOCOLL_FALLBACK=error"}})
+	}
+	return cs
+}
+
+func runCluster(root string, o options) error {
+	hosts, ppn, err := parseCluster(o.cluster)
+	if err != nil {
+		return err
+	}
+	work, err := os.MkdirTemp("", "gocoll-compare-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	bin := filepath.Join(work, "collbench")
+	build := []string{filepath.Join(root, "build", "bin", "mpicc"), "-O2", "-o", bin, filepath.Join(root, "bench", "collbench.c")}
+	if out, err := exec.Command(build[0], build[1:]...).CombinedOutput(); err != nil {
+		return fmt.Errorf("%v: %v\n%s", build, err, out)
+	}
+	cl, err := netns.New(hosts, o.rate)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-stop
+		cl.Close()
+		os.Exit(130)
+	}()
+	var list []string
+	for _, h := range cl.Hosts {
+		list = append(list, fmt.Sprintf("%s:%d", h, ppn))
+	}
+	np := hosts * ppn
+	launch := func(np int) []string {
+		return cl.Exec(0, filepath.Join(root, "build", "bin", "gocollrun"), "-n", strconv.Itoa(np),
+			"--host", strings.Join(list, ","), "--launcher", "ip netns exec %h", "--bind", cl.Addrs[0])
+	}
+	fmt.Printf("%s; %d ranks, %d per host, placed by host (gocollrun --host)\n\n", cl, np, ppn)
+	var csv bytes.Buffer
+	csv.WriteString("np,config,collective,datatype,size,bytes,min_us,median_us\n")
+	for _, name := range strings.Split(o.colls, ",") {
+		c, err := collectiveOf(name)
+		if err != nil {
+			return err
+		}
+		configs := clusterConfigs(c, launch, bin)
+		// -check: every algorithm's results are verified too (one more
+		// call per size, untimed); a wrong one fails the run.
+		args := append([]string{"-c", name, "-check"}, o.benchArgs()...)
+		rs := newRuns(np, o.reps, configs)
+		if err := measure(rs, configs, args, o.reps); err != nil {
+			return err
+		}
+		reportCluster(os.Stdout, rs)
+		csvRows(&csv, rs)
+		if o.plot != "" {
+			if err := plotCompare(o.plot, rs); err != nil {
+				return err
+			}
+		}
+	}
+	if o.csv != "" {
+		return os.WriteFile(o.csv, csv.Bytes(), 0o644)
+	}
+	return nil
+}
+
+// bestOf returns the fastest of configurations names at k, and its time.
+func (rs *runs) bestOf(names []string, k key) (string, float64, bool) {
+	best, t := "", 0.0
+	for _, n := range names {
+		if v, ok := rs.best(n, k); ok && (best == "" || v < t) {
+			best, t = n, v
+		}
+	}
+	return best, t, best != ""
+}
+
+// reportCluster prints one collective measured on the emulated cluster:
+// every configuration's lowest time, the fastest algorithm, auto over it
+// and (when there is one) the hierarchical algorithm over the fastest
+// flat one (below 1: faster).
+func reportCluster(w io.Writer, rs *runs) {
+	fmt.Fprintf(w, "np=%d: the lowest of %d repetitions (configurations interleaved, forwards then backwards), µs per call\n", rs.np, rs.reps)
+	fmt.Fprintf(w, "collbench: %s\n", rs.first.pattern)
+	algs := slices.DeleteFunc(slices.Clone(rs.configs), func(n string) bool { return n == "auto" })
+	flat := slices.DeleteFunc(slices.Clone(algs), func(n string) bool { return n == "hierarchical" })
+	hier := len(flat) < len(algs)
+	for _, coll := range rs.first.colls {
+		h := rs.first.heads[coll]
+		fmt.Fprintf(w, "\n%s, %s, %s\n", h.call, h.dtype, sizeWords(h))
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprint(tw, "bytes\t")
+		for _, c := range rs.configs {
+			fmt.Fprintf(tw, "%s\t", c)
+		}
+		fmt.Fprint(tw, "best\tauto/best\t")
+		if hier {
+			fmt.Fprint(tw, "hierarchical/best-flat\t")
+		}
+		fmt.Fprintln(tw)
+		for _, b := range rs.keys(coll) {
+			k := key{coll, b}
+			fmt.Fprintf(tw, "%d\t", b)
+			for _, c := range rs.configs {
+				if v, ok := rs.best(c, k); ok {
+					fmt.Fprintf(tw, "%.2f\t", v)
+				} else {
+					fmt.Fprint(tw, "-\t")
+				}
+			}
+			name, t, ok := rs.bestOf(algs, k)
+			auto, ok2 := rs.best("auto", k)
+			if ok && ok2 {
+				fmt.Fprintf(tw, "%s\t%.2f\t", name, auto/t)
+			} else {
+				fmt.Fprint(tw, "-\t-\t")
+			}
+			if hier {
+				_, f, ok := rs.bestOf(flat, k)
+				hv, ok2 := rs.best("hierarchical", k)
+				if ok && ok2 {
+					fmt.Fprintf(tw, "%.2f\t", hv/f)
+				} else {
+					fmt.Fprint(tw, "-\t")
+				}
+			}
+			fmt.Fprintln(tw)
+		}
+		tw.Flush()
+	}
+	fmt.Fprintln(w)
+}
