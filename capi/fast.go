@@ -14,7 +14,7 @@ import (
 
 	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/internal/counters"
-	_ "github.com/gocoll/gocoll/intranode/engine" // the engine's C half, which fast.c calls
+	"github.com/gocoll/gocoll/intranode/engine" // also the engine's C half, which fast.c calls
 	"github.com/gocoll/gocoll/tuner"
 )
 
@@ -42,12 +42,9 @@ func enableFast() {
 // fastAttach lets fast.c use e's shared segment, if it has one.
 func fastAttach(e *commEntry) {
 	lay, ok := e.c.SharedLayout()
-	if !ok || lay.BellOffset != C.GOCOLL_SHM_BELL_OFFSET || lay.CtlOffset != C.GOCOLL_SHM_CTL_OFFSET {
-		return // no segment, or (a stale engine_gen.h) not the layout the C half was built for: Go runs the calls
-	}
-	crowded := 0
-	if lay.Crowded {
-		crowded = 1
+	crowded, usable := engine.Attachable(lay)
+	if !ok || !usable {
+		return // no segment, or not the layout the C half was built for: Go runs the calls
 	}
 	C.gocoll_fast_attach(C.int(e.handle), lay.Base, C.int(lay.P), C.int(lay.Rank), C.long(lay.Slot),
 		C.long(lay.DataOffset), C.int(crowded))

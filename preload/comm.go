@@ -16,6 +16,7 @@ import (
 	"github.com/gocoll/gocoll/bootstrap"
 	"github.com/gocoll/gocoll/coll"
 	"github.com/gocoll/gocoll/internal/counters"
+	"github.com/gocoll/gocoll/intranode/engine"
 	"github.com/gocoll/gocoll/mpierr"
 	"github.com/gocoll/gocoll/transport"
 	"github.com/gocoll/gocoll/transport/hostmpi"
@@ -222,12 +223,9 @@ func (st *commState) build(comm C.gc_handle) error {
 // the communicator's shared segment, if it has one.
 func (st *commState) attachEngine() {
 	lay, ok := st.c.SharedLayout()
-	if !ok || lay.BellOffset != C.GOCOLL_SHM_BELL_OFFSET || lay.CtlOffset != C.GOCOLL_SHM_CTL_OFFSET {
-		return // no segment, or (a stale engine_gen.h) not the layout the C half was built for: Go runs the calls
-	}
-	crowded := 0
-	if lay.Crowded {
-		crowded = 1
+	crowded, usable := engine.Attachable(lay)
+	if !ok || !usable {
+		return // no segment, or not the layout the C half was built for: Go runs the calls
 	}
 	C.gc_attach_shm(st.cs, lay.Base, C.int(lay.P), C.int(lay.Rank), C.long(lay.Slot), C.long(lay.DataOffset), C.int(crowded))
 }

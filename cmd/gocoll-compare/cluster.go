@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 
 	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/internal/netns"
@@ -113,21 +112,12 @@ func runCluster(root string, o options) error {
 		// call per size, untimed); a wrong one fails the run.
 		args := append([]string{"-c", name, "-check"}, o.benchArgs()...)
 		rs := newRuns(np, o.reps, configs)
-		if err := measure(rs, configs, args, o.reps); err != nil {
+		if err := measureInto(rs, configs, args, o, &csv); err != nil {
 			return err
 		}
 		reportCluster(os.Stdout, rs)
-		csvRows(&csv, rs)
-		if o.plot != "" {
-			if err := plotCompare(o.plot, rs); err != nil {
-				return err
-			}
-		}
 	}
-	if o.csv != "" {
-		return os.WriteFile(o.csv, csv.Bytes(), 0o644)
-	}
-	return nil
+	return writeCSV(o, &csv)
 }
 
 // bestOf returns the fastest of configurations names at k, and its time.
@@ -146,53 +136,28 @@ func (rs *runs) bestOf(names []string, k key) (string, float64, bool) {
 // and (when there is one) the hierarchical algorithm over the fastest
 // flat one (below 1: faster).
 func reportCluster(w io.Writer, rs *runs) {
-	fmt.Fprintf(w, "np=%d: the lowest of %d repetitions (configurations interleaved, forwards then backwards), µs per call\n", rs.np, rs.reps)
-	fmt.Fprintf(w, "collbench: %s\n", rs.first.pattern)
 	algs := slices.DeleteFunc(slices.Clone(rs.configs), func(n string) bool { return n == "auto" })
 	flat := slices.DeleteFunc(slices.Clone(algs), func(n string) bool { return n == "hierarchical" })
-	hier := len(flat) < len(algs)
-	for _, coll := range rs.first.colls {
-		h := rs.first.heads[coll]
-		fmt.Fprintf(w, "\n%s, %s, %s\n", h.call, h.dtype, sizeWords(h))
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprint(tw, "bytes\t")
-		for _, c := range rs.configs {
-			fmt.Fprintf(tw, "%s\t", c)
-		}
-		fmt.Fprint(tw, "best\tauto/best\t")
-		if hier {
-			fmt.Fprint(tw, "hierarchical/best-flat\t")
-		}
-		fmt.Fprintln(tw)
-		for _, b := range rs.keys(coll) {
-			k := key{coll, b}
-			fmt.Fprintf(tw, "%d\t", b)
-			for _, c := range rs.configs {
-				if v, ok := rs.best(c, k); ok {
-					fmt.Fprintf(tw, "%.2f\t", v)
-				} else {
-					fmt.Fprint(tw, "-\t")
-				}
+	cols := []column{
+		{"best", func(k key) string {
+			name, _, ok := rs.bestOf(algs, k)
+			if !ok {
+				return "-"
 			}
-			name, t, ok := rs.bestOf(algs, k)
+			return name
+		}},
+		{"auto/best", func(k key) string {
+			_, t, ok := rs.bestOf(algs, k)
 			auto, ok2 := rs.best("auto", k)
-			if ok && ok2 {
-				fmt.Fprintf(tw, "%s\t%.2f\t", name, auto/t)
-			} else {
-				fmt.Fprint(tw, "-\t-\t")
-			}
-			if hier {
-				_, f, ok := rs.bestOf(flat, k)
-				hv, ok2 := rs.best("hierarchical", k)
-				if ok && ok2 {
-					fmt.Fprintf(tw, "%.2f\t", hv/f)
-				} else {
-					fmt.Fprint(tw, "-\t")
-				}
-			}
-			fmt.Fprintln(tw)
-		}
-		tw.Flush()
+			return num(auto/t, ok && ok2)
+		}},
 	}
-	fmt.Fprintln(w)
+	if len(flat) < len(algs) {
+		cols = append(cols, column{"hierarchical/best-flat", func(k key) string {
+			_, f, ok := rs.bestOf(flat, k)
+			h, ok2 := rs.best("hierarchical", k)
+			return num(h/f, ok && ok2)
+		}})
+	}
+	tables(w, rs, "", cols)
 }

@@ -60,25 +60,11 @@ func TestClusterConfigs(t *testing.T) {
 // The cluster table: every configuration's lowest time, the fastest
 // algorithm, auto over it, and hierarchical over the fastest flat one.
 func TestReportCluster(t *testing.T) {
-	cs := configsNamed("auto", "hierarchical", "ring")
-	rs := newRuns(8, 2, cs)
-	times := map[string][2][3]float64{ // config: repetition: allreduce 4, 8192, allgather 4
+	rs := fed(t, 8, configsNamed("auto", "hierarchical", "ring"), map[string][2][3]float64{
 		"auto":         {{0.60, 5.0, 0.40}, {0.50, 6.0, 0.45}},
 		"hierarchical": {{0.40, 4.0, 0.30}, {0.45, 4.5, 0.20}},
 		"ring":         {{0.80, 2.0, 0.35}, {0.90, 2.5, 0.25}},
-	}
-	for rep := range 2 {
-		for _, c := range order(cs, rep) {
-			v := times[c.name][rep]
-			r, err := parse([]byte(canned(v[0], v[1], v[2])))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := rs.add(c.name, r); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	})
 	var b bytes.Buffer
 	reportCluster(&b, rs)
 	out := strings.Join(strings.Fields(b.String()), " ") // the columns' padding aside

@@ -210,17 +210,26 @@ func sizeWords(h head) string {
 	return "bytes of the whole vector"
 }
 
-// report prints, per collective, what was measured, the best time of
-// every configuration, gocoll over the faster host MPI, and each host
-// under the preload over the same host alone (below 1: faster).
-func report(w io.Writer, rs *runs, cores int) {
-	over := ""
-	if rs.np > cores {
-		over = fmt.Sprintf(", oversubscribed (%d cores)", cores)
+// column is a table column after the configurations' times: its head
+// and its cell at a size.
+type column struct {
+	head string
+	cell func(k key) string
+}
+
+// num is a cell of a time or ratio, "-" when there is none.
+func num(v float64, ok bool) string {
+	if !ok {
+		return "-"
 	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+// tables prints, per collective, what was measured and a line per size:
+// the lowest time of every configuration, then cols.
+func tables(w io.Writer, rs *runs, over string, cols []column) {
 	fmt.Fprintf(w, "np=%d%s: the lowest of %d repetitions (configurations interleaved, forwards then backwards), µs per call\n", rs.np, over, rs.reps)
 	fmt.Fprintf(w, "collbench: %s\n", rs.first.pattern)
-	has := func(n string) bool { return slices.Contains(rs.configs, n) }
 	for _, coll := range rs.first.colls {
 		h := rs.first.heads[coll]
 		fmt.Fprintf(w, "\n%s, %s, %s\n", h.call, h.dtype, sizeWords(h))
@@ -229,39 +238,41 @@ func report(w io.Writer, rs *runs, cores int) {
 		for _, c := range rs.configs {
 			fmt.Fprintf(tw, "%s\t", c)
 		}
-		fmt.Fprint(tw, "gocoll/best-host\t")
-		if has("openmpi+preload") {
-			fmt.Fprint(tw, "ompi+preload/ompi\t")
-		}
-		if has("mpich+preload") {
-			fmt.Fprint(tw, "mpich+preload/mpich\t")
+		for _, c := range cols {
+			fmt.Fprintf(tw, "%s\t", c.head)
 		}
 		fmt.Fprintln(tw)
-		cell := func(v float64, ok bool) {
-			if ok {
-				fmt.Fprintf(tw, "%.2f\t", v)
-			} else {
-				fmt.Fprint(tw, "-\t")
-			}
-		}
 		for _, b := range rs.keys(coll) {
 			k := key{coll, b}
 			fmt.Fprintf(tw, "%d\t", b)
 			for _, c := range rs.configs {
-				cell(rs.best(c, k))
+				fmt.Fprintf(tw, "%s\t", num(rs.best(c, k)))
 			}
-			cell(rs.standalone(k))
-			if has("openmpi+preload") {
-				cell(rs.ratio("openmpi+preload", "openmpi", k))
-			}
-			if has("mpich+preload") {
-				cell(rs.ratio("mpich+preload", "mpich", k))
+			for _, c := range cols {
+				fmt.Fprintf(tw, "%s\t", c.cell(k))
 			}
 			fmt.Fprintln(tw)
 		}
 		tw.Flush()
 	}
 	fmt.Fprintln(w)
+}
+
+// report prints, per collective, what was measured, the best time of
+// every configuration, gocoll over the faster host MPI, and each host
+// under the preload over the same host alone (below 1: faster).
+func report(w io.Writer, rs *runs, cores int) {
+	over := ""
+	if rs.np > cores {
+		over = fmt.Sprintf(", oversubscribed (%d cores)", cores)
+	}
+	cols := []column{{"gocoll/best-host", func(k key) string { return num(rs.standalone(k)) }}}
+	for _, p := range [][3]string{{"ompi+preload/ompi", "openmpi+preload", "openmpi"}, {"mpich+preload/mpich", "mpich+preload", "mpich"}} {
+		if slices.Contains(rs.configs, p[1]) {
+			cols = append(cols, column{p[0], func(k key) string { return num(rs.ratio(p[1], p[2], k)) }})
+		}
+	}
+	tables(w, rs, over, cols)
 }
 
 // csvRows writes every configuration's lowest and median time per size.
@@ -455,17 +466,29 @@ func run(root string, o options) error {
 	csv.WriteString("np,config,collective,datatype,size,bytes,min_us,median_us\n")
 	for _, np := range nps {
 		rs := newRuns(np, o.reps, configs)
-		if err := measure(rs, configs, args, o.reps); err != nil {
+		if err := measureInto(rs, configs, args, o, &csv); err != nil {
 			return err
 		}
 		report(os.Stdout, rs, runtime.NumCPU())
-		csvRows(&csv, rs)
-		if o.plot != "" {
-			if err := plotCompare(o.plot, rs); err != nil {
-				return err
-			}
-		}
 	}
+	return writeCSV(o, &csv)
+}
+
+// measureInto measures into rs (see measure), adds its rows to csv and
+// draws its plots (-plot); the caller prints its table.
+func measureInto(rs *runs, configs []config, args []string, o options, csv *bytes.Buffer) error {
+	if err := measure(rs, configs, args, o.reps); err != nil {
+		return err
+	}
+	csvRows(csv, rs)
+	if o.plot != "" {
+		return plotCompare(o.plot, rs)
+	}
+	return nil
+}
+
+// writeCSV writes csv to -csv's file, if one is named.
+func writeCSV(o options, csv *bytes.Buffer) error {
 	if o.csv != "" {
 		return os.WriteFile(o.csv, csv.Bytes(), 0o644)
 	}

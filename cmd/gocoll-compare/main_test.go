@@ -80,22 +80,14 @@ func configsNamed(names ...string) []config {
 	return cs
 }
 
-var five = configsNamed("gocoll", "openmpi", "mpich", "openmpi+preload", "mpich+preload")
-
-// TestReport feeds two repetitions of every configuration and checks the
-// table: the lowest of the repetitions, gocoll over the faster host, each
-// preload over its host, what was measured and the oversubscription.
-func TestReport(t *testing.T) {
-	rs := newRuns(8, 2, five)
-	times := map[string][2][3]float64{ // config: repetition: allreduce 4, 8192, allgather 4
-		"gocoll":          {{0.60, 5.0, 0.40}, {0.50, 6.0, 0.45}},
-		"openmpi":         {{0.40, 4.0, 0.30}, {0.45, 4.5, 0.20}},
-		"mpich":           {{0.80, 2.0, 0.35}, {0.90, 2.5, 0.25}},
-		"openmpi+preload": {{0.44, 4.4, 0.22}, {0.50, 4.0, 0.30}},
-		"mpich+preload":   {{1.60, 2.2, 0.25}, {1.70, 3.0, 0.50}},
-	}
+// fed returns the runs of configs at np after two repetitions of canned
+// output, in alternating order, with times[config][repetition] its
+// allreduce 4 B, allreduce 8 KiB and allgather 4 B times.
+func fed(t *testing.T, np int, configs []config, times map[string][2][3]float64) *runs {
+	t.Helper()
+	rs := newRuns(np, 2, configs)
 	for rep := range 2 {
-		for _, c := range order(five, rep) {
+		for _, c := range order(configs, rep) {
 			v := times[c.name][rep]
 			r, err := parse([]byte(canned(v[0], v[1], v[2])))
 			if err != nil {
@@ -106,6 +98,22 @@ func TestReport(t *testing.T) {
 			}
 		}
 	}
+	return rs
+}
+
+var five = configsNamed("gocoll", "openmpi", "mpich", "openmpi+preload", "mpich+preload")
+
+// TestReport feeds two repetitions of every configuration and checks the
+// table: the lowest of the repetitions, gocoll over the faster host, each
+// preload over its host, what was measured and the oversubscription.
+func TestReport(t *testing.T) {
+	rs := fed(t, 8, five, map[string][2][3]float64{ // config: repetition: allreduce 4, 8192, allgather 4
+		"gocoll":          {{0.60, 5.0, 0.40}, {0.50, 6.0, 0.45}},
+		"openmpi":         {{0.40, 4.0, 0.30}, {0.45, 4.5, 0.20}},
+		"mpich":           {{0.80, 2.0, 0.35}, {0.90, 2.5, 0.25}},
+		"openmpi+preload": {{0.44, 4.4, 0.22}, {0.50, 4.0, 0.30}},
+		"mpich+preload":   {{1.60, 2.2, 0.25}, {1.70, 3.0, 0.50}},
+	})
 	var b bytes.Buffer
 	report(&b, rs, 2)
 	out := b.String()

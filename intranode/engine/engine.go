@@ -37,6 +37,19 @@ import (
 // Decline is what a C call returns when it is not one for the engine.
 const Decline = C.GOCOLL_SHM_DECLINE
 
+// Attachable says whether the C half, as built, can run calls on segment
+// l: it must have the layout engine_gen.h describes (a stale header
+// would not). crowded is l.Crowded as the C half takes it, 0 or 1.
+func Attachable(l intranode.Layout) (crowded int, ok bool) {
+	if l.BellOffset != C.GOCOLL_SHM_BELL_OFFSET || l.CtlOffset != C.GOCOLL_SHM_CTL_OFFSET {
+		return 0, false
+	}
+	if l.Crowded {
+		crowded = 1
+	}
+	return crowded, true
+}
+
 // view is one rank's C view of a group's segment (tests drive the C half
 // through it, beside the Go half's calls on the same segment).
 type view struct{ s C.struct_gocoll_shm }
