@@ -13,7 +13,7 @@
 // times and the ratios gocoll/best-host and preload/native, and draws the
 // latencies.
 //
-//	gocoll-compare [-np 2,4,8] [-m 4:16777216] [-reps 3] [-c allreduce,...] [-d MPI_TYPE] [-total]
+//	gocoll-compare [-np 2,4,8] [-mpi openmpi,mpich] [-m 4:16777216] [-reps 3] [-c allreduce,...] [-d MPI_TYPE] [-total]
 //	               [-iters 1000] [-iters-large 100] [-plot docs/compare] [-csv out.csv]
 //	gocoll-compare -cluster 4x2 [-rate 1gbit] [the same flags but -np]
 //
@@ -306,6 +306,7 @@ type options struct {
 	total                    bool
 	plot, csv                string
 	cluster, rate            string
+	hostMPIs                 string
 }
 
 // benchArgs are collbench's arguments but -c.
@@ -359,6 +360,7 @@ func main() {
 	flag.BoolVar(&o.total, "total", false, "allgather sizes are the whole output (default: what each rank sends, as MPI suites count them)")
 	flag.StringVar(&o.plot, "plot", "", "draw PREFIX-npN-COLLECTIVE.svg (or .png)")
 	flag.StringVar(&o.csv, "csv", "", "write every configuration's lowest and median time per size as CSV")
+	flag.StringVar(&o.hostMPIs, "mpi", "openmpi,mpich", "host MPIs to compare with, natively and under the preload")
 	flag.StringVar(&o.cluster, "cluster", "", "HOSTSxPPN: measure gocoll's algorithms and auto on an emulated cluster instead (root; -np ignored)")
 	flag.StringVar(&o.rate, "rate", "1gbit", "the emulated cluster's link rate, each way (tc tbf; \"\" unlimited)")
 	flag.Usage = func() {
@@ -461,6 +463,15 @@ func run(root string, o options) error {
 	} else {
 		fmt.Fprintf(os.Stderr, "gocoll-compare: %s is not built: no preload columns\n", preload)
 	}
+	hosts := strings.Split(o.hostMPIs, ",")
+	for _, h := range hosts {
+		if h != "openmpi" && h != "mpich" {
+			return fmt.Errorf("-mpi %q: want openmpi, mpich or both", o.hostMPIs)
+		}
+	}
+	configs = slices.DeleteFunc(configs, func(c config) bool {
+		return c.name != "gocoll" && !slices.Contains(hosts, strings.TrimSuffix(c.name, "+preload"))
+	})
 	args := append([]string{"-c", o.colls}, o.benchArgs()...)
 	var csv bytes.Buffer
 	csv.WriteString("np,config,collective,datatype,size,bytes,min_us,median_us\n")
