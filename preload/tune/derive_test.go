@@ -1,6 +1,10 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/gocoll/gocoll/tuner"
@@ -79,5 +83,47 @@ func TestDerive(t *testing.T) {
 	}
 	if _, err := tuner.NewWithOptions(func(string) string { return "" }, tuner.Options{Native: true, Rules: rules}); err != nil {
 		t.Errorf("the tuner refuses the rules: %v", err)
+	}
+}
+
+// -np gives every MPI its rank counts, -np-of one MPI its own; bad
+// values are errors naming the flag.
+func TestRankCounts(t *testing.T) {
+	mpis := []hostMPI{hostMPIs["openmpi"], hostMPIs["mpich"]}
+	defer func(np, of string) { *npFlag, *npOf = np, of }(*npFlag, *npOf)
+	*npFlag, *npOf = "4,2", "mpich=2"
+	got, err := rankCounts(mpis)
+	if err != nil || fmt.Sprint(got) != "map[mpich:[2] openmpi:[2 4]]" {
+		t.Errorf("-np 4,2 -np-of mpich=2: %v, %v", got, err)
+	}
+	if w := npWords(mpis, got); w != "np=2,4 (openmpi), np=2 (mpich)" {
+		t.Errorf("npWords: %q", w)
+	}
+	for _, c := range []struct{ np, of, want string }{
+		{"1,2", "", "-np"}, {"2", "mpich=x", "-np-of"}, {"2", "lam=2", "-np-of"}, {"2", "mpich", "-np-of"},
+	} {
+		*npFlag, *npOf = c.np, c.of
+		if _, err := rankCounts(mpis); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("-np %s -np-of %s: %v, want an error naming %s", c.np, c.of, err, c.want)
+		}
+	}
+}
+
+// What -save writes, -load reads back unchanged.
+func TestSavedRoundTrip(t *testing.T) {
+	s := samples{}
+	s.add("mpich", 2, "allreduce", "shm", 8, 0.5)
+	s.add("mpich", 2, "allreduce", "native", 8, 0.75)
+	in := saved{MPIs: []string{"mpich"}, NPs: map[string][]int{"mpich": {2}}, Reps: 3, MaxSize: 1 << 20, Samples: s}
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out saved
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(in, out) {
+		t.Errorf("round trip:\n%+v\n%+v", in, out)
 	}
 }

@@ -4,6 +4,13 @@
 //
 //	make lib && go run ./preload/tune -write     # regenerate the rules
 //	go run ./preload/tune -table latency.md      # measure only
+//	go run ./preload/tune -np 2,4 -np-of mpich=2 -save m.json -write
+//	go run ./preload/tune -load m.json -write    # derive again, no measuring
+//
+// -np-of gives one MPI rank counts of its own (MPICH 4.0 busy-polls: run
+// oversubscribed, one collbench sweep takes minutes); -save keeps the
+// measurements, from which -load derives the rules again (after a change
+// to how rules are derived, or with another -margin) without measuring.
 //
 // It builds bench/collbench.c (a latency benchmark with a barrier before
 // every call) with mpicc.openmpi and mpicc.mpich and runs it on
@@ -33,6 +40,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -62,7 +70,63 @@ var (
 	write     = flag.Bool("write", false, "write preload/rules.go")
 	tableOut  = flag.String("table", "", "also write the latency table (markdown) to this file")
 	verbose   = flag.Bool("v", false, "print every run")
+	npOf      = flag.String("np-of", "", "rank counts of one MPI instead of -np's, e.g. mpich=2 (oversubscribed MPICH busy-polls: minutes a run)")
+	saveFlag  = flag.String("save", "", "also write the measurements (JSON) to this file")
+	loadFlag  = flag.String("load", "", "derive the rules from measurements -save wrote instead of measuring")
 )
+
+// rankCounts returns each MPI's rank counts: -np's, or -np-of's for the
+// MPI it names.
+func rankCounts(mpis []hostMPI) (map[string][]int, error) {
+	parse := func(list string) ([]int, error) {
+		var nps []int
+		for _, s := range strings.Split(list, ",") {
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 2 {
+				return nil, fmt.Errorf("rank count %q: want rank counts of at least 2", s)
+			}
+			nps = append(nps, n)
+		}
+		sort.Ints(nps)
+		return nps, nil
+	}
+	all, err := parse(*npFlag)
+	if err != nil {
+		return nil, fmt.Errorf("-np: %v", err)
+	}
+	out := map[string][]int{}
+	for _, m := range mpis {
+		out[m.name] = all
+	}
+	if *npOf != "" {
+		name, list, ok := strings.Cut(*npOf, "=")
+		if _, known := hostMPIs[name]; !ok || !known {
+			return nil, fmt.Errorf("-np-of %q: want MPI=N,N... (openmpi or mpich)", *npOf)
+		}
+		if out[name], err = parse(list); err != nil {
+			return nil, fmt.Errorf("-np-of: %v", err)
+		}
+	}
+	return out, nil
+}
+
+// npWords says which rank counts were measured, for the rules' comment.
+func npWords(mpis []hostMPI, nps map[string][]int) string {
+	var parts []string
+	for _, m := range mpis {
+		parts = append(parts, fmt.Sprintf("np=%s (%s)", strings.Trim(strings.Join(strings.Fields(fmt.Sprint(nps[m.name])), ","), "[]"), m.name))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// saved is what -save writes and -load reads.
+type saved struct {
+	MPIs    []string
+	NPs     map[string][]int
+	Reps    int
+	MaxSize int64
+	Samples samples
+}
 
 // collectives are collbench's, by its names.
 var collectives = []struct {
@@ -145,20 +209,88 @@ func main() {
 		fail(err)
 	}
 	lib := filepath.Join(root, "build", "lib", "libgocoll-preload.so")
-	if _, err := os.Stat(lib); err != nil {
+	if _, err := os.Stat(lib); err != nil && *loadFlag == "" {
 		fail(fmt.Errorf("%s is missing: run `make lib` first", lib))
 	}
-	dir, err := os.MkdirTemp("", "gocoll-tune-")
-	if err != nil {
-		fail(err)
-	}
-	defer os.RemoveAll(dir)
 	var mpis []hostMPI
 	for _, name := range strings.Split(*mpisFlag, ",") {
 		m, ok := hostMPIs[name]
 		if !ok {
 			fail(fmt.Errorf("unknown MPI %q (openmpi, mpich)", name))
 		}
+		mpis = append(mpis, m)
+	}
+	nps, err := rankCounts(mpis)
+	if err != nil {
+		fail(err)
+	}
+	var data samples
+	if *loadFlag != "" {
+		var sv saved
+		b, err := os.ReadFile(*loadFlag)
+		if err == nil {
+			err = json.Unmarshal(b, &sv)
+		}
+		if err != nil {
+			fail(fmt.Errorf("-load: %v", err))
+		}
+		mpis = mpis[:0]
+		for _, name := range sv.MPIs {
+			mpis = append(mpis, hostMPIs[name])
+		}
+		data, nps, *reps, *maxBytes = sv.Samples, sv.NPs, sv.Reps, sv.MaxSize
+	} else {
+		data = measureAll(root, lib, mpis, nps)
+	}
+	if *saveFlag != "" {
+		sv := saved{NPs: nps, Reps: *reps, MaxSize: *maxBytes, Samples: data}
+		for _, m := range mpis {
+			sv.MPIs = append(sv.MPIs, m.name)
+		}
+		b, err := json.MarshalIndent(sv, "", " ")
+		if err == nil {
+			err = os.WriteFile(*saveFlag, b, 0o644)
+		}
+		if err != nil {
+			fail(fmt.Errorf("-save: %v", err))
+		}
+	}
+
+	var table bytes.Buffer
+	writeTable(&table, data, mpis, nps)
+	os.Stdout.Write(table.Bytes())
+	if *tableOut != "" {
+		if err := os.WriteFile(*tableOut, table.Bytes(), 0o644); err != nil {
+			fail(err)
+		}
+	}
+	rules := map[string][]tuner.Rule{}
+	for _, m := range mpis {
+		rules[m.name] = derive(data[m.name], nps[m.name])
+	}
+	var src bytes.Buffer
+	writeRules(&src, rules, mpis, nps, data)
+	if *write {
+		path := filepath.Join(root, "preload", "rules.go")
+		if err := os.WriteFile(path, src.Bytes(), 0o644); err != nil {
+			fail(err)
+		}
+		fmt.Fprintf(os.Stderr, "wrote %s\n", path)
+	} else {
+		fmt.Println("\nRules (not written; -write writes preload/rules.go):")
+		os.Stdout.Write(src.Bytes())
+	}
+}
+
+// measureAll runs collbench in every configuration, -reps times, each
+// repetition in a fresh random order.
+func measureAll(root, lib string, mpis []hostMPI, nps map[string][]int) samples {
+	dir, err := os.MkdirTemp("", "gocoll-tune-")
+	if err != nil {
+		fail(err)
+	}
+	defer os.RemoveAll(dir)
+	for _, m := range mpis {
 		if _, err := exec.LookPath(m.cc); err != nil {
 			fail(fmt.Errorf("%s is missing: `make deps` installs it", m.cc))
 		}
@@ -166,17 +298,7 @@ func main() {
 		if err != nil {
 			fail(fmt.Errorf("%s: %v\n%s", m.cc, err, out))
 		}
-		mpis = append(mpis, m)
 	}
-	var nps []int
-	for _, s := range strings.Split(*npFlag, ",") {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 2 {
-			fail(fmt.Errorf("-np %s: want rank counts of at least 2", s))
-		}
-		nps = append(nps, n)
-	}
-	sort.Ints(nps)
 
 	type run struct {
 		m  hostMPI
@@ -185,7 +307,7 @@ func main() {
 	}
 	var runs []run
 	for _, m := range mpis {
-		for _, np := range nps {
+		for _, np := range nps[m.name] {
 			for _, cf := range configs() {
 				runs = append(runs, run{m, np, cf})
 			}
@@ -229,31 +351,7 @@ func main() {
 			}
 		}
 	}
-
-	var table bytes.Buffer
-	writeTable(&table, data, mpis, nps)
-	os.Stdout.Write(table.Bytes())
-	if *tableOut != "" {
-		if err := os.WriteFile(*tableOut, table.Bytes(), 0o644); err != nil {
-			fail(err)
-		}
-	}
-	rules := map[string][]tuner.Rule{}
-	for _, m := range mpis {
-		rules[m.name] = derive(data[m.name], nps)
-	}
-	var src bytes.Buffer
-	writeRules(&src, rules, mpis, nps, data)
-	if *write {
-		path := filepath.Join(root, "preload", "rules.go")
-		if err := os.WriteFile(path, src.Bytes(), 0o644); err != nil {
-			fail(err)
-		}
-		fmt.Fprintf(os.Stderr, "wrote %s\n", path)
-	} else {
-		fmt.Println("\nRules (not written; -write writes preload/rules.go):")
-		os.Stdout.Write(src.Bytes())
-	}
+	return data
 }
 
 // bench runs collbench once.
@@ -308,11 +406,11 @@ func columns(cols map[string]map[int64][]float64) []string {
 	return out
 }
 
-func writeTable(w io.Writer, data samples, mpis []hostMPI, nps []int) {
+func writeTable(w io.Writer, data samples, mpis []hostMPI, nps map[string][]int) {
 	fmt.Fprintf(w, "Latency in microseconds per call (median of %d interleaved runs; collbench average over ranks).\n", *reps)
 	fmt.Fprintf(w, "native: the host MPI alone; auto: under LD_PRELOAD with the rules in force; the others: under LD_PRELOAD with the algorithm forced. * marks the fastest.\n")
 	for _, m := range mpis {
-		for _, np := range nps {
+		for _, np := range nps[m.name] {
 			for _, c := range collectives {
 				cols := data[m.name][np][c.bench]
 				algs := columns(cols)
@@ -459,7 +557,7 @@ func derive(data map[int]map[string]map[string]map[int64][]float64, nps []int) [
 	return rules
 }
 
-func writeRules(w io.Writer, rules map[string][]tuner.Rule, mpis []hostMPI, nps []int, data samples) {
+func writeRules(w io.Writer, rules map[string][]tuner.Rule, mpis []hostMPI, nps map[string][]int, data samples) {
 	cpu := "unknown CPU"
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		sc := bufio.NewScanner(bytes.NewReader(b))
@@ -478,7 +576,7 @@ import "github.com/gocoll/gocoll/tuner"
 
 // measuredRules are the crossovers between the host MPI's own collectives
 // (native) and gocoll's algorithms, measured under LD_PRELOAD on %d cores
-// (%s) at np=%s, %d interleaved repetitions, medians of collbench's
+// (%s) at %s, %d interleaved repetitions, medians of collbench's
 // per-call latency from 8 B to %s; a gocoll algorithm wins a size where it
 // beats the host by more than %.0f%%. Regenerate with
 //
@@ -486,7 +584,7 @@ import "github.com/gocoll/gocoll/tuner"
 //
 // (see the README, "LD_PRELOAD"). Measured %s.
 var measuredRules = map[string][]tuner.Rule{
-`, runtime.NumCPU(), cpu, strings.Trim(strings.Join(strings.Fields(fmt.Sprint(nps)), ","), "[]"), *reps, human(*maxBytes), *margin*100, time.Now().UTC().Format("2006-01-02"))
+`, runtime.NumCPU(), cpu, npWords(mpis, nps), *reps, human(*maxBytes), *margin*100, time.Now().UTC().Format("2006-01-02"))
 	for _, m := range mpis {
 		fmt.Fprintf(w, "\t%q: {\n", m.name)
 		for _, r := range rules[m.name] {
