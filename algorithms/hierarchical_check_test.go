@@ -7,6 +7,7 @@ import (
 
 	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/executor/check"
+	"github.com/gocoll/gocoll/schedule"
 )
 
 // nodeMap is a machine for the hierarchical algorithms' checks.
@@ -131,5 +132,73 @@ func TestCheckHierarchical(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// hierMutate builds the hierarchical schedule of every rank and lets f
+// damage rank 1's.
+func hierMutate(c algorithms.Collective, f func(s *schedule.Schedule)) func(algorithms.Params) *schedule.Schedule {
+	a, _ := algorithms.Lookup(c, "hierarchical")
+	return func(p algorithms.Params) *schedule.Schedule {
+		s := a.Build(p)
+		if p.Rank == 1 {
+			f(s)
+		}
+		return s
+	}
+}
+
+// The check executor catches a broken hierarchical schedule: phases out of
+// step, a peer misnumbered, a non-commutative reduce out of rank order, a
+// hand-out lost.
+func TestCheckRejectsBrokenHierarchical(t *testing.T) {
+	m := blocked(2, 2, 2)
+	ar := algorithms.Params{P: 6, Count: 12, Nodes: m}
+	rs := algorithms.Params{P: 6, Counts: []int{1, 2, 3, 0, 2, 1}, Commutative: true, Nodes: m}
+	cases := []struct {
+		name   string
+		c      algorithms.Collective
+		params algorithms.Params
+		damage func(s *schedule.Schedule)
+		want   string
+	}{
+		{"a phase one round late", algorithms.Allreduce, ar, func(s *schedule.Schedule) {
+			s.Rounds = append([]schedule.Round{{}}, s.Rounds...)
+		}, "receive"},
+		{"inter-node peer misnumbered", algorithms.Allreduce, ar, func(s *schedule.Schedule) {
+			for i := range s.Rounds {
+				for j := range s.Rounds[i].Sends {
+					if x := &s.Rounds[i].Sends[j]; m.Node(x.Peer) != m.Node(1) {
+						x.Peer = (x.Peer + 1) % 6 // the neighbour of the right rank
+						return
+					}
+				}
+			}
+		}, "receive"},
+		{"reduce out of rank order", algorithms.Allreduce, ar, func(s *schedule.Schedule) {
+			for i := range s.Rounds {
+				for j := range s.Rounds[i].Steps {
+					if st := &s.Rounds[i].Steps[j]; st.Kind == schedule.Reduce {
+						st.A, st.B = st.B, st.A
+						return
+					}
+				}
+			}
+		}, "in rank order"},
+		{"hand-out lost", algorithms.ReduceScatter, rs, func(s *schedule.Schedule) {
+			last := &s.Rounds[len(s.Rounds)-1]
+			last.Steps, last.Recvs = nil, nil
+		}, "does not receive"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := check.Run(tc.c, tc.params, hierMutate(tc.c, tc.damage))
+			if err == nil {
+				t.Fatal("broken schedule passed the check")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %q does not mention %q", err, tc.want)
+			}
+		})
 	}
 }
