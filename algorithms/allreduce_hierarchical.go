@@ -20,24 +20,32 @@ import "github.com/gocoll/gocoll/schedule"
 // Without a node map, on one node, or with one rank per node there is
 // nothing to compose: the algorithm is flatFor's allreduce on all ranks.
 //
-// For 2 nodes x 2 ranks (ranks 0, 1 and 2, 3), one element per slice,
-// large-message flat algorithms (sN: sends to rank N, rN: receives from
-// rank N, +: reduces; golden-tested against the schedule):
+// For 3 nodes x 2 ranks (ranks 0, 1; 2, 3; 4, 5) and 6 elements, two
+// slices of 3: recursive halving inside the nodes (and its local copy),
+// recursive doubling across them with the fold of 3 nodes to 2, recursive
+// doubling inside the nodes again (sN: sends to rank N, rN: receives from
+// rank N, +: reduces, c: copies, .: idle; golden-tested against the
+// schedule):
 //
-//	round  phase           rank 0   rank 1   rank 2   rank 3
-//	0      reduce-scatter  s1 r1+   s0 r0+   s3 r3+   s2 r2+
-//	1      allreduce       s2 r2+   s3 r3+   s0 r0+   s1 r1+
-//	2      allreduce       s2 r2    s3 r3    s0 r0    s1 r1
-//	3      allgather       s1 r1    s0 r0    s3 r3    s2 r2
+//	round  phase           rank 0   rank 1   rank 2   rank 3   rank 4   rank 5
+//	0      reduce-scatter  s1 r1 +  s0 r0 +  s3 r3 +  s2 r2 +  s5 r5 +  s4 r4 +
+//	1      reduce-scatter  c        c        c        c        c        c
+//	2      allreduce       s2       s3       r0 +     r1 +     .        .
+//	3      allreduce       .        .        s4 r4 +  s5 r5 +  s2 r2 +  s3 r3 +
+//	4      allreduce       r2       r3       s0       s1       .        .
+//	5      allgather       s1 r1    s0 r0    s3 r3    s2 r2    s5 r5    s4 r4
 //
 //	restrictions: a commutative op unless each node's ranks are consecutive
 //	              (checked: Algorithm.Check names it); any node map, any
 //	              count, MPI_IN_PLACE
-//	cost:         N nodes x k ranks, n elements, α β inter-node and α' β'
-//	              intra-node, large messages: 2(k-1)α' + 2(k-1)/k·nβ' +
-//	              2 lg N·α + 2(N-1)/(Nk)·nβ + (p-1)/p·nγ; small ones:
-//	              2 lg k·(α' + nβ') + lg N·(α + nβ) + (lg p)·nγ
-//	memory:       n/L elements of scratch plus the flat algorithms'
+//	cost:         N nodes x k ranks (powers of two), n elements, α β
+//	              inter-node, α' β' intra-node; large messages (ring,
+//	              Rabenseifner, ring): 2(k-1)α' + 2(k-1)/k·nβ' + 2 lg N·α +
+//	              2(N-1)/(Nk)·nβ + (p-1)/p·nγ; small ones (recursive
+//	              halving, doubling, doubling): 2 lg k·α' + 2(k-1)/k·nβ' +
+//	              lg N·(α + n/k·(β+γ)) + (k-1)/k·nγ
+//	memory:       n/L elements of scratch plus the flat algorithms' (at
+//	              most n/L more)
 //	wins:         many ranks per node on a slower network: each rank's link
 //	              carries 2n/k, not 2n, and latency grows with lg N, not lg p.
 //	reference:    multi-leader collectives: Kandalla et al., "Designing
