@@ -135,6 +135,9 @@ type Algorithm struct {
 	// runs it on the communicator's shared segment. It needs
 	// Params.SharedMemory.
 	Direct bool
+	// Restrict, when set, returns an error naming a restriction that
+	// depends on more than the fields above (the node map, say), or nil.
+	Restrict func(p Params) error
 
 	id int // 1 + its place in registration order; 0: not registered
 }
@@ -159,6 +162,11 @@ func (a *Algorithm) Check(p Params) error {
 	}
 	if a.Direct && p.DeviceMemory {
 		return fmt.Errorf("%s algorithm %q works on host memory only, and the buffers are CUDA device memory", a.Collective, a.Name)
+	}
+	if a.Restrict != nil {
+		if err := a.Restrict(p); err != nil {
+			return fmt.Errorf("%s algorithm %q %v", a.Collective, a.Name, err)
+		}
 	}
 	return nil
 }

@@ -55,7 +55,8 @@ func TestCostsMatchTextbook(t *testing.T) {
 			}
 			key := c.String() + "/" + a.Name
 			tb, ok := textbooks[key]
-			if !ok {
+			hier := a.Name == "hierarchical"
+			if !ok && !hier {
 				t.Errorf("%s: no textbook cost to compare with", key)
 				continue
 			}
@@ -67,6 +68,11 @@ func TestCostsMatchTextbook(t *testing.T) {
 					for i := range params.Counts {
 						params.Counts[i] = n / p
 					}
+				}
+				if hier {
+					// Without a node map it is the flat algorithm its
+					// rule picks; TestHierarchicalCosts prices it on nodes.
+					tb, ok = textbooks[c.String()+"/"+algorithms.FlatFor(c, p, n, true).Name]
 				}
 				got := model.Algorithm(a, params, 1, model.Machine{})
 				want := fmt.Sprintf("rounds %d, sent %d, reduced %d", tb.rounds(p), tb.sent(p, n), tb.reduced(p, n))
@@ -112,5 +118,75 @@ func TestModelOrdersAlgorithms(t *testing.T) {
 	}
 	if at("recursive_doubling", 64, 64<<20) <= at("rabenseifner", 64, 64<<20) {
 		t.Error("64 MiB on 64 ranks: recursive doubling should cost more than Rabenseifner")
+	}
+}
+
+// On N nodes x k ranks (powers of two) with large messages, the
+// hierarchical algorithms cost what their headers say: the flat algorithms'
+// textbook costs on k ranks with n elements and on N ranks with n/k, added
+// up. Each rank's messages to other nodes carry 1/k of what a flat
+// algorithm's would: 2(N-1)/N n/k for the allreduce, (N-1)/N n/k for the
+// others.
+func TestHierarchicalCosts(t *testing.T) {
+	for _, nk := range [][2]int{{2, 2}, {4, 2}, {2, 4}, {8, 8}, {16, 4}, {128, 8}} {
+		N, k := nk[0], nk[1]
+		p, n := N*k, 2048*N*k // bytes: every phase beyond the switch to bandwidth algorithms
+		nodes := make([]int, p)
+		for r := range nodes {
+			nodes[r] = r / k
+		}
+		m := algorithms.NodeMapOf(nodes)
+		intra := func(f func(p, n int) int64) int64 { return f(k, n) }
+		inter := func(f func(p, n int) int64) int64 { return f(N, n/k) }
+		for _, c := range []algorithms.Collective{algorithms.Allreduce, algorithms.ReduceScatterBlock, algorithms.Allgather} {
+			a, _ := algorithms.Lookup(c, "hierarchical")
+			params := algorithms.Params{P: p, Count: n, Commutative: true, Nodes: m}
+			var rounds int
+			var sent, reduced, network int64
+			switch c {
+			case algorithms.Allreduce: // ring reduce-scatter, Rabenseifner, ring allgather
+				rounds = 2*(k-1) + 2*lg(N)
+				sent = 2*intra(shareOf) + inter(twoShares)
+				reduced = intra(shareOf) + inter(shareOf)
+				network = inter(twoShares)
+			case algorithms.ReduceScatterBlock: // ring, ring
+				params.Count, params.Counts = 0, make([]int, p)
+				for i := range params.Counts {
+					params.Counts[i] = n / p
+				}
+				rounds = k - 1 + N - 1
+				sent = intra(shareOf) + inter(shareOf)
+				reduced, network = sent, inter(shareOf)
+			case algorithms.Allgather: // ring, ring
+				params.Count, params.Counts = 0, make([]int, p)
+				for i := range params.Counts {
+					params.Counts[i] = n / p
+				}
+				rounds = N - 1 + k - 1
+				sent = intra(shareOf) + inter(shareOf)
+				network = inter(shareOf)
+			}
+			got := model.Algorithm(a, params, 1, model.Machine{})
+			want := fmt.Sprintf("rounds %d, sent %d, reduced %d", rounds, sent, reduced)
+			if have := fmt.Sprintf("rounds %d, sent %d, reduced %d", got.Rounds, got.SentBytes, got.ReducedBytes); have != want {
+				t.Errorf("%s on %s, n=%d: model says %s, textbook %s", c, m, n, have, want)
+			}
+			// Bytes each rank sends to other nodes.
+			for r := range p {
+				params.Rank = r
+				var off int64
+				for _, rd := range a.Build(params).Rounds {
+					for _, x := range rd.Sends {
+						if m.Node(x.Peer) != m.Node(r) {
+							off += int64(x.Range.Len)
+						}
+					}
+				}
+				if off != network {
+					t.Errorf("%s on %s, n=%d: rank %d sends %d bytes to other nodes, want %d", c, m, n, r, off, network)
+					break
+				}
+			}
+		}
 	}
 }

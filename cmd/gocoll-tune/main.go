@@ -167,7 +167,7 @@ func modelRules(coll algorithms.Collective, m model.Machine, o options, measured
 		for b := o.min; b <= o.max; b *= 4 {
 			r := measured{coll: coll.String(), p: p, bytes: b, us: map[string]float64{}}
 			for _, a := range algorithms.All(coll) {
-				if a.Direct {
+				if a.Direct || a.Name == untuned {
 					continue
 				}
 				params := paramsFor(coll, p, b)

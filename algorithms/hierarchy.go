@@ -1,0 +1,277 @@
+package algorithms
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gocoll/gocoll/schedule"
+)
+
+// What the three hierarchical algorithms share: the flat algorithm each
+// phase runs, the restriction, and the cut of the vector into node slices.
+//
+// Every node's ranks take slices 0..L-1 of its data, L the number of ranks
+// of the smallest node; local rank l < L holds slice l, and in the
+// inter-node phase the ranks holding slice l on every node (one per node, in
+// node order) run a flat algorithm on it. A node with more than L ranks
+// puts its other ranks' data into the slices in the intra-node phases and
+// gives them the result there, so each rank's link carries 1/L of its
+// node's traffic.
+
+// smallElems is where each phase's flat algorithm switches from the
+// latency-bound to the bandwidth-optimal one: 8 KiB of 8-byte elements, the
+// built-in tuner's switch point. Schedules count elements, not bytes, so the
+// rule is in elements; it depends on Params alone, so every rank picks the
+// same algorithm.
+const smallElems = 1024
+
+// flatFor returns the flat algorithm a phase of a hierarchical algorithm
+// runs on q ranks with a vector of n elements: recursive doubling (halving
+// for a commutative reduce-scatter, Bruck for an allgather on p not a power
+// of two) up to smallElems, Rabenseifner, ring (pairwise for a
+// non-commutative reduce-scatter) or ring beyond. Every choice keeps rank
+// order where the op needs it.
+func flatFor(c Collective, q, n int, commutative bool) *Algorithm {
+	small := n <= smallElems
+	switch c {
+	case Allreduce:
+		if small {
+			return allreduceRecursiveDoubling
+		}
+		return allreduceRabenseifner
+	case ReduceScatter, ReduceScatterBlock:
+		switch {
+		case small && commutative:
+			return reduceScatterRecursiveHalving
+		case small:
+			return reduceScatterRecursiveDoubling
+		case commutative:
+			return reduceScatterRing
+		}
+		return reduceScatterPairwise
+	case Allgather:
+		switch {
+		case small && q&(q-1) == 0:
+			return allgatherRecursiveDoubling
+		case small:
+			return allgatherBruck
+		}
+		return allgatherRing
+	}
+	panic("algorithms: no flat algorithm for " + c.String())
+}
+
+// flatNodes reports whether a node map leaves nothing to compose: unknown
+// (nil: every rank its own node), one node, or one rank per node. A
+// hierarchical algorithm is then flatFor's algorithm on all ranks.
+func flatNodes(m *NodeMap) bool {
+	return m == nil || m.OneNode() || m.MaxPerNode() == 1
+}
+
+// minPerNode returns the number of ranks of the smallest node: the number
+// of slices.
+func minPerNode(m *NodeMap) int {
+	k := m.P()
+	for j := range m.NumNodes() {
+		k = min(k, m.Size(j))
+	}
+	return k
+}
+
+// scattered returns a node whose ranks are not consecutive, or -1.
+func scattered(m *NodeMap) int {
+	for j := range m.NumNodes() {
+		rs := m.Ranks(j)
+		if rs[len(rs)-1]-rs[0] != len(rs)-1 {
+			return j
+		}
+	}
+	return -1
+}
+
+// restrictHierarchical is the restriction of collective c's hierarchical
+// algorithm. A non-commutative op is combined node by node (the node's
+// ranks in local order, then the nodes in node order), which is rank order
+// only when every node's ranks are consecutive: with ranks placed
+// round-robin across nodes, the algorithm needs a commutative op.
+func restrictHierarchical(c Collective) func(Params) error {
+	return func(p Params) error {
+		m := p.Nodes
+		if m == nil {
+			return nil
+		}
+		if m.P() != p.P {
+			return fmt.Errorf("has a node map of %d ranks for a call on %d", m.P(), p.P)
+		}
+		if !c.Reduces() || p.Commutative || flatNodes(m) {
+			return nil
+		}
+		if j := scattered(m); j >= 0 {
+			return fmt.Errorf("needs a commutative op unless each node's ranks are consecutive (node map %s: node %d holds ranks %s)", m, j, rankList(m.Ranks(j)))
+		}
+		return nil
+	}
+}
+
+// rankList prints up to 8 ranks.
+func rankList(rs []int) string {
+	if len(rs) <= 8 {
+		return fmt.Sprint(rs)
+	}
+	return strings.TrimSuffix(fmt.Sprint(rs[:8]), "]") + " ...]"
+}
+
+// intraRounds returns the length of an intra-node phase: the longest
+// schedule of alg(k) on any node's k ranks.
+func intraRounds(m *NodeMap, alg func(k int) *Algorithm) int {
+	rounds := 0
+	for j := range m.NumNodes() {
+		k := m.Size(j)
+		rounds = max(rounds, flatRounds(alg(k), k))
+	}
+	return rounds
+}
+
+// sliceGroup returns the ranks that hold slice l, one per node, in node
+// order: the sub-communicator of an inter-node phase.
+func sliceGroup(m *NodeMap, l int) []int {
+	g := make([]int, m.NumNodes())
+	for j := range g {
+		g[j] = m.Ranks(j)[l]
+	}
+	return g
+}
+
+// sliceCounts returns the counts of an intra-node phase on k ranks: slice
+// l's size for local rank l < L, nothing beyond.
+func sliceCounts(k int, slice func(l int) int, L int) []int {
+	c := make([]int, k)
+	for l := range min(k, L) {
+		c[l] = slice(l)
+	}
+	return c
+}
+
+// nodeSlices is how the hierarchical reduce-scatter and allgather cut a
+// vector of per-rank blocks. Node j's part is the blocks of its ranks in
+// local order, cut into L slices (EvenBlocks): slice l of node j is S(j,l).
+// The ranks that hold slice l work on the group vector S(0,l) S(1,l) ...
+// S(N-1,l) in the inter-node phase; the group vectors one after the other,
+// l = 0..L-1, are the slice layout.
+type nodeSlices struct {
+	m      *NodeMap
+	bl     schedule.Blocks   // the call's blocks, in rank order
+	L, N   int               // slices, nodes
+	parts  []schedule.Blocks // parts[j]: node j's part cut into L slices
+	layout schedule.Blocks   // the slice layout: block l*N+j is S(j,l)
+	// identity: the slice layout is the rank order (one slice, each
+	// node's ranks consecutive), so no copy into or out of it is needed.
+	identity bool
+}
+
+func newNodeSlices(m *NodeMap, bl schedule.Blocks) *nodeSlices {
+	ns := &nodeSlices{m: m, bl: bl, L: minPerNode(m), N: m.NumNodes()}
+	ns.parts = make([]schedule.Blocks, ns.N)
+	for j := range ns.parts {
+		t := 0
+		for _, r := range m.Ranks(j) {
+			t += bl.Counts[r]
+		}
+		ns.parts[j] = schedule.EvenBlocks(t, ns.L)
+	}
+	counts := make([]int, ns.L*ns.N)
+	for l := range ns.L {
+		for j := range ns.N {
+			counts[l*ns.N+j] = ns.parts[j].Counts[l]
+		}
+	}
+	ns.layout = schedule.BlocksOf(counts)
+	ns.identity = true
+	for j := range ns.N {
+		ns.pieces(j, func(r, rOff, l, sOff, n int) {
+			if bl.Displs[r]+rOff != ns.sliceAt(j, l)+sOff {
+				ns.identity = false
+			}
+		})
+	}
+	return ns
+}
+
+// sliceAt returns where S(j,l) starts in the slice layout.
+func (ns *nodeSlices) sliceAt(j, l int) int { return ns.layout.Displs[l*ns.N+j] }
+
+// group returns where slice l's group vector starts in the slice layout and
+// its length.
+func (ns *nodeSlices) group(l int) (off, n int) {
+	g := ns.layout.Span(schedule.Scratch, l*ns.N, (l+1)*ns.N)
+	return g.Off, g.Len
+}
+
+// groupCounts returns S(j,l) for each node j: the counts of slice l's
+// inter-node phase.
+func (ns *nodeSlices) groupCounts(l int) []int {
+	return ns.layout.Counts[l*ns.N : (l+1)*ns.N]
+}
+
+// maxGroup returns the longest group vector.
+func (ns *nodeSlices) maxGroup() int {
+	g := 0
+	for l := range ns.L {
+		_, n := ns.group(l)
+		g = max(g, n)
+	}
+	return g
+}
+
+// pieces calls f, in order, for each overlap of a block of one of node j's
+// ranks with one of the node's slices: rank r, the overlap's offset in r's
+// block, the slice l, the offset in the slice and the length n > 0.
+func (ns *nodeSlices) pieces(j int, f func(r, rOff, l, sOff, n int)) {
+	ranks, part := ns.m.Ranks(j), ns.parts[j]
+	ri, l, rOff, sOff := 0, 0, 0, 0
+	for ri < len(ranks) && l < ns.L {
+		rc, sc := ns.bl.Counts[ranks[ri]]-rOff, part.Counts[l]-sOff
+		switch {
+		case rc == 0:
+			ri, rOff = ri+1, 0
+		case sc == 0:
+			l, sOff = l+1, 0
+		default:
+			n := min(rc, sc)
+			f(ranks[ri], rOff, l, sOff, n)
+			rOff, sOff = rOff+n, sOff+n
+		}
+	}
+}
+
+// relayout adds to rb the copies between the rank order (natural, the
+// call's blocks in buffer nat) and the slice layout (in buffer lay from
+// element off), toSlices saying which way; pieces that continue each other
+// in both become one copy.
+func (ns *nodeSlices) relayout(rb schedule.RoundBuilder, nat buffer, lay place, toSlices bool) {
+	var pn, pl, n int // the pending copy: natural offset, layout offset, length
+	flush := func() {
+		a, s := nat.At(pn, n), lay.buf.At(lay.off+pl, n)
+		if toSlices {
+			rb.Copy(s, a)
+		} else {
+			rb.Copy(a, s)
+		}
+	}
+	for j := range ns.N {
+		ns.pieces(j, func(r, rOff, l, sOff, c int) {
+			at, sl := ns.bl.Displs[r]+rOff, ns.sliceAt(j, l)+sOff
+			if n > 0 && pn+n == at && pl+n == sl {
+				n += c
+				return
+			}
+			if n > 0 {
+				flush()
+			}
+			pn, pl, n = at, sl, c
+		})
+	}
+	if n > 0 {
+		flush()
+	}
+}
