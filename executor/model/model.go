@@ -47,6 +47,9 @@ type Machine struct {
 	// the same as between nodes.
 	NodeAlpha float64
 	NodeBeta  float64
+	// Sync is the price of one step of the shm algorithms (every rank
+	// publishes a flag and waits for the others'); zero: NodeAlpha.
+	Sync float64
 }
 
 // node returns the within-node alpha and beta.
@@ -57,16 +60,28 @@ func (m Machine) node() (alpha, beta float64) {
 	return m.NodeAlpha, m.NodeBeta
 }
 
-// The machines of gocoll-model's regret table and the tuner's default. The
-// network of Default is the one the numbers were computed with (2
-// µs, 12.5 GB/s: a 100 Gbit/s fabric); Slow is 1 Gbit/s Ethernet over TCP,
-// Fast a 400 Gbit/s RDMA fabric. Within a node all three have the same
-// shared memory: 0.5 µs a message, 25 GB/s, and the reduction and copy
-// speeds of one core.
+// sync returns the price of one shm step.
+func (m Machine) sync() float64 {
+	if m.Sync == 0 {
+		a, _ := m.node()
+		return a
+	}
+	return m.Sync
+}
+
+// The machines of gocoll-model's regret table and the tuner's default.
+// The network of Default is the one the numbers were computed with
+// (2 µs, 12.5 GB/s: a 100 Gbit/s fabric); Slow is 1 Gbit/s Ethernet over
+// TCP (30 µs, 125 MB/s), Fast a 400 Gbit/s RDMA fabric (1 µs, 50 GB/s).
+// Within a node all three are the reference machine the built-in rules
+// were measured on: a message of gocoll's shared-memory transport costs 2
+// µs and 0.1 ns/B (two copies, through the transport's buffer), an shm
+// step 0.3 µs; a copy within a rank 0.05 ns/B and a reduction 0.04 ns/B
+// (cache-resident: 20 and 25 GB/s).
 var (
-	Default = Machine{Alpha: 2e-6, Beta: 1 / 12.5e9, Gamma: 1 / 10e9, Delta: 1 / 20e9, NodeAlpha: 0.5e-6, NodeBeta: 1 / 25e9}
-	Slow    = Machine{Alpha: 30e-6, Beta: 1 / 0.125e9, Gamma: 1 / 10e9, Delta: 1 / 20e9, NodeAlpha: 0.5e-6, NodeBeta: 1 / 25e9}
-	Fast    = Machine{Alpha: 1e-6, Beta: 1 / 50e9, Gamma: 1 / 10e9, Delta: 1 / 20e9, NodeAlpha: 0.5e-6, NodeBeta: 1 / 25e9}
+	Default = Machine{Alpha: 2e-6, Beta: 1 / 12.5e9, Gamma: 1 / 25e9, Delta: 1 / 20e9, NodeAlpha: 2e-6, NodeBeta: 1 / 10e9, Sync: 0.3e-6}
+	Slow    = Machine{Alpha: 30e-6, Beta: 1 / 0.125e9, Gamma: 1 / 25e9, Delta: 1 / 20e9, NodeAlpha: 2e-6, NodeBeta: 1 / 10e9, Sync: 0.3e-6}
+	Fast    = Machine{Alpha: 1e-6, Beta: 1 / 50e9, Gamma: 1 / 25e9, Delta: 1 / 20e9, NodeAlpha: 2e-6, NodeBeta: 1 / 10e9, Sync: 0.3e-6}
 )
 
 // Cost is the price of one call on all ranks.

@@ -156,6 +156,46 @@ func (s *state) equal(o *state) bool {
 // on alike nodes, only the ranks of node 0 and a few others to check the
 // symmetry.
 func Prepare(a *algorithms.Algorithm, base algorithms.Params, elemSize int) *Plan {
+	pl, _ := PrepareWithin(a, base, elemSize, 0)
+	return pl
+}
+
+// PrepareWithin is Prepare that gives up, returning false, where it would
+// trace every rank (no symmetry to use) and p times the rounds of rank
+// 0's schedule exceeds maxWork (0: no limit). A nil plan with true: a's
+// restrictions fail.
+func PrepareWithin(a *algorithms.Algorithm, base algorithms.Params, elemSize, maxWork int) (*Plan, bool) {
+	pl, ok := prepare(a, base, elemSize, maxWork)
+	return pl, ok
+}
+
+// Approximate prices algorithm a as if it were rank-symmetric by
+// rotation (every rank doing what rank 0 does, turned), on nodes of k
+// consecutive ranks where base.Nodes has them all alike (else nil, as
+// where a's restrictions fail). It builds rank 0's schedule only and
+// checks nothing: an estimate, for the tuner, of algorithms too long to
+// trace on every rank whose traffic is a rotation (the pairwise exchange,
+// whose reductions differ on one round per rank).
+func Approximate(a *algorithms.Algorithm, base algorithms.Params, elemSize int) *Plan {
+	if a.Direct || a.Build == nil || a.Check(base) != nil || base.P < 1 {
+		return Prepare(a, base, elemSize)
+	}
+	k := 1
+	if n := base.Nodes; n != nil {
+		k = n.MaxPerNode()
+		if base.P%k != 0 {
+			return nil
+		}
+		for r := range base.P {
+			if n.Node(r) != r/k {
+				return nil
+			}
+		}
+	}
+	return prepareClasses(a, base, rotation, k, elemSize, false)
+}
+
+func prepare(a *algorithms.Algorithm, base algorithms.Params, elemSize, maxWork int) (*Plan, bool) {
 	p := base.P
 	nodes := base.Nodes
 	if nodes == nil && base.SharedMemory && p > 0 {
@@ -163,21 +203,21 @@ func Prepare(a *algorithms.Algorithm, base algorithms.Params, elemSize int) *Pla
 	}
 	if a.Direct {
 		if nodes == nil || !nodes.OneNode() {
-			return nil
+			return nil, true
 		}
 		b := base
 		b.SharedMemory = true
 		if a.Check(b) != nil {
-			return nil
+			return nil, true
 		}
-		return &Plan{p: p, direct: a, base: b, elemSize: elemSize}
+		return &Plan{p: p, direct: a, base: b, elemSize: elemSize}, true
 	}
 	if a.Check(base) != nil || a.Build == nil || p < 1 {
-		return nil
+		return nil, true
 	}
 	if k, kind, ok := symmetric(a, base, nodes); ok {
-		if pl := prepareClasses(a, base, kind, k, elemSize); pl != nil {
-			return pl
+		if pl := prepareClasses(a, base, kind, k, elemSize, true); pl != nil {
+			return pl, true
 		}
 	}
 	pl := &Plan{p: p, states: make([]state, p)}
@@ -186,9 +226,13 @@ func Prepare(a *algorithms.Algorithm, base algorithms.Params, elemSize int) *Pla
 	for r := range p {
 		q := base
 		q.Rank = r
-		pl.states[r] = traceOf(a.Build(q), r, elemSize, identity, nodeOf)
+		s := a.Build(q)
+		if r == 0 && maxWork > 0 && p*len(s.Rounds) > maxWork {
+			return nil, false
+		}
+		pl.states[r] = traceOf(s, r, elemSize, identity, nodeOf)
 	}
-	return pl
+	return pl, true
 }
 
 // prepareClasses prices a rank-symmetric algorithm on nodes of k
@@ -200,7 +244,7 @@ func Prepare(a *algorithms.Algorithm, base algorithms.Params, elemSize int) *Pla
 // what every node does: every rank finishes every round when the rank of
 // node 0 with its local rank does, and every node's link carries what
 // node 0's does. Nil when a sample differs.
-func prepareClasses(a *algorithms.Algorithm, base algorithms.Params, kind symKind, k, elemSize int) *Plan {
+func prepareClasses(a *algorithms.Algorithm, base algorithms.Params, kind symKind, k, elemSize int, check bool) *Plan {
 	p := base.P
 	rel := func(r int) func(int) int32 {
 		if kind == xorSym {
@@ -219,6 +263,9 @@ func prepareClasses(a *algorithms.Algorithm, base algorithms.Params, kind symKin
 	q.Rank = 0
 	t0 := traceOf(a.Build(q), 0, elemSize, rel(0), zero)
 	for _, r := range samples(p, k) {
+		if !check {
+			break
+		}
 		q.Rank = r
 		tr := traceOf(a.Build(q), r, elemSize, rel(r), zero)
 		if !tr.equal(&t0) {

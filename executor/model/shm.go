@@ -10,11 +10,11 @@ import (
 // shmCost prices a Direct (shm) algorithm of package intranode, which is
 // not a schedule: the p ranks of one node each write into their slot of a
 // shared segment, publish a step, and read what they need from every
-// rank's slot. Per step a rank pays one synchronisation (NodeAlpha: a flag
-// instead of a message); bytes it copies within its own memory cost Delta,
-// bytes it reads from another rank's slot or buffer NodeBeta (the data
-// crosses cores, as a message within the node does), bytes it reduces
-// Gamma. n is the call's bytes at scale 1 (the vector, or the whole
+// rank's slot. Per step a rank pays one synchronisation (Sync: a flag
+// instead of a message); every byte it copies, into its slot or out of
+// another rank's slot or buffer, costs Delta (one copy, where a message of
+// the transport makes two: NodeBeta), every byte it reduces Gamma (the
+// reduction reads the other ranks' slots itself). n is the call's bytes at scale 1 (the vector, or the whole
 // output of an allgather).
 //
 //	allreduce, n <= slot:  one step: copy n in, reduce p slots (p-1 of
@@ -30,30 +30,30 @@ import (
 //	allgather, smaller:    per slot of a block, one step: copy it in, copy
 //	                       every slot out
 func shmCost(a *algorithms.Algorithm, base algorithms.Params, elemSize int, scale int64, m Machine) Cost {
-	na, nb := m.node()
+	na := m.sync()
 	p := float64(base.P)
 	e := int64(elemSize)
 	slot := int64(intranode.DefaultSlot)
 	var c Cost
-	var steps, local, remote, reduced float64 // per rank
+	var steps, local, remote, reduced float64 // per rank: steps, bytes copied (own, from others), reduced
 	switch a.Collective {
 	case algorithms.Allreduce:
 		n := int64(base.Count) * e * scale
 		if n <= slot {
-			steps, local, remote, reduced = 1, float64(n), (p-1)*float64(n), (p-1)*float64(n)
+			steps, local, reduced = 1, float64(n), (p-1)*float64(n)
 			break
 		}
 		chunk := slot / e * e
 		chunks := float64((n + chunk - 1) / chunk)
 		f := float64(n) * (p - 1) / p
-		steps, local, remote, reduced = 2*chunks, f+float64(n)/p, f+f, f
+		steps, local, remote, reduced = 2*chunks, f, f+float64(n)/p, f
 	case algorithms.ReduceScatter, algorithms.ReduceScatterBlock:
 		longest, total := blocks(base.Counts)
 		piece := max(slot/int64(base.P)/e, 1) * e
 		l := longest * e * scale
 		mine := float64(total*e*scale) / p
 		steps = float64(max((l+piece-1)/piece, 1))
-		local, remote, reduced = float64(total*e*scale), (p-1)*mine, (p-1)*mine
+		local, reduced = float64(total*e*scale), (p-1)*mine
 	case algorithms.Allgather:
 		longest, total := blocks(base.Counts)
 		l, n := longest*e*scale, total*e*scale
@@ -70,7 +70,7 @@ func shmCost(a *algorithms.Algorithm, base algorithms.Params, elemSize int, scal
 	if base.P == 1 {
 		steps, remote, reduced = 0, 0, 0
 	}
-	c.Time = steps*na + nb*remote + m.Delta*local + m.Gamma*reduced
+	c.Time = steps*na + m.Delta*(local+remote) + m.Gamma*reduced
 	c.Rounds = int(steps)
 	c.CopiedBytes = int64(local)
 	c.ReducedBytes = int64(reduced)

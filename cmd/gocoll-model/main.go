@@ -1,0 +1,236 @@
+// Command gocoll-model asks gocoll's cost model (executor/model) about
+// collectives on machines of many nodes.
+//
+//	gocoll-model regret [-quick] [-v]
+//
+// regret compares the built-in tuner's choices with the model's best over
+// a grid of calls: p in {2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128,
+// 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096}, 1, 8 or 64
+// ranks per node (nodes of that many consecutive ranks; fewer ranks than
+// that are one node, and a last node short when it does not divide p),
+// sizes from 8 B to 1 GiB by factors of 4 (the whole vector of an
+// allreduce or reduce-scatter, the whole output of an allgather; rounded
+// to the nearest multiple of the unit count, one element per block or for
+// an allreduce lcm(p, p'), p' the largest power of two <= p: the size
+// column says what was priced), for the four collectives, on three
+// machines (model.Default, Slow, Fast: the header names their
+// parameters). The tuner of each machine is built-in rules plus that
+// machine (tuner.Options.Machine, as a tuning file's "machine" gives
+// it). Each line: the point, the tuner's choice and its price, the
+// model's best and its price, their ratio; the last line says the largest
+// ratio and where. -v prints every point, not only those whose ratio is
+// above 1.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gocoll/gocoll/algorithms"
+	"github.com/gocoll/gocoll/executor/model"
+	"github.com/gocoll/gocoll/tuner"
+)
+
+func main() {
+	if len(os.Args) < 2 || os.Args[1] != "regret" {
+		fmt.Fprintln(os.Stderr, "usage: gocoll-model regret [-quick] [-v]")
+		os.Exit(2)
+	}
+	fs := flag.NewFlagSet("regret", flag.ExitOnError)
+	quick := fs.Bool("quick", false, "a reduced grid (as the test uses)")
+	verbose := fs.Bool("v", false, "print every point")
+	fs.Parse(os.Args[2:])
+	g := Full
+	if *quick {
+		g = Quick
+	}
+	t0 := time.Now()
+	worst, err := Regret(os.Stdout, g, *verbose)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gocoll-model:", err)
+		os.Exit(1)
+	}
+	fmt.Printf("max regret %.3f at %s (%d points, %.0f s)\n", worst.Ratio, worst, worst.Points, time.Since(t0).Seconds())
+}
+
+// Grid is the set of calls regret looks at.
+type Grid struct {
+	Ps       []int
+	PerNode  []int
+	MinBytes int64
+	MaxBytes int64
+	Factor   int64
+	Machines []Named
+}
+
+// maxWork bounds the ranks times rounds traced exactly for one
+// algorithm and shape; beyond (pairwise at p >= 1024, every rank its own
+// node) the algorithm is priced from rank 0's schedule
+// (model.Approximate) and the output says so.
+const maxWork = 4 << 20
+
+// Named is a machine with a name.
+type Named struct {
+	Name string
+	M    model.Machine
+}
+
+var machines = []Named{{"default", model.Default}, {"slow", model.Slow}, {"fast", model.Fast}}
+
+// Full is the grid of `gocoll-model regret`; Quick is the test's.
+var (
+	Full = Grid{
+		Ps:       []int{2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096},
+		PerNode:  []int{1, 8, 64},
+		MinBytes: 8, MaxBytes: 1 << 30, Factor: 4,
+		Machines: machines,
+	}
+	Quick = Grid{
+		Ps:       []int{2, 3, 4, 8, 12, 64, 96, 512},
+		PerNode:  []int{1, 8, 64},
+		MinBytes: 8, MaxBytes: 1 << 30, Factor: 16,
+		Machines: machines,
+	}
+)
+
+// Point is one call of the grid and what the tuner and the model say.
+type Point struct {
+	Machine    string
+	Collective algorithms.Collective
+	Shape      tuner.Shape
+	Bytes      int64
+	Chosen     string
+	ChosenT    float64
+	Best       string
+	BestT      float64
+	Ratio      float64
+	Points     int // in a result: how many points were priced
+}
+
+func (p Point) String() string {
+	return fmt.Sprintf("%s %s p=%d %d/node %s: tuner %s", p.Machine, tuner.CollectiveName(p.Collective), p.Shape.P, p.Shape.PerNode, size(p.Bytes), p.Chosen)
+}
+
+// Regret prices every point of g, prints the points (all with verbose,
+// else those the tuner does not get right), and returns the worst.
+func Regret(w io.Writer, g Grid, verbose bool) (Point, error) {
+	fmt.Fprintln(w, "machines (seconds; alpha/beta between nodes, node_alpha/node_beta within one, sync per shm step):")
+	for _, m := range g.Machines {
+		fmt.Fprintf(w, "  %-8s %+v\n", m.Name, tuner.MachineOf(m.M))
+	}
+	fmt.Fprintf(w, "p %v, ranks per node %v, sizes %s..%s by x%d\n", g.Ps, g.PerNode, size(g.MinBytes), size(g.MaxBytes), g.Factor)
+	fmt.Fprintf(w, "%-8s %-22s %5s %5s %7s  %-20s %12s  %-20s %12s  %6s\n", "machine", "collective", "p", "/node", "bytes", "tuner", "µs", "model's best", "µs", "ratio")
+	var worst Point
+	n := 0
+	approx := map[string][]string{}
+	tuners := make([]*tuner.Tuner, len(g.Machines))
+	for i, m := range g.Machines {
+		mm := m.M
+		tu, err := tuner.NewWithOptions(func(string) string { return "" }, tuner.Options{Machine: &mm})
+		if err != nil {
+			return worst, err
+		}
+		tuners[i] = tu
+	}
+	for _, k := range g.PerNode {
+		for _, p := range g.Ps {
+			sh := shapeOf(p, k)
+			nodes := blockMap(p, k)
+			for _, c := range algorithms.Collectives {
+				base := tuner.ShapeParams(c, tuner.Shape{P: p, Nodes: 1, PerNode: p}, true, sh.Nodes == 1, false)
+				base.Nodes = nodes
+				var plans []*model.Plan
+				var algs []*algorithms.Algorithm
+				for _, a := range algorithms.All(c) {
+					pl, ok := model.PrepareWithin(a, base, 1, maxWork)
+					if !ok {
+						pl = model.Approximate(a, base, 1)
+						if pl == nil {
+							return worst, fmt.Errorf("%v %s p=%d: too long to trace and no even nodes to estimate on", c, a.Name, p)
+						}
+						approx[fmt.Sprintf("%s/%s", tuner.CollectiveName(c), a.Name)] = append(approx[fmt.Sprintf("%s/%s", tuner.CollectiveName(c), a.Name)], fmt.Sprintf("p=%d/%d", p, sh.PerNode))
+					}
+					if pl != nil {
+						plans, algs = append(plans, pl), append(algs, a)
+					}
+				}
+				for i, m := range g.Machines {
+					seen := map[int64]bool{}
+					for b := g.MinBytes; b <= g.MaxBytes; b *= g.Factor {
+						s := tuner.Scale(c, p, b)
+						if seen[s] {
+							continue
+						}
+						seen[s] = true
+						bytes := int64(base.Total()) * s
+						ch, err := tuners[i].Choose(tuner.Query{Collective: c, Bytes: bytes, Params: base})
+						if err != nil {
+							return worst, err
+						}
+						pt := Point{Machine: m.Name, Collective: c, Shape: sh, Bytes: bytes, Chosen: ch.Name(), ChosenT: math.Inf(1), BestT: math.Inf(1)}
+						for j, pl := range plans {
+							t := pl.Cost(m.M, s).Time
+							if t < pt.BestT {
+								pt.Best, pt.BestT = algs[j].Name, t
+							}
+							if algs[j] == ch.Alg {
+								pt.ChosenT = t
+							}
+						}
+						pt.Ratio = pt.ChosenT / pt.BestT
+						n++
+						if pt.Ratio > worst.Ratio {
+							worst = pt
+						}
+						if verbose || pt.Ratio > 1 {
+							fmt.Fprintf(w, "%-8s %-22s %5d %5d %7s  %-20s %12.2f  %-20s %12.2f  %6.3f\n", m.Name, tuner.CollectiveName(c), p, sh.PerNode, size(bytes), pt.Chosen, pt.ChosenT*1e6, pt.Best, pt.BestT*1e6, pt.Ratio)
+						}
+					}
+				}
+			}
+		}
+	}
+	worst.Points = n
+	for _, k := range slices.Sorted(maps.Keys(approx)) {
+		fmt.Fprintf(w, "estimated from rank 0's schedule (too long to trace every rank): %s at %s\n", k, strings.Join(approx[k], " "))
+	}
+	return worst, nil
+}
+
+// shapeOf returns the shape of p ranks on nodes of k.
+func shapeOf(p, k int) tuner.Shape {
+	k = min(k, p)
+	return tuner.Shape{P: p, Nodes: (p + k - 1) / k, PerNode: k}
+}
+
+// blockMap returns p ranks on nodes of k consecutive ranks; nil for k=1
+// (every rank its own node).
+func blockMap(p, k int) *algorithms.NodeMap {
+	if k == 1 {
+		return nil
+	}
+	nodes := make([]int, p)
+	for r := range nodes {
+		nodes[r] = r / k
+	}
+	return algorithms.NodeMapOf(nodes)
+}
+
+func size(b int64) string {
+	switch {
+	case b >= 1<<30 && b%(1<<30) == 0:
+		return fmt.Sprintf("%dG", b>>30)
+	case b >= 1<<20 && b%(1<<20) == 0:
+		return fmt.Sprintf("%dM", b>>20)
+	case b >= 1<<10 && b%(1<<10) == 0:
+		return fmt.Sprintf("%dK", b>>10)
+	}
+	return fmt.Sprint(b)
+}
