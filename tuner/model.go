@@ -13,9 +13,10 @@ import (
 // Outside every rule, the model decides: it prices every algorithm of the
 // collective that can run the call (executor/model, on the tuner's
 // machine) and takes the cheapest. Decisions are cached per collective,
-// size class (eight per doubling of the size), rank count, node shape and
-// the call's restrictions, so that a communicator's steady state looks a
-// map up under a read lock and allocates nothing; the traces the model
+// size class (eight per doubling of the size, priced at the class's top),
+// rank count, node shape and the call's restrictions, so that a
+// communicator's steady state looks a map up under a read lock and
+// allocates nothing; the traces the model
 // priced (one plan per algorithm and shape) are kept to price other sizes
 // of the same shape, on any tuner's machine.
 //
@@ -26,7 +27,7 @@ import (
 // is estimated from rank 0's schedule alone (model.Approximate), on nodes
 // of k consecutive ranks, k the largest divisor of p that is at most
 // PerNode, so that all nodes are alike. The call is the size class's
-// middle size rounded to a multiple of the unit count (model.UnitCount:
+// top size rounded to a multiple of the unit count (model.UnitCount:
 // one element per block). Where the real map is not so placed, or the
 // call's size not such a multiple, the price is an estimate of the
 // call's.
@@ -127,9 +128,22 @@ type planKey struct {
 	commutative, shared, device bool
 }
 
-type pricedPlan struct {
-	alg  *algorithms.Algorithm
-	plan *model.Plan
+type pricedPlan = PricedPlan
+
+// PricedPlan is the model's trace of one algorithm on one shape.
+type PricedPlan struct {
+	Alg  *algorithms.Algorithm
+	Plan *model.Plan
+	// Approx: estimated from rank 0's schedule (model.Approximate), too
+	// long to trace on every rank.
+	Approx bool
+}
+
+// Plans returns the model's traces of collective c's algorithms that can
+// run a call of shape sh (at unit size: see ShapeParams), as the tuner
+// prices them; shared, do not modify.
+func Plans(c algorithms.Collective, sh Shape, commutative, shared, device bool) []PricedPlan {
+	return plansFor(planKey{coll: c, shape: sh, commutative: commutative, shared: shared, device: device})
 }
 
 type modelCache struct {
@@ -145,7 +159,7 @@ var plans struct {
 	m map[planKey][]pricedPlan
 }
 
-const maxPlans = 64
+const maxPlans = 16
 
 func plansFor(pk planKey) []pricedPlan {
 	plans.Lock()
@@ -161,23 +175,25 @@ func plansFor(pk planKey) []pricedPlan {
 	return pp
 }
 
-// sizeClass returns the class of a size: eight per doubling.
+// sizeClass returns the class of a size: eight per doubling, each
+// class (lo, hi] so that a power of two is the top of its class (the shm
+// algorithms change method at one: 128 KiB an allreduce step).
 func sizeClass(b int64) int32 {
-	if b < 16 {
+	if b <= 16 {
 		return int32(max(b, 0))
 	}
-	e := bits.Len64(uint64(b)) - 1
-	return int32(e*8) + int32(b>>(e-3)&7)
+	x := uint64(b - 1)
+	e := bits.Len64(x) - 1
+	return int32(e*8) + int32(x>>(e-3)&7)
 }
 
-// classBytes returns the middle size of a class.
+// classBytes returns the size a class is priced at: its top.
 func classBytes(c int32) int64 {
-	if c < 16 {
+	if c <= 16 {
 		return int64(c)
 	}
 	e, f := int64(c/8), int64(c%8)
-	lo, hi := (8+f)<<e>>3, (9+f)<<e>>3
-	return (lo + hi) / 2
+	return (9 + f) << e >> 3
 }
 
 // modelChoice returns the model's choice for a call outside every rule.
@@ -276,7 +292,7 @@ func preparePlans(pk planKey) []pricedPlan {
 			pl = model.Approximate(a, even, 1)
 		}
 		if pl != nil {
-			out = append(out, pricedPlan{a, pl})
+			out = append(out, pricedPlan{a, pl, !ok})
 		}
 	}
 	return out
@@ -289,7 +305,7 @@ func decide(plans []pricedPlan, pk planKey, bytes int64, m model.Machine, native
 	best, second, host := -1, -1, -1
 	times := make([]float64, len(plans))
 	for i, pp := range plans {
-		times[i] = pp.plan.Cost(m, s).Time
+		times[i] = pp.Plan.Cost(m, s).Time
 		if math.IsInf(times[i], 1) {
 			continue
 		}
@@ -299,7 +315,7 @@ func decide(plans []pricedPlan, pk planKey, bytes int64, m model.Machine, native
 		case second < 0 || times[i] < times[second]:
 			second = i
 		}
-		if textbook[pp.alg.Name] && (host < 0 || times[i] < times[host]) {
+		if textbook[pp.Alg.Name] && (host < 0 || times[i] < times[host]) {
 			host = i
 		}
 	}
@@ -309,16 +325,16 @@ func decide(plans []pricedPlan, pk planKey, bytes int64, m model.Machine, native
 	where := fmt.Sprintf("model (%s, %d B): ", pk.shape, bytes)
 	if native && host >= 0 && times[best]*NativeMargin >= times[host] {
 		return Choice{Native: true, How: "tuned", Why: fmt.Sprintf("%sgocoll's best %s %s is not %.0f%% under the host's estimate (%s %s)",
-			where, plans[best].alg.Name, us(times[best]), (NativeMargin-1)*100, plans[host].alg.Name, us(times[host]))}
+			where, plans[best].Alg.Name, us(times[best]), (NativeMargin-1)*100, plans[host].Alg.Name, us(times[host]))}
 	}
-	why := where + plans[best].alg.Name + " " + us(times[best])
+	why := where + plans[best].Alg.Name + " " + us(times[best])
 	if second >= 0 {
-		why += ", next " + plans[second].alg.Name + " " + us(times[second])
+		why += ", next " + plans[second].Alg.Name + " " + us(times[second])
 	}
 	if native && host >= 0 {
-		why += fmt.Sprintf(", the host estimated at %s (%s)", us(times[host]), plans[host].alg.Name)
+		why += fmt.Sprintf(", the host estimated at %s (%s)", us(times[host]), plans[host].Alg.Name)
 	}
-	return Choice{Alg: plans[best].alg, How: "tuned", Why: why}
+	return Choice{Alg: plans[best].Alg, How: "tuned", Why: why}
 }
 
 func us(t float64) string { return fmt.Sprintf("%.3g µs", t*1e6) }

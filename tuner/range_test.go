@@ -216,3 +216,20 @@ func TestNativeOutsideMeasured(t *testing.T) {
 		t.Errorf("p=16 one node 4 MiB: %s (%s), want shm", ch.Name(), ch.Why)
 	}
 }
+
+// Size classes: eight per doubling, each (lo, hi] and priced at hi, so
+// that powers of two are priced exactly; every size is in its class.
+func TestSizeClasses(t *testing.T) {
+	for _, b := range []int64{0, 1, 7, 16, 17, 100, 4095, 4096, 4097, 128 << 10, 128<<10 + 1, 1 << 30, 3<<30 + 5} {
+		c := tuner.SizeClass(b)
+		if hi := tuner.ClassBytes(c); b > hi || (b > 16 && hi > b+b/8+1) {
+			t.Errorf("%d bytes: class %d priced at %d", b, c, hi)
+		}
+		if b > 16 && b&(b-1) == 0 && tuner.ClassBytes(c) != b {
+			t.Errorf("power of two %d priced at %d", b, tuner.ClassBytes(c))
+		}
+	}
+	if tuner.SizeClass(128<<10) == tuner.SizeClass(128<<10+1) {
+		t.Error("128 KiB and one byte more share a class")
+	}
+}

@@ -1,7 +1,7 @@
 // Command gocoll-model asks gocoll's cost model (executor/model) about
 // collectives on machines of many nodes.
 //
-//	gocoll-model regret [-quick] [-v]
+//	gocoll-model regret [-quick] [-v] [-cpuprofile file]
 //
 // regret compares the built-in tuner's choices with the model's best over
 // a grid of calls: p in {2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128,
@@ -16,8 +16,13 @@
 // machines (model.Default, Slow, Fast: the header names their
 // parameters). The tuner of each machine is built-in rules plus that
 // machine (tuner.Options.Machine, as a tuning file's "machine" gives
-// it). Each line: the point, the tuner's choice and its price, the
-// model's best and its price, their ratio; the last line says the largest
+// it). The model's best is the cheapest of the traces the tuner prices
+// with (tuner.Plans: every algorithm traced on every rank, or on one node
+// for the symmetric ones; the few too long to trace are estimated from
+// rank 0 and listed at the end), priced at the point's exact size, where
+// the tuner decided at its size class's middle, or by a rule. Each line:
+// the point, the tuner's choice and its price, the model's best and its
+// price, their ratio; the last line says the largest
 // ratio and where. -v prints every point, not only those whose ratio is
 // above 1.
 package main
@@ -29,6 +34,7 @@ import (
 	"maps"
 	"math"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -46,7 +52,19 @@ func main() {
 	fs := flag.NewFlagSet("regret", flag.ExitOnError)
 	quick := fs.Bool("quick", false, "a reduced grid (as the test uses)")
 	verbose := fs.Bool("v", false, "print every point")
+	prof := fs.String("cpuprofile", "", "write a CPU profile here")
 	fs.Parse(os.Args[2:])
+	if *prof != "" {
+		f, err := os.Create(*prof)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "gocoll-model:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	g := Full
 	if *quick {
 		g = Quick
@@ -54,6 +72,7 @@ func main() {
 	t0 := time.Now()
 	worst, err := Regret(os.Stdout, g, *verbose)
 	if err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "gocoll-model:", err)
 		os.Exit(1)
 	}
@@ -69,12 +88,6 @@ type Grid struct {
 	Factor   int64
 	Machines []Named
 }
-
-// maxWork bounds the ranks times rounds traced exactly for one
-// algorithm and shape; beyond (pairwise at p >= 1024, every rank its own
-// node) the algorithm is priced from rank 0's schedule
-// (model.Approximate) and the output says so.
-const maxWork = 4 << 20
 
 // Named is a machine with a name.
 type Named struct {
@@ -93,7 +106,7 @@ var (
 		Machines: machines,
 	}
 	Quick = Grid{
-		Ps:       []int{2, 3, 4, 8, 12, 64, 96, 512},
+		Ps:       []int{2, 3, 8, 12, 64, 96, 256},
 		PerNode:  []int{1, 8, 64},
 		MinBytes: 8, MaxBytes: 1 << 30, Factor: 16,
 		Machines: machines,
@@ -142,23 +155,13 @@ func Regret(w io.Writer, g Grid, verbose bool) (Point, error) {
 	for _, k := range g.PerNode {
 		for _, p := range g.Ps {
 			sh := shapeOf(p, k)
-			nodes := blockMap(p, k)
 			for _, c := range algorithms.Collectives {
-				base := tuner.ShapeParams(c, tuner.Shape{P: p, Nodes: 1, PerNode: p}, true, sh.Nodes == 1, false)
-				base.Nodes = nodes
-				var plans []*model.Plan
-				var algs []*algorithms.Algorithm
-				for _, a := range algorithms.All(c) {
-					pl, ok := model.PrepareWithin(a, base, 1, maxWork)
-					if !ok {
-						pl = model.Approximate(a, base, 1)
-						if pl == nil {
-							return worst, fmt.Errorf("%v %s p=%d: too long to trace and no even nodes to estimate on", c, a.Name, p)
-						}
-						approx[fmt.Sprintf("%s/%s", tuner.CollectiveName(c), a.Name)] = append(approx[fmt.Sprintf("%s/%s", tuner.CollectiveName(c), a.Name)], fmt.Sprintf("p=%d/%d", p, sh.PerNode))
-					}
-					if pl != nil {
-						plans, algs = append(plans, pl), append(algs, a)
+				base := tuner.ShapeParams(c, sh, true, sh.Nodes == 1, false)
+				plans := tuner.Plans(c, sh, true, sh.Nodes == 1, false)
+				for _, pp := range plans {
+					if pp.Approx {
+						key := tuner.CollectiveName(c) + "/" + pp.Alg.Name
+						approx[key] = append(approx[key], fmt.Sprintf("p=%d/%d", p, sh.PerNode))
 					}
 				}
 				for i, m := range g.Machines {
@@ -175,12 +178,12 @@ func Regret(w io.Writer, g Grid, verbose bool) (Point, error) {
 							return worst, err
 						}
 						pt := Point{Machine: m.Name, Collective: c, Shape: sh, Bytes: bytes, Chosen: ch.Name(), ChosenT: math.Inf(1), BestT: math.Inf(1)}
-						for j, pl := range plans {
-							t := pl.Cost(m.M, s).Time
+						for _, pp := range plans {
+							t := pp.Plan.Cost(m.M, s).Time
 							if t < pt.BestT {
-								pt.Best, pt.BestT = algs[j].Name, t
+								pt.Best, pt.BestT = pp.Alg.Name, t
 							}
-							if algs[j] == ch.Alg {
+							if pp.Alg == ch.Alg {
 								pt.ChosenT = t
 							}
 						}
@@ -199,7 +202,7 @@ func Regret(w io.Writer, g Grid, verbose bool) (Point, error) {
 	}
 	worst.Points = n
 	for _, k := range slices.Sorted(maps.Keys(approx)) {
-		fmt.Fprintf(w, "estimated from rank 0's schedule (too long to trace every rank): %s at %s\n", k, strings.Join(approx[k], " "))
+		fmt.Fprintf(w, "estimated from rank 0's schedule (too long to trace every rank; model.Approximate): %s at %s\n", k, strings.Join(approx[k], " "))
 	}
 	return worst, nil
 }
@@ -208,19 +211,6 @@ func Regret(w io.Writer, g Grid, verbose bool) (Point, error) {
 func shapeOf(p, k int) tuner.Shape {
 	k = min(k, p)
 	return tuner.Shape{P: p, Nodes: (p + k - 1) / k, PerNode: k}
-}
-
-// blockMap returns p ranks on nodes of k consecutive ranks; nil for k=1
-// (every rank its own node).
-func blockMap(p, k int) *algorithms.NodeMap {
-	if k == 1 {
-		return nil
-	}
-	nodes := make([]int, p)
-	for r := range nodes {
-		nodes[r] = r / k
-	}
-	return algorithms.NodeMapOf(nodes)
 }
 
 func size(b int64) string {

@@ -46,14 +46,14 @@ func TestDerive(t *testing.T) {
 		}
 	}
 	want := []tuner.Rule{
-		{Collective: "allreduce", MaxBytes: 24, MaxRanks: 2, Algorithm: "native"},
-		{Collective: "allreduce", MinBytes: 25, MaxBytes: 48, MaxRanks: 2, Algorithm: "shm"},
-		{Collective: "allreduce", MinBytes: 25, MaxBytes: 48, MaxRanks: 2, Algorithm: "recursive_doubling"},
-		{Collective: "allreduce", MinBytes: 49, MaxBytes: 96, MaxRanks: 2, Algorithm: "shm"},
-		{Collective: "allreduce", MinBytes: 49, MaxBytes: 96, MaxRanks: 2, Algorithm: "native"},
-		{Collective: "allreduce", MinBytes: 97, MaxRanks: 2, Algorithm: "ring"},
-		{Collective: "allreduce", MinBytes: 97, MaxRanks: 2, Algorithm: "native"},
-		{Collective: "allreduce", MinRanks: 3, Algorithm: "native"},
+		{Collective: "allreduce", MaxBytes: 24, MaxRanks: 2, MaxNodes: 1, Algorithm: "native"},
+		{Collective: "allreduce", MinBytes: 25, MaxBytes: 48, MaxRanks: 2, MaxNodes: 1, Algorithm: "shm"},
+		{Collective: "allreduce", MinBytes: 25, MaxBytes: 48, MaxRanks: 2, MaxNodes: 1, Algorithm: "recursive_doubling"},
+		{Collective: "allreduce", MinBytes: 49, MaxBytes: 96, MaxRanks: 2, MaxNodes: 1, Algorithm: "shm"},
+		{Collective: "allreduce", MinBytes: 49, MaxBytes: 96, MaxRanks: 2, MaxNodes: 1, Algorithm: "native"},
+		{Collective: "allreduce", MinBytes: 97, MaxRanks: 2, MaxNodes: 1, Algorithm: "ring"},
+		{Collective: "allreduce", MinBytes: 97, MaxRanks: 2, MaxNodes: 1, Algorithm: "native"},
+		{Collective: "allreduce", MinRanks: 3, MaxRanks: 4, MaxNodes: 1, Algorithm: "native"},
 	}
 	if len(allreduce) != len(want) {
 		t.Fatalf("got %d rules, want %d:\n%+v", len(allreduce), len(want), allreduce)

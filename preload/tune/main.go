@@ -376,15 +376,12 @@ func derive(data map[int]map[string]map[string]map[int64][]float64, nps []int) [
 	var rules []tuner.Rule
 	for _, c := range collectives {
 		for i, np := range nps {
+			// Each np's rules hold from the np before it up to this
+			// one, on one node: where they were measured (beyond, the
+			// tuner's model decides between the host and gocoll).
 			minR, maxR := 0, np
 			if i > 0 {
 				minR = nps[i-1] + 1
-			}
-			if i == len(nps)-1 {
-				maxR = 0
-			}
-			if len(nps) == 1 {
-				minR, maxR = 0, 0
 			}
 			cols := data[np][c.bench]
 			ss := sizes(cols)
@@ -438,7 +435,7 @@ func derive(data map[int]map[string]map[string]map[int64][]float64, nps []int) [
 					hi = ss[k] * 3 / 2
 				}
 				for _, coll := range []string{tuner.CollectiveName(c.coll)} {
-					r := tuner.Rule{Collective: coll, MinBytes: lo, MaxBytes: hi, MinRanks: minR, MaxRanks: maxR, Algorithm: chosen[j].win}
+					r := tuner.Rule{Collective: coll, MinBytes: lo, MaxBytes: hi, MinRanks: minR, MaxRanks: maxR, MaxNodes: 1, Algorithm: chosen[j].win}
 					rules = append(rules, r)
 					if chosen[j].alt != "" {
 						r.Algorithm = chosen[j].alt
@@ -502,6 +499,9 @@ var measuredRules = map[string][]tuner.Rule{
 			}
 			if r.MaxRanks != 0 {
 				fmt.Fprintf(w, ", MaxRanks: %d", r.MaxRanks)
+			}
+			if r.MaxNodes != 0 {
+				fmt.Fprintf(w, ", MaxNodes: %d", r.MaxNodes)
 			}
 			fmt.Fprintf(w, ", Algorithm: %q},\n", r.Algorithm)
 		}
