@@ -143,6 +143,7 @@ func Regret(w io.Writer, g Grid, verbose bool) (Point, error) {
 	var worst Point
 	n := 0
 	approx := map[string][]string{}
+	done := map[tuner.Shape]bool{}
 	tuners := make([]*tuner.Tuner, len(g.Machines))
 	for i, m := range g.Machines {
 		mm := m.M
@@ -155,6 +156,10 @@ func Regret(w io.Writer, g Grid, verbose bool) (Point, error) {
 	for _, k := range g.PerNode {
 		for _, p := range g.Ps {
 			sh := shapeOf(p, k)
+			if done[sh] {
+				continue // fewer ranks than k: one node, as with a smaller k
+			}
+			done[sh] = true
 			for _, c := range algorithms.Collectives {
 				base := tuner.ShapeParams(c, sh, true, sh.Nodes == 1, false)
 				plans := tuner.Plans(c, sh, true, sh.Nodes == 1, false)

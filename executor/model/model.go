@@ -75,13 +75,14 @@ func (m Machine) sync() float64 {
 // TCP (30 µs, 125 MB/s), Fast a 400 Gbit/s RDMA fabric (1 µs, 50 GB/s).
 // Within a node all three are the reference machine the built-in rules
 // were measured on: a message of gocoll's shared-memory transport costs 2
-// µs and 0.1 ns/B (two copies, through the transport's buffer), an shm
-// step 0.3 µs; a copy within a rank 0.05 ns/B and a reduction 0.04 ns/B
-// (cache-resident: 20 and 25 GB/s).
+// µs and 0.13 ns/B (gocoll-tune's fit of its beta there; two copies,
+// through the transport's buffer), an shm step 0.3 µs; a copy within a
+// rank 0.05 ns/B and a reduction 0.04 ns/B (cache-resident: 20 and 25
+// GB/s).
 var (
-	Default = Machine{Alpha: 2e-6, Beta: 1 / 12.5e9, Gamma: 1 / 25e9, Delta: 1 / 20e9, NodeAlpha: 2e-6, NodeBeta: 1 / 10e9, Sync: 0.3e-6}
-	Slow    = Machine{Alpha: 30e-6, Beta: 1 / 0.125e9, Gamma: 1 / 25e9, Delta: 1 / 20e9, NodeAlpha: 2e-6, NodeBeta: 1 / 10e9, Sync: 0.3e-6}
-	Fast    = Machine{Alpha: 1e-6, Beta: 1 / 50e9, Gamma: 1 / 25e9, Delta: 1 / 20e9, NodeAlpha: 2e-6, NodeBeta: 1 / 10e9, Sync: 0.3e-6}
+	Default = Machine{Alpha: 2e-6, Beta: 1 / 12.5e9, Gamma: 1 / 25e9, Delta: 1 / 20e9, NodeAlpha: 2e-6, NodeBeta: 0.13e-9, Sync: 0.3e-6}
+	Slow    = Machine{Alpha: 30e-6, Beta: 1 / 0.125e9, Gamma: 1 / 25e9, Delta: 1 / 20e9, NodeAlpha: 2e-6, NodeBeta: 0.13e-9, Sync: 0.3e-6}
+	Fast    = Machine{Alpha: 1e-6, Beta: 1 / 50e9, Gamma: 1 / 25e9, Delta: 1 / 20e9, NodeAlpha: 2e-6, NodeBeta: 0.13e-9, Sync: 0.3e-6}
 )
 
 // Cost is the price of one call on all ranks.

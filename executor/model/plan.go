@@ -2,6 +2,7 @@ package model
 
 import (
 	"math"
+	"sync"
 
 	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/schedule"
@@ -21,6 +22,11 @@ type Plan struct {
 	states   []state
 	classes  bool
 	numNodes int // nodes among the states
+
+	// costs: per state and round, the bytes that price it (link), made
+	// on the first Cost.
+	once  sync.Once
+	costs [][]roundCost
 
 	// direct: a Direct (shm) algorithm, priced by formula (shm.go).
 	direct   *algorithms.Algorithm
@@ -128,6 +134,72 @@ func traceOf(s *schedule.Schedule, r, elemSize int, stateOf, nodeOf func(int) in
 		st.rounds[i] = rd
 	}
 	return st
+}
+
+// roundCost is what one round of one rank moves, at scale 1: the larger
+// of what it sends and receives within its node, and the larger of what
+// its node sends and receives across nodes in that round; -1 where it
+// has no message of that kind.
+type roundCost struct{ intra, link int64 }
+
+// link computes pl.costs, once: what Cost needs of every round beyond the
+// peers, whatever the machine and scale.
+func (pl *Plan) link() {
+	rounds := 0
+	pl.costs = make([][]roundCost, len(pl.states))
+	for r := range pl.states {
+		rounds = max(rounds, len(pl.states[r].rounds))
+		pl.costs[r] = make([]roundCost, len(pl.states[r].rounds))
+	}
+	out := make([]int64, pl.numNodes)
+	in := make([]int64, pl.numNodes)
+	for i := range rounds {
+		// What each node sends and receives across nodes this round.
+		clear(out)
+		clear(in)
+		for r := range pl.states {
+			st := &pl.states[r]
+			if i >= len(st.rounds) {
+				continue
+			}
+			rd := st.rounds[i]
+			for j, x := range st.xfers[rd.x0 : rd.x0+rd.nx] {
+				if !x.inter {
+					continue
+				}
+				if int32(j) < rd.ns {
+					out[st.node] += x.bytes
+				} else {
+					in[st.node] += x.bytes
+				}
+			}
+		}
+		for r := range pl.states {
+			st := &pl.states[r]
+			if i >= len(st.rounds) {
+				continue
+			}
+			rd := st.rounds[i]
+			rc := roundCost{-1, -1}
+			var sent, recv int64
+			for j, x := range st.xfers[rd.x0 : rd.x0+rd.nx] {
+				switch {
+				case x.inter:
+					rc.link = max(out[st.node], in[st.node])
+				case int32(j) < rd.ns:
+					sent += x.bytes
+					rc.intra = 0
+				default:
+					recv += x.bytes
+					rc.intra = 0
+				}
+			}
+			if rc.intra >= 0 {
+				rc.intra = max(sent, recv)
+			}
+			pl.costs[r][i] = rc
+		}
+	}
 }
 
 // equal reports whether two traces price alike: the same rounds, peers
@@ -398,62 +470,33 @@ func (pl *Plan) Cost(m Machine, scale int64) Cost {
 		c.CopiedBytes = max(c.CopiedBytes, st.copied*scale)
 		c.ScratchBytes = max(c.ScratchBytes, st.scratch*scale)
 	}
+	pl.once.Do(pl.link)
 	na, nb := m.node()
 	n := len(pl.states)
 	now := make([]float64, n)  // when each rank finished its last round
 	next := make([]float64, n) // the same, one round later
-	out := make([]int64, pl.numNodes)
-	in := make([]int64, pl.numNodes)
 	s := float64(scale)
 	for i := range rounds {
-		// What each node sends and receives across nodes this round.
-		clear(out)
-		clear(in)
 		for r := range pl.states {
 			st := &pl.states[r]
 			if i >= len(st.rounds) {
+				next[r] = now[r]
 				continue
 			}
-			rd := st.rounds[i]
-			for j, x := range st.xfers[rd.x0 : rd.x0+rd.nx] {
-				if !x.inter {
-					continue
-				}
-				if int32(j) < rd.ns {
-					out[st.node] += x.bytes
-				} else {
-					in[st.node] += x.bytes
-				}
-			}
-		}
-		for r := range pl.states {
-			st := &pl.states[r]
-			next[r] = now[r]
-			if i >= len(st.rounds) {
-				continue
-			}
-			rd := st.rounds[i]
+			rd := &st.rounds[i]
 			t := now[r]
 			if rd.nx > 0 {
-				var sent, recv int64
-				intra, inter := false, false
-				for j, x := range st.xfers[rd.x0 : rd.x0+rd.nx] {
-					// Wait for every peer of this round to be ready.
+				// Wait for every peer of this round to be ready.
+				for _, x := range st.xfers[rd.x0 : rd.x0+rd.nx] {
 					t = max(t, now[x.peer])
-					if x.inter {
-						inter = true
-					} else if intra = true; int32(j) < rd.ns {
-						sent += x.bytes
-					} else {
-						recv += x.bytes
-					}
 				}
+				rc := pl.costs[r][i]
 				var d float64
-				if intra {
-					d = na + nb*(float64(max(sent, recv))*s)
+				if rc.intra >= 0 {
+					d = na + nb*(float64(rc.intra)*s)
 				}
-				if inter {
-					d = max(d, m.Alpha+m.Beta*(float64(max(out[st.node], in[st.node]))*s))
+				if rc.link >= 0 {
+					d = max(d, m.Alpha+m.Beta*(float64(rc.link)*s))
 				}
 				t += d
 			}
