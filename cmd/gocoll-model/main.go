@@ -1,7 +1,7 @@
 // Command gocoll-model asks gocoll's cost model (executor/model) about
 // collectives on machines of many nodes.
 //
-//	gocoll-model regret [-quick] [-v] [-cpuprofile file]
+//	gocoll-model regret [-quick] [-above] [-cpuprofile file]
 //
 // regret compares the built-in tuner's choices with the model's best over
 // a grid of calls: p in {2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128,
@@ -46,12 +46,12 @@ import (
 
 func main() {
 	if len(os.Args) < 2 || os.Args[1] != "regret" {
-		fmt.Fprintln(os.Stderr, "usage: gocoll-model regret [-quick] [-v]")
+		fmt.Fprintln(os.Stderr, "usage: gocoll-model regret [-quick] [-above] [-cpuprofile file]")
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet("regret", flag.ExitOnError)
 	quick := fs.Bool("quick", false, "a reduced grid (as the test uses)")
-	verbose := fs.Bool("v", false, "print every point")
+	above := fs.Bool("above", false, "print only the points where the tuner's choice costs more than the model's best")
 	prof := fs.String("cpuprofile", "", "write a CPU profile here")
 	fs.Parse(os.Args[2:])
 	if *prof != "" {
@@ -70,7 +70,7 @@ func main() {
 		g = Quick
 	}
 	t0 := time.Now()
-	worst, err := Regret(os.Stdout, g, *verbose)
+	worst, err := Regret(os.Stdout, g, !*above)
 	if err != nil {
 		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "gocoll-model:", err)
@@ -144,6 +144,7 @@ func Regret(w io.Writer, g Grid, verbose bool) (Point, error) {
 	n := 0
 	approx := map[string][]string{}
 	done := map[tuner.Shape]bool{}
+	perMachine := make([]Point, len(g.Machines))
 	tuners := make([]*tuner.Tuner, len(g.Machines))
 	for i, m := range g.Machines {
 		mm := m.M
@@ -197,6 +198,9 @@ func Regret(w io.Writer, g Grid, verbose bool) (Point, error) {
 						if pt.Ratio > worst.Ratio {
 							worst = pt
 						}
+						if pt.Ratio > perMachine[i].Ratio {
+							perMachine[i] = pt
+						}
 						if verbose || pt.Ratio > 1 {
 							fmt.Fprintf(w, "%-8s %-22s %5d %5d %7s  %-20s %12.2f  %-20s %12.2f  %6.3f\n", m.Name, tuner.CollectiveName(c), p, sh.PerNode, size(bytes), pt.Chosen, pt.ChosenT*1e6, pt.Best, pt.BestT*1e6, pt.Ratio)
 						}
@@ -206,6 +210,9 @@ func Regret(w io.Writer, g Grid, verbose bool) (Point, error) {
 		}
 	}
 	worst.Points = n
+	for i, m := range g.Machines {
+		fmt.Fprintf(w, "max regret on %s: %.3f at %s (model's best %s)\n", m.Name, perMachine[i].Ratio, perMachine[i], perMachine[i].Best)
+	}
 	for _, k := range slices.Sorted(maps.Keys(approx)) {
 		fmt.Fprintf(w, "estimated from rank 0's schedule (too long to trace every rank; model.Approximate): %s at %s\n", k, strings.Join(approx[k], " "))
 	}
