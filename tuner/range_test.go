@@ -233,3 +233,45 @@ func TestSizeClasses(t *testing.T) {
 		t.Error("128 KiB and one byte more share a class")
 	}
 }
+
+// Tuners decide concurrently (communicators on several goroutines, the
+// shared trace cache): the same answers as one at a time (go test -race
+// checks the locking).
+func TestConcurrentModelChoices(t *testing.T) {
+	tu, _ := tuner.New(env())
+	type key struct {
+		p     int
+		bytes int64
+	}
+	var keys []key
+	for _, p := range []int{16, 24, 64} {
+		for _, b := range []int64{64, 64 << 10, 4 << 20} {
+			keys = append(keys, key{p, b})
+		}
+	}
+	want := map[key]string{}
+	for _, k := range keys {
+		ch, _ := tuner.New(env())
+		c, _ := ch.Choose(query(algorithms.Allreduce, k.bytes, k.p, true))
+		want[k] = c.Name()
+	}
+	done := make(chan string, 4*len(keys))
+	for g := range 4 {
+		go func() {
+			for i := range keys {
+				k := keys[(i+g)%len(keys)]
+				c, _ := tu.Choose(query(algorithms.Allreduce, k.bytes, k.p, true))
+				if c.Name() != want[k] {
+					done <- c.Name() + " != " + want[k]
+					continue
+				}
+				done <- ""
+			}
+		}()
+	}
+	for range 4 * len(keys) {
+		if msg := <-done; msg != "" {
+			t.Error(msg)
+		}
+	}
+}
