@@ -20,11 +20,12 @@
 // with (tuner.Plans: every algorithm traced on every rank, or on one node
 // for the symmetric ones; the few too long to trace are estimated from
 // rank 0 and listed at the end), priced at the point's exact size, where
-// the tuner decided at its size class's middle, or by a rule. Each line:
-// the point, the tuner's choice and its price, the model's best and its
-// price, their ratio; the last line says the largest
-// ratio and where. -v prints every point, not only those whose ratio is
-// above 1.
+// the tuner decided at its size class's top (powers of two are tops), or
+// by a rule. Each line: the point, the tuner's choice and its price, the
+// model's best and its price, their ratio (-above: only the points whose
+// ratio is above 1); then the largest ratio per machine, and last the
+// largest of all and where. -quick is the test's reduced grid (see
+// Quick), which adds sizes inside the tuner's classes (1.5x each).
 package main
 
 import (
@@ -86,6 +87,9 @@ type Grid struct {
 	MinBytes int64
 	MaxBytes int64
 	Factor   int64
+	// Between adds, after each size b, b*3/2: sizes inside the tuner's
+	// size classes (the powers of two are their tops, priced exactly).
+	Between  bool
 	Machines []Named
 }
 
@@ -108,7 +112,7 @@ var (
 	Quick = Grid{
 		Ps:       []int{2, 3, 8, 12, 64, 96, 256},
 		PerNode:  []int{1, 8, 64},
-		MinBytes: 8, MaxBytes: 1 << 30, Factor: 16,
+		MinBytes: 8, MaxBytes: 1 << 30, Factor: 16, Between: true,
 		Machines: machines,
 	}
 )
@@ -138,7 +142,11 @@ func Regret(w io.Writer, g Grid, verbose bool) (Point, error) {
 	for _, m := range g.Machines {
 		fmt.Fprintf(w, "  %-8s %+v\n", m.Name, tuner.MachineOf(m.M))
 	}
-	fmt.Fprintf(w, "p %v, ranks per node %v, sizes %s..%s by x%d\n", g.Ps, g.PerNode, size(g.MinBytes), size(g.MaxBytes), g.Factor)
+	between := ""
+	if g.Between {
+		between = " and 1.5x each"
+	}
+	fmt.Fprintf(w, "p %v, ranks per node %v, sizes %s..%s by x%d%s\n", g.Ps, g.PerNode, size(g.MinBytes), size(g.MaxBytes), g.Factor, between)
 	fmt.Fprintf(w, "%-8s %-22s %5s %5s %7s  %-20s %12s  %-20s %12s  %6s\n", "machine", "collective", "p", "/node", "bytes", "tuner", "µs", "model's best", "µs", "ratio")
 	var worst Point
 	n := 0
@@ -172,7 +180,14 @@ func Regret(w io.Writer, g Grid, verbose bool) (Point, error) {
 				}
 				for i, m := range g.Machines {
 					seen := map[int64]bool{}
+					var sizes []int64
 					for b := g.MinBytes; b <= g.MaxBytes; b *= g.Factor {
+						sizes = append(sizes, b)
+						if g.Between && b < g.MaxBytes {
+							sizes = append(sizes, b*3/2)
+						}
+					}
+					for _, b := range sizes {
 						s := tuner.Scale(c, p, b)
 						if seen[s] {
 							continue
