@@ -1,7 +1,7 @@
 // Command gocoll-model asks gocoll's cost model (executor/model) about
 // collectives on machines of many nodes.
 //
-//	gocoll-model regret [-quick] [-above] [-cpuprofile file]
+//	gocoll-model regret [-quick] [-between] [-above] [-cpuprofile file]
 //
 // regret compares the built-in tuner's choices with the model's best over
 // a grid of calls: p in {2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128,
@@ -24,8 +24,9 @@
 // by a rule. Each line: the point, the tuner's choice and its price, the
 // model's best and its price, their ratio (-above: only the points whose
 // ratio is above 1); then the largest ratio per machine, and last the
-// largest of all and where. -quick is the test's reduced grid (see
-// Quick), which adds sizes inside the tuner's classes (1.5x each).
+// largest of all and where. -between adds 1.5x each size, inside the
+// tuner's classes; -quick is the test's reduced grid (see Quick), which
+// has them.
 package main
 
 import (
@@ -47,11 +48,12 @@ import (
 
 func main() {
 	if len(os.Args) < 2 || os.Args[1] != "regret" {
-		fmt.Fprintln(os.Stderr, "usage: gocoll-model regret [-quick] [-above] [-cpuprofile file]")
+		fmt.Fprintln(os.Stderr, "usage: gocoll-model regret [-quick] [-between] [-above] [-cpuprofile file]")
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet("regret", flag.ExitOnError)
 	quick := fs.Bool("quick", false, "a reduced grid (as the test uses)")
+	between := fs.Bool("between", false, "add 1.5x each size (inside the tuner's size classes)")
 	above := fs.Bool("above", false, "print only the points where the tuner's choice costs more than the model's best")
 	prof := fs.String("cpuprofile", "", "write a CPU profile here")
 	fs.Parse(os.Args[2:])
@@ -69,6 +71,9 @@ func main() {
 	g := Full
 	if *quick {
 		g = Quick
+	}
+	if *between {
+		g.Between = true
 	}
 	t0 := time.Now()
 	worst, err := Regret(os.Stdout, g, !*above)
