@@ -138,6 +138,12 @@ type Algorithm struct {
 	// Restrict, when set, returns an error naming a restriction that
 	// depends on more than the fields above (the node map, say), or nil.
 	Restrict func(p Params) error
+	// SizeDependent marks an algorithm whose schedule's shape (its
+	// rounds and peers) depends on the counts, not only on the ranks: it
+	// picks its phases' algorithms by size. A schedule built at one count
+	// says nothing of another's, so the model, which prices one plan
+	// scaled to every size, does not price it.
+	SizeDependent bool
 
 	id int // 1 + its place in registration order; 0: not registered
 }

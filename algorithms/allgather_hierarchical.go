@@ -38,11 +38,12 @@ import "github.com/gocoll/gocoll/schedule"
 //	reference:    Kandalla et al., "Designing Multi-Leader-Based Allgather
 //	              Algorithms for Multi-Core Clusters" (IPDPS 2009).
 var allgatherHierarchical = &Algorithm{
-	Name:       "hierarchical",
-	Collective: Allgather,
-	Summary:    "gather each node's blocks into slices, allgather of each slice across nodes (a leader per local rank), allgather in each node",
-	Cost:       "(N-1)α + (N-1)/(Nk)·nβ + (k-1)α' + (k-1)/k·nβ' + nδ",
-	Restrict:   restrictHierarchical(Allgather),
+	Name:          "hierarchical",
+	Collective:    Allgather,
+	Summary:       "gather each node's blocks into slices, allgather of each slice across nodes (a leader per local rank), allgather in each node",
+	Cost:          "(N-1)α + (N-1)/(Nk)·nβ + (k-1)α' + (k-1)/k·nβ' + nδ",
+	Restrict:      restrictHierarchical(Allgather),
+	SizeDependent: true, // the phases' flat algorithms are chosen by size
 	Build: func(pr Params) *schedule.Schedule {
 		m, bl := pr.Nodes, pr.Blocks()
 		n, r := bl.Total, pr.Rank

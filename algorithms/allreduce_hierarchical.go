@@ -53,11 +53,12 @@ import "github.com/gocoll/gocoll/schedule"
 //	              Clusters" (IPDPS 2009); MPICH's SMP-aware allreduce is the
 //	              one-leader form.
 var allreduceHierarchical = &Algorithm{
-	Name:       "hierarchical",
-	Collective: Allreduce,
-	Summary:    "reduce-scatter in each node, allreduce of each slice across nodes (a leader per local rank), allgather in each node",
-	Cost:       "2(k-1)α' + 2(k-1)/k·nβ' + 2lg N·α + 2(N-1)/(Nk)·nβ + (p-1)/p·nγ",
-	Restrict:   restrictHierarchical(Allreduce),
+	Name:          "hierarchical",
+	Collective:    Allreduce,
+	Summary:       "reduce-scatter in each node, allreduce of each slice across nodes (a leader per local rank), allgather in each node",
+	Cost:          "2(k-1)α' + 2(k-1)/k·nβ' + 2lg N·α + 2(N-1)/(Nk)·nβ + (p-1)/p·nγ",
+	Restrict:      restrictHierarchical(Allreduce),
+	SizeDependent: true, // the phases' flat algorithms are chosen by size
 	Build: func(pr Params) *schedule.Schedule {
 		m, n, comm := pr.Nodes, pr.Count, pr.Commutative
 		if flatNodes(m) {

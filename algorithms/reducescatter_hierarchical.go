@@ -40,11 +40,12 @@ import "github.com/gocoll/gocoll/schedule"
 //	reference:    the multi-leader shape of Kandalla et al. (IPDPS 2009),
 //	              applied to the reduce-scatter.
 var reduceScatterHierarchical = &Algorithm{
-	Name:       "hierarchical",
-	Collective: ReduceScatter,
-	Summary:    "reduce-scatter in each node, reduce-scatter of each slice across nodes (a leader per local rank), blocks handed out in each node",
-	Cost:       "(k-1)α' + (k-1)/k·n(β'+γ) + (N-1)α + (N-1)/(Nk)·n(β+γ) + nδ",
-	Restrict:   restrictHierarchical(ReduceScatter),
+	Name:          "hierarchical",
+	Collective:    ReduceScatter,
+	Summary:       "reduce-scatter in each node, reduce-scatter of each slice across nodes (a leader per local rank), blocks handed out in each node",
+	Cost:          "(k-1)α' + (k-1)/k·n(β'+γ) + (N-1)α + (N-1)/(Nk)·n(β+γ) + nδ",
+	Restrict:      restrictHierarchical(ReduceScatter),
+	SizeDependent: true, // the phases' flat algorithms are chosen by size
 	Build: func(pr Params) *schedule.Schedule {
 		m, bl, comm := pr.Nodes, pr.Blocks(), pr.Commutative
 		n, r := bl.Total, pr.Rank

@@ -244,8 +244,12 @@ func (c *Comm) run(call string, coll algorithms.Collective, force string, own bo
 		}
 	}
 	if c.cfg.Debug != nil {
+		how := choice.How
+		if choice.Why != "" {
+			how += ": " + choice.Why // the rule or the model's estimate
+		}
 		fmt.Fprintf(c.cfg.Debug, "gocoll: rank %d: %s comm=%s bytes=%d p=%d algorithm=%s (%s)%s\n",
-			c.rank, call, c.name, bytes, p.P, choice.Alg.Name, choice.How, memoryNote(onDevice))
+			c.rank, call, c.name, bytes, p.P, choice.Alg.Name, how, memoryNote(onDevice))
 	}
 	if cl, ok := counters.CallOf(call); ok && !own && choice.Alg != nil {
 		counters.Ran(cl, choice.Alg, choice.Fallback)

@@ -148,6 +148,9 @@ func decide(c *C.struct_gc_call, shared bool) C.int {
 			if rest, ok := strings.CutPrefix(ch.How, "tuned ("); ok {
 				why = "; " + strings.TrimSuffix(rest, ")")
 			}
+			if ch.Why != "" {
+				why += "; " + ch.Why // the rule or the model's estimate
+			}
 			fmt.Fprintf(os.Stderr, "gocoll: rank %d: %s -> host MPI (tuned: native for %d bytes at p=%d%s)\n",
 				int(c.cs.rank), q.Collective, q.Bytes, q.Params.P, why)
 		}
@@ -265,10 +268,15 @@ func gc_go_run(c *C.struct_gc_call) (rc C.int) {
 	return C.int(mpierr.ClassOf(err))
 }
 
-// how is the debug line's "tuned" or "forced".
+// how is the debug line's "tuned" (with the rule or model estimate that
+// decided) or "forced".
 func how(c *C.struct_gc_call, cl algorithms.Collective, shared bool) string {
 	switch c.how {
 	case 0:
+		// Which rule or model estimate decided (asked again: debug only).
+		if ch, err := cfg.choose(query(c, shared)); err == nil && ch.Why != "" {
+			return "tuned: " + ch.Why
+		}
 		return "tuned"
 	case 1:
 		return "forced"

@@ -27,8 +27,9 @@ func TestNativeRejectedStandalone(t *testing.T) {
 }
 
 // In preload mode native can be forced, named by rules (Options.Rules
-// after the tuning file, before the defaults), and never fails a
-// restriction.
+// after the tuning file; no defaults: outside the rules the model
+// decides, and it keeps the host unless gocoll wins by NativeMargin), and
+// never fails a restriction.
 func TestNativePreload(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rules.json")
 	os.WriteFile(path, []byte(`{"rules": [{"collective": "allreduce", "min_bytes": 1000, "max_bytes": 2000, "algorithm": "ring"}]}`), 0o644)
@@ -50,13 +51,13 @@ func TestNativePreload(t *testing.T) {
 	}{
 		{algorithms.Allreduce, 8, 4, true, "native", "tuned"},
 		{algorithms.Allreduce, 8, 4, false, "native", "tuned"},
-		{algorithms.Allreduce, 1500, 4, true, "ring", "tuned"},                     // the file first
-		{algorithms.Allreduce, 1500, 4, false, "native", "tuned"},                  // ring cannot: next rule
-		{algorithms.Allreduce, 1 << 20, 4, true, "ring", "tuned"},                  // defaults
-		{algorithms.Allgather, 64, 2, true, "recursive_doubling", "tuned"},         // below min_ranks
-		{algorithms.Allgather, 64, 3, true, "native", "tuned"},                     // options rule
-		{algorithms.ReduceScatter, 64, 4, false, "native", "forced"},               // forced, any op
-		{algorithms.ReduceScatterBlock, 64, 4, true, "recursive_halving", "tuned"}, // not forced
+		{algorithms.Allreduce, 1500, 4, true, "ring", "tuned"},          // the file first
+		{algorithms.Allreduce, 1500, 4, false, "native", "tuned"},       // ring cannot: next rule
+		{algorithms.Allreduce, 1 << 20, 4, true, "native", "tuned"},     // no defaults: the model, the host's estimate
+		{algorithms.Allgather, 64, 2, true, "native", "tuned"},          // below min_ranks: the model
+		{algorithms.Allgather, 64, 3, true, "native", "tuned"},          // options rule
+		{algorithms.ReduceScatter, 64, 4, false, "native", "forced"},    // forced, any op
+		{algorithms.ReduceScatterBlock, 64, 4, true, "native", "tuned"}, // not forced: the model
 	}
 	for _, tc := range cases {
 		ch, err := tu.Choose(query(tc.c, tc.bytes, tc.p, tc.comm))

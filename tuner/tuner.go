@@ -1,11 +1,13 @@
 // Package tuner picks the algorithm of each collective call.
 //
 // The choice is data, not code: an ordered list of rules, each naming a
-// collective, a range of message sizes, a range of rank counts and an
-// algorithm. The first rule that matches the call and whose algorithm's
-// restrictions hold wins. Rules come from GOCOLL_TUNING_FILE first, then
-// from the built-in defaults (defaults.go), which end with a rule that
-// always matches. Environment variables can force an algorithm per
+// collective, a range of message sizes, ranges of rank counts, nodes and
+// ranks per node, and an algorithm. The first rule that matches the call
+// and whose algorithm's restrictions hold wins. Rules come from
+// GOCOLL_TUNING_FILE first, then from the built-in defaults (defaults.go),
+// which hold where they were measured (up to 8 ranks on one node). Outside
+// every rule the model decides (model.go), on the tuning file's machine or
+// model.Default. Environment variables can force an algorithm per
 // collective; a forced algorithm whose restrictions fail falls back to the
 // tuned choice, as GOCOLL_FALLBACK says.
 //
@@ -26,27 +28,38 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gocoll/gocoll/algorithms"
+	"github.com/gocoll/gocoll/executor/model"
 )
 
-// Rule selects an algorithm for calls of one collective whose size in bytes
-// and number of ranks fall in the given ranges (a zero maximum means no
-// limit).
+// Rule selects an algorithm for calls of one collective whose size in bytes,
+// number of ranks, number of nodes and ranks per node (the most on one
+// node) fall in the given ranges (a zero maximum means no limit). A rule
+// applies only where it was measured: give it the range of ranks and nodes
+// it was measured at; outside every rule the model decides (model.go).
 type Rule struct {
 	Collective string `json:"collective"` // allreduce, reduce_scatter, reduce_scatter_block, allgather
 	MinBytes   int64  `json:"min_bytes,omitempty"`
 	MaxBytes   int64  `json:"max_bytes,omitempty"`
 	MinRanks   int    `json:"min_ranks,omitempty"`
 	MaxRanks   int    `json:"max_ranks,omitempty"`
+	MinNodes   int    `json:"min_nodes,omitempty"`
+	MaxNodes   int    `json:"max_nodes,omitempty"`
+	MinPerNode int    `json:"min_ranks_per_node,omitempty"`
+	MaxPerNode int    `json:"max_ranks_per_node,omitempty"`
 	PowerOfTwo bool   `json:"power_of_two,omitempty"` // only when p is a power of two
 	Algorithm  string `json:"algorithm"`
 }
 
-// inRange checks the size and rank bounds of the rule.
-func (r Rule) inRange(bytes int64, p int) bool {
+// inRange checks the size, rank and node bounds of the rule.
+func (r Rule) inRange(bytes int64, s Shape) bool {
+	p := s.P
 	return bytes >= r.MinBytes && (r.MaxBytes == 0 || bytes <= r.MaxBytes) &&
 		p >= r.MinRanks && (r.MaxRanks == 0 || p <= r.MaxRanks) &&
+		s.Nodes >= r.MinNodes && (r.MaxNodes == 0 || s.Nodes <= r.MaxNodes) &&
+		s.PerNode >= r.MinPerNode && (r.MaxPerNode == 0 || s.PerNode <= r.MaxPerNode) &&
 		(!r.PowerOfTwo || p&(p-1) == 0)
 }
 
@@ -54,9 +67,11 @@ func (r Rule) inRange(bytes int64, p int) bool {
 // environment variables (lower case): allreduce, reduce_scatter, ...
 func CollectiveName(c algorithms.Collective) string { return strings.ToLower(c.EnvName()) }
 
-// File is the format of GOCOLL_TUNING_FILE.
+// File is the format of GOCOLL_TUNING_FILE: rules, and optionally the
+// machine the model decides with outside them (gocoll-tune writes both).
 type File struct {
-	Rules []Rule `json:"rules"`
+	Machine *Machine `json:"machine,omitempty"`
+	Rules   []Rule   `json:"rules"`
 }
 
 // Fallback says what happens when a forced algorithm cannot run a call.
@@ -79,7 +94,12 @@ type Options struct {
 	Native bool
 	// Rules are tried after the tuning file's rules and before Defaults:
 	// LD_PRELOAD mode puts its measured native/gocoll crossovers here.
+	// With Native, Defaults are not used: outside these rules and the
+	// file's, the model decides between the host and gocoll (model.go).
 	Rules []Rule
+	// Machine is the model's machine, for calls outside every rule; nil:
+	// the tuning file's, or else model.Default.
+	Machine *model.Machine
 }
 
 // Tuner chooses algorithms. It is safe for concurrent use.
@@ -88,7 +108,8 @@ type Tuner struct {
 	rules    []Rule // tuning file first, then Options.Rules, then defaults
 	fallback Fallback
 	log      io.Writer
-	native   bool // "native" is a valid name
+	native   bool     // "native" is a valid name
+	sources  []string // where each rule comes from, for Choice.Why
 
 	mu     sync.Mutex
 	warned map[string]bool
@@ -97,6 +118,11 @@ type Tuner struct {
 	// on first use: Choose runs on every call and must not look names up.
 	compileOnce sync.Once
 	compiled    []compiledRule
+
+	// The model, outside every rule (model.go).
+	machine model.Machine
+	models  modelCache
+	last    atomic.Pointer[shapeOf] // the shape of the last node map seen
 }
 
 type compiledRule struct {
@@ -104,15 +130,16 @@ type compiledRule struct {
 	coll   algorithms.Collective
 	alg    *algorithms.Algorithm // nil for native
 	native bool
+	why    string // for GOCOLL_DEBUG=info: "rule 3 (defaults)"
 }
 
 func (t *Tuner) compile() {
-	for _, r := range t.rules {
+	for i, r := range t.rules {
 		c, ok := collectiveByName(r.Collective)
 		if !ok {
 			continue
 		}
-		cr := compiledRule{Rule: r, coll: c, native: r.Algorithm == Native && t.native}
+		cr := compiledRule{Rule: r, coll: c, native: r.Algorithm == Native && t.native, why: t.sources[i]}
 		if !cr.native {
 			a, err := algorithms.Lookup(c, r.Algorithm)
 			if err != nil {
@@ -140,7 +167,7 @@ func NewWithOptions(env Env, opts Options) (*Tuner, error) {
 	if env == nil {
 		env = os.Getenv
 	}
-	t := &Tuner{force: map[algorithms.Collective]string{}, fallback: FallbackWarn, log: os.Stderr, warned: map[string]bool{}, native: opts.Native}
+	t := &Tuner{force: map[algorithms.Collective]string{}, fallback: FallbackWarn, log: os.Stderr, warned: map[string]bool{}, native: opts.Native, machine: model.Default}
 	for _, c := range algorithms.Collectives {
 		v := ForceVar(c)
 		name := strings.TrimSpace(env(v))
@@ -159,18 +186,32 @@ func NewWithOptions(env Env, opts Options) (*Tuner, error) {
 	default:
 		return nil, fmt.Errorf("GOCOLL_FALLBACK=%s: want warn, error or silent", f)
 	}
+	add := func(rules []Rule, source string) {
+		for i := range rules {
+			t.rules = append(t.rules, rules[i])
+			t.sources = append(t.sources, fmt.Sprintf("rule %d of %s", i+1, source))
+		}
+	}
 	if path := env("GOCOLL_TUNING_FILE"); path != "" {
-		rules, err := readFile(path, opts.Native)
+		f, err := readTuningFile(path, opts.Native)
 		if err != nil {
 			return nil, fmt.Errorf("GOCOLL_TUNING_FILE: %v", err)
 		}
-		t.rules = rules
+		add(f.Rules, path)
+		if f.Machine != nil {
+			t.machine = f.Machine.Model()
+		}
 	}
 	if err := checkRules(opts.Rules, opts.Native); err != nil {
 		return nil, fmt.Errorf("tuner options: %v", err)
 	}
-	t.rules = append(t.rules, opts.Rules...)
-	t.rules = append(t.rules, Defaults...)
+	add(opts.Rules, "the measured rules")
+	if !opts.Native {
+		add(Defaults, "the defaults")
+	}
+	if opts.Machine != nil {
+		t.machine = *opts.Machine
+	}
 	return t, nil
 }
 
@@ -217,20 +258,31 @@ func ReadFile(path string) ([]Rule, error) { return readFile(path, false) }
 
 // readFile reads a tuning file whose rules may name native if native.
 func readFile(path string, native bool) ([]Rule, error) {
+	f, err := readTuningFile(path, native)
+	return f.Rules, err
+}
+
+// ReadTuningFile reads and validates a tuning file, its machine included.
+func ReadTuningFile(path string) (File, error) { return readTuningFile(path, false) }
+
+func readTuningFile(path string, native bool) (File, error) {
+	var f File
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return f, err
 	}
-	var f File
 	dec := json.NewDecoder(strings.NewReader(string(data)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
+		return f, fmt.Errorf("%s: %v", path, err)
 	}
 	if err := checkRules(f.Rules, native); err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
+		return f, fmt.Errorf("%s: %v", path, err)
 	}
-	return f.Rules, nil
+	if m := f.Machine; m != nil && (m.Alpha < 0 || m.Beta < 0 || m.Gamma < 0 || m.Delta < 0 || m.NodeAlpha < 0 || m.NodeBeta < 0 || m.Sync < 0) {
+		return f, fmt.Errorf("%s: machine: negative parameter", path)
+	}
+	return f, nil
 }
 
 // checkRules fails, naming the rule, on an unknown collective or algorithm.
@@ -282,6 +334,9 @@ type Choice struct {
 	// How says where the choice came from: "tuned", "forced", or
 	// "tuned (forced X cannot run: reason)".
 	How string
+	// Why says, for a tuned choice, which rule or model estimate decided:
+	// "rule 5 of the defaults", or "model (...): ring 1.2 ms, next ...".
+	Why string
 	// Fallback: a forced algorithm could not run the call, and this is
 	// the tuned choice instead (GOCOLL_FALLBACK=warn or silent).
 	Fallback bool
@@ -327,24 +382,24 @@ func (t *Tuner) Choose(q Query) (Choice, error) {
 	return t.tuned(q), nil
 }
 
-// tuned returns the first rule's algorithm whose restrictions hold.
+// tuned returns the first rule's algorithm whose restrictions hold, or
+// outside every rule the model's choice.
 func (t *Tuner) tuned(q Query) Choice {
 	t.compileOnce.Do(t.compile)
+	sh := t.shape(q.Params)
 	for i := range t.compiled {
 		r := &t.compiled[i]
-		if r.coll != q.Collective || !r.inRange(q.Bytes, q.Params.P) {
+		if r.coll != q.Collective || !r.inRange(q.Bytes, sh) {
 			continue
 		}
 		if r.native {
-			return Choice{Native: true, How: "tuned"}
+			return Choice{Native: true, How: "tuned", Why: r.why}
 		}
 		if r.alg.Check(q.Params) == nil {
-			return Choice{Alg: r.alg, How: "tuned"}
+			return Choice{Alg: r.alg, How: "tuned", Why: r.why}
 		}
 	}
-	// The defaults end with an order-preserving catch-all per collective,
-	// so this is unreachable unless they are broken.
-	panic("tuner: no rule matches " + q.Collective.String())
+	return t.modelChoice(q, sh)
 }
 
 func (t *Tuner) warnOnce(key, msg string) {

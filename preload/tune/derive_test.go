@@ -50,14 +50,14 @@ func TestDerive(t *testing.T) {
 		}
 	}
 	want := []tuner.Rule{
-		{Collective: "allreduce", MaxBytes: 24, MaxRanks: 2, Algorithm: "native"},
-		{Collective: "allreduce", MinBytes: 25, MaxBytes: 48, MaxRanks: 2, Algorithm: "shm"},
-		{Collective: "allreduce", MinBytes: 25, MaxBytes: 48, MaxRanks: 2, Algorithm: "recursive_doubling"},
-		{Collective: "allreduce", MinBytes: 49, MaxBytes: 96, MaxRanks: 2, Algorithm: "shm"},
-		{Collective: "allreduce", MinBytes: 49, MaxBytes: 96, MaxRanks: 2, Algorithm: "native"},
-		{Collective: "allreduce", MinBytes: 97, MaxRanks: 2, Algorithm: "ring"},
-		{Collective: "allreduce", MinBytes: 97, MaxRanks: 2, Algorithm: "native"},
-		{Collective: "allreduce", MinRanks: 3, Algorithm: "native"},
+		{Collective: "allreduce", MaxBytes: 24, MaxRanks: 2, MaxNodes: 1, Algorithm: "native"},
+		{Collective: "allreduce", MinBytes: 25, MaxBytes: 48, MaxRanks: 2, MaxNodes: 1, Algorithm: "shm"},
+		{Collective: "allreduce", MinBytes: 25, MaxBytes: 48, MaxRanks: 2, MaxNodes: 1, Algorithm: "recursive_doubling"},
+		{Collective: "allreduce", MinBytes: 49, MaxBytes: 96, MaxRanks: 2, MaxNodes: 1, Algorithm: "shm"},
+		{Collective: "allreduce", MinBytes: 49, MaxBytes: 96, MaxRanks: 2, MaxNodes: 1, Algorithm: "native"},
+		{Collective: "allreduce", MinBytes: 97, MaxRanks: 2, MaxNodes: 1, Algorithm: "ring"},
+		{Collective: "allreduce", MinBytes: 97, MaxRanks: 2, MaxNodes: 1, Algorithm: "native"},
+		{Collective: "allreduce", MinRanks: 3, MaxRanks: 4, MaxNodes: 1, Algorithm: "native"},
 	}
 	if len(allreduce) != len(want) {
 		t.Fatalf("got %d rules, want %d:\n%+v", len(allreduce), len(want), allreduce)
@@ -114,7 +114,8 @@ func TestSavedRoundTrip(t *testing.T) {
 	s := samples{}
 	s.add("mpich", 2, "allreduce", "shm", 8, 0.5)
 	s.add("mpich", 2, "allreduce", "native", 8, 0.75)
-	in := saved{MPIs: []string{"mpich"}, NPs: map[string][]int{"mpich": {2}}, Reps: 3, MaxSize: 1 << 20, Samples: s}
+	in := saved{MPIs: []string{"mpich"}, NPs: map[string][]int{"mpich": {2}}, Reps: 3, MaxSize: 1 << 20,
+		Machine: machine{CPU: "a CPU", Cores: 2, Date: "2026-12-02"}, Samples: s}
 	b, err := json.Marshal(in)
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,7 @@
+package tuner
+
+// For the tests.
+var (
+	SizeClass  = sizeClass
+	ClassBytes = classBytes
+)

@@ -1,0 +1,340 @@
+package tuner
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"sync"
+
+	"github.com/gocoll/gocoll/algorithms"
+	"github.com/gocoll/gocoll/executor/model"
+)
+
+// Outside every rule, the model decides: it prices every algorithm of the
+// collective that can run the call (executor/model, on the tuner's
+// machine) and takes the cheapest. Decisions are cached per collective,
+// size class (eight per doubling of the size, priced at the class's top),
+// rank count, node shape and the call's restrictions, so that a
+// communicator's steady state looks a map up under a read lock and
+// allocates nothing; the traces the model
+// priced (one plan per algorithm and shape) are kept to price other sizes
+// of the same shape, on any tuner's machine.
+//
+// The model prices the shape, not the exact map: nodes of PerNode
+// consecutive ranks, the last one short where PerNode does not divide p.
+// An algorithm that would take the model more than maxWork rank-rounds
+// to trace (no symmetry to use, or uneven nodes, at thousands of ranks)
+// is estimated from rank 0's schedule alone (model.Approximate), on nodes
+// of k consecutive ranks, k the largest divisor of p that is at most
+// PerNode, so that all nodes are alike. The call is the size class's
+// top size rounded to a multiple of the unit count (model.UnitCount:
+// one element per block). Where the real map is not so placed, or the
+// call's size not such a multiple, the price is an estimate of the
+// call's.
+//
+// In LD_PRELOAD mode (Options.Native), the host MPI's collective is one
+// more candidate that the model cannot price: it estimates the host by
+// the best of the textbook algorithms that MPICH and Open MPI also
+// implement (textbook), and chooses gocoll only where gocoll's best beats
+// that by more than NativeMargin.
+
+// NativeMargin is how much faster (by the model) gocoll's best algorithm
+// must be than the estimate of the host's, outside the measured rules,
+// for LD_PRELOAD mode to choose gocoll: 25%, the accuracy the model is
+// held to against measurement at 64 KiB and up (issue 13), so that a
+// choice of gocoll outside the measured range is one the model's error
+// cannot reverse.
+const NativeMargin = 1.25
+
+// textbook are the algorithms the host MPIs implement as well (with their
+// own crossovers): the model's estimate of a host collective is the best
+// of these.
+var textbook = map[string]bool{
+	"ring": true, "recursive_doubling": true, "rabenseifner": true, "bruck": true,
+	"pairwise": true, "recursive_halving": true,
+}
+
+// Shape is what the rules and the model see of a communicator: its ranks,
+// its nodes and the most ranks on one node. Without a node map, ranks
+// that share a segment (Params.SharedMemory) are one node; otherwise
+// every rank counts as its own node.
+type Shape struct {
+	P, Nodes, PerNode int
+}
+
+func (s Shape) String() string {
+	if s.Nodes == 1 {
+		return fmt.Sprintf("p=%d on one node", s.P)
+	}
+	return fmt.Sprintf("p=%d, %d nodes, up to %d a node", s.P, s.Nodes, s.PerNode)
+}
+
+// shapeOf remembers the shape of one node map.
+type shapeOf struct {
+	m *algorithms.NodeMap
+	Shape
+}
+
+// shape returns the call's shape; a node map's is computed once (per map
+// seen last), not per call.
+func (t *Tuner) shape(p algorithms.Params) Shape {
+	if p.Nodes == nil {
+		if p.SharedMemory || p.P <= 1 {
+			return Shape{p.P, 1, p.P}
+		}
+		return Shape{p.P, p.P, 1}
+	}
+	if s := t.last.Load(); s != nil && s.m == p.Nodes {
+		return s.Shape
+	}
+	s := &shapeOf{m: p.Nodes, Shape: Shape{p.P, p.Nodes.NumNodes(), p.Nodes.MaxPerNode()}}
+	t.last.Store(s)
+	return s.Shape
+}
+
+// Machine is a tuning file's model machine: seconds per message and per
+// byte (see model.Machine).
+type Machine struct {
+	Alpha     float64 `json:"alpha"`                // per message between nodes
+	Beta      float64 `json:"beta"`                 // per byte of a node's traffic between nodes
+	Gamma     float64 `json:"gamma"`                // per byte reduced
+	Delta     float64 `json:"delta"`                // per byte copied
+	NodeAlpha float64 `json:"node_alpha,omitempty"` // per message within a node; 0 (with node_beta): as between nodes
+	NodeBeta  float64 `json:"node_beta,omitempty"`  // per byte within a node
+	Sync      float64 `json:"sync,omitempty"`       // per step of the shm algorithms; 0: node_alpha
+}
+
+// Model returns m as the model's machine.
+func (m Machine) Model() model.Machine {
+	return model.Machine{Alpha: m.Alpha, Beta: m.Beta, Gamma: m.Gamma, Delta: m.Delta, NodeAlpha: m.NodeAlpha, NodeBeta: m.NodeBeta, Sync: m.Sync}
+}
+
+// MachineOf returns the tuning file form of m.
+func MachineOf(m model.Machine) Machine {
+	return Machine{Alpha: m.Alpha, Beta: m.Beta, Gamma: m.Gamma, Delta: m.Delta, NodeAlpha: m.NodeAlpha, NodeBeta: m.NodeBeta, Sync: m.Sync}
+}
+
+// Machine returns the machine the model decides with.
+func (t *Tuner) Machine() model.Machine { return t.machine }
+
+type modelKey struct {
+	plans planKey
+	class int32
+}
+
+type planKey struct {
+	coll                        algorithms.Collective
+	shape                       Shape
+	commutative, shared, device bool
+}
+
+type pricedPlan = PricedPlan
+
+// PricedPlan is the model's trace of one algorithm on one shape.
+type PricedPlan struct {
+	Alg  *algorithms.Algorithm
+	Plan *model.Plan
+	// Approx: estimated from rank 0's schedule (model.Approximate), too
+	// long to trace on every rank.
+	Approx bool
+}
+
+// Plans returns the model's traces of collective c's algorithms that can
+// run a call of shape sh (at unit size: see ShapeParams), as the tuner
+// prices them; shared, do not modify.
+func Plans(c algorithms.Collective, sh Shape, commutative, shared, device bool) []PricedPlan {
+	return plansFor(planKey{coll: c, shape: sh, commutative: commutative, shared: shared, device: device})
+}
+
+type modelCache struct {
+	mu      sync.RWMutex
+	choices map[modelKey]Choice
+}
+
+// plans are the model's traces per shape, whatever the machine: shared
+// by every tuner of the process (gocoll-model's three). At most
+// maxPlans shapes are kept; beyond, the cache starts again.
+var plans struct {
+	sync.Mutex
+	m map[planKey][]pricedPlan
+}
+
+const maxPlans = 16
+
+func plansFor(pk planKey) []pricedPlan {
+	plans.Lock()
+	defer plans.Unlock()
+	if pp, ok := plans.m[pk]; ok {
+		return pp
+	}
+	if plans.m == nil || len(plans.m) >= maxPlans {
+		plans.m = map[planKey][]pricedPlan{}
+	}
+	pp := preparePlans(pk)
+	plans.m[pk] = pp
+	return pp
+}
+
+// sizeClass returns the class of a size: eight per doubling, each
+// class (lo, hi] so that a power of two is the top of its class (the shm
+// algorithms change method at one: 128 KiB an allreduce step).
+func sizeClass(b int64) int32 {
+	if b <= 16 {
+		return int32(max(b, 0))
+	}
+	x := uint64(b - 1)
+	e := bits.Len64(x) - 1
+	return int32(e*8) + int32(x>>(e-3)&7)
+}
+
+// classBytes returns the size a class is priced at: its top.
+func classBytes(c int32) int64 {
+	if c <= 16 {
+		return int64(c)
+	}
+	e, f := int64(c/8), int64(c%8)
+	return (9 + f) << e >> 3
+}
+
+// modelChoice returns the model's choice for a call outside every rule.
+func (t *Tuner) modelChoice(q Query, sh Shape) Choice {
+	pk := planKey{coll: q.Collective, shape: sh, commutative: q.Params.Commutative, shared: q.Params.SharedMemory, device: q.Params.DeviceMemory}
+	key := modelKey{plans: pk, class: sizeClass(q.Bytes)}
+	t.models.mu.RLock()
+	c, ok := t.models.choices[key]
+	t.models.mu.RUnlock()
+	if ok {
+		return c
+	}
+	t.models.mu.Lock()
+	defer t.models.mu.Unlock()
+	if c, ok := t.models.choices[key]; ok {
+		return c
+	}
+	if t.models.choices == nil {
+		t.models.choices = map[modelKey]Choice{}
+	}
+	c = decide(plansFor(pk), pk, classBytes(key.class), t.machine, t.native)
+	t.models.choices[key] = c
+	return c
+}
+
+// Estimate returns the model's choice for a call as the tuner makes it
+// outside every rule, whatever the rules say: for gocoll-model.
+func (t *Tuner) Estimate(q Query) Choice {
+	t.compileOnce.Do(t.compile)
+	return t.modelChoice(q, t.shape(q.Params))
+}
+
+// ShapeParams returns the call the model prices for shape sh at unit
+// size: p ranks on nodes of equal size (see the top of this file), one
+// unit count (model.UnitCount) of 1-byte elements.
+func ShapeParams(c algorithms.Collective, sh Shape, commutative, shared, device bool) algorithms.Params {
+	b := algorithms.Params{P: sh.P, Commutative: commutative, SharedMemory: shared, DeviceMemory: device, Nodes: canonical(sh, false)}
+	if c == algorithms.Allreduce {
+		b.Count = model.UnitCount(c, sh.P)
+		return b
+	}
+	b.Counts = make([]int, sh.P)
+	for i := range b.Counts {
+		b.Counts[i] = 1
+	}
+	return b
+}
+
+// Scale returns the multiple of the unit call of ShapeParams nearest to
+// bytes (at least 1).
+func Scale(c algorithms.Collective, p int, bytes int64) int64 {
+	u := int64(model.UnitCount(c, p))
+	if c != algorithms.Allreduce {
+		u = int64(p)
+	}
+	return max((bytes+u/2)/u, 1)
+}
+
+// maxWork bounds the ranks times rounds the model traces for one
+// algorithm on one shape (see the top of this file): about half a
+// second at most.
+const maxWork = 1 << 19
+
+// canonical returns the node map the model prices shape sh on: nodes of
+// sh.PerNode consecutive ranks (all of p on one node), or with even, of k,
+// the largest divisor of p at most sh.PerNode; nil when every rank is its
+// own node.
+func canonical(sh Shape, even bool) *algorithms.NodeMap {
+	k := sh.PerNode
+	if sh.Nodes <= 1 {
+		k = sh.P
+	}
+	for even && k > 1 && sh.P%k != 0 {
+		k--
+	}
+	if k <= 1 {
+		return nil
+	}
+	nodes := make([]int, sh.P)
+	for r := range nodes {
+		nodes[r] = r / k
+	}
+	return algorithms.NodeMapOf(nodes)
+}
+
+func preparePlans(pk planKey) []pricedPlan {
+	base := ShapeParams(pk.coll, pk.shape, pk.commutative, pk.shared, pk.device)
+	var out []pricedPlan
+	for _, a := range algorithms.All(pk.coll) {
+		pl, ok := model.PrepareWithin(a, base, 1, maxWork)
+		if !ok {
+			// Too long to trace on every rank: estimated from rank 0,
+			// on even nodes.
+			even := base
+			even.Nodes = canonical(pk.shape, true)
+			pl = model.Approximate(a, even, 1)
+		}
+		if pl != nil {
+			out = append(out, pricedPlan{a, pl, !ok})
+		}
+	}
+	return out
+}
+
+// decide prices the plans at bytes and returns the cheapest, or in
+// LD_PRELOAD mode native unless gocoll's best wins by NativeMargin.
+func decide(plans []pricedPlan, pk planKey, bytes int64, m model.Machine, native bool) Choice {
+	s := Scale(pk.coll, pk.shape.P, bytes)
+	best, second, host := -1, -1, -1
+	times := make([]float64, len(plans))
+	for i, pp := range plans {
+		times[i] = pp.Plan.Cost(m, s).Time
+		if math.IsInf(times[i], 1) {
+			continue
+		}
+		switch {
+		case best < 0 || times[i] < times[best]:
+			best, second = i, best
+		case second < 0 || times[i] < times[second]:
+			second = i
+		}
+		if textbook[pp.Alg.Name] && (host < 0 || times[i] < times[host]) {
+			host = i
+		}
+	}
+	if best < 0 {
+		panic("tuner: no algorithm can run " + pk.coll.String())
+	}
+	where := fmt.Sprintf("model (%s, %d B): ", pk.shape, bytes)
+	if native && host >= 0 && times[best]*NativeMargin >= times[host] {
+		return Choice{Native: true, How: "tuned", Why: fmt.Sprintf("%sgocoll's best %s %s is not %.0f%% under the host's estimate (%s %s)",
+			where, plans[best].Alg.Name, us(times[best]), (NativeMargin-1)*100, plans[host].Alg.Name, us(times[host]))}
+	}
+	why := where + plans[best].Alg.Name + " " + us(times[best])
+	if second >= 0 {
+		why += ", next " + plans[second].Alg.Name + " " + us(times[second])
+	}
+	if native && host >= 0 {
+		why += fmt.Sprintf(", the host estimated at %s (%s)", us(times[host]), plans[host].Alg.Name)
+	}
+	return Choice{Alg: plans[best].Alg, How: "tuned", Why: why}
+}
+
+func us(t float64) string { return fmt.Sprintf("%.3g µs", t*1e6) }
