@@ -11,11 +11,16 @@ import (
 // then passes it to the tuner and the algorithms in Params.Nodes, and
 // communicators made from this one derive theirs from it. Call it once,
 // right after NewComm and before any collective, with the same map on
-// every rank. Without it the map is unknown (nil).
+// every rank. Without it the map is unknown (nil). The schedule cache
+// does not key on the map, which is fixed per communicator: SetNodes
+// empties it.
 func (c *Comm) SetNodes(m *algorithms.NodeMap) error {
 	if m != nil && m.P() != c.Size() {
 		return fmt.Errorf("coll: node map of %d ranks for %s, which has %d", m.P(), c.name, c.Size())
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cache.m = nil
 	c.setNodes(m)
 	return nil
 }
