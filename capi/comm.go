@@ -97,6 +97,39 @@ func go_Comm_split(comm C.MPI_Comm, color, key C.int, newcomm *C.MPI_Comm) (rc C
 	return C.MPI_SUCCESS
 }
 
+// splitTypeShared is MPI_COMM_TYPE_SHARED (MPICH ABI).
+const splitTypeShared = C.MPI_COMM_TYPE_SHARED
+
+//export go_Comm_split_type
+func go_Comm_split_type(comm C.MPI_Comm, splitType, key C.int, info C.MPI_Info, newcomm *C.MPI_Comm) (rc C.int) {
+	const call = "MPI_Comm_split_type"
+	defer guard(call, &rc)
+	e, err := prologue(call, comm)
+	switch {
+	case err != nil:
+	case newcomm == nil:
+		err = mpierr.New(call, mpierr.Arg, "newcomm is NULL")
+	case splitType != splitTypeShared && splitType != C.MPI_UNDEFINED:
+		err = mpierr.New(call, mpierr.Arg, "split_type %d is not MPI_COMM_TYPE_SHARED (%d) or MPI_UNDEFINED: gocoll knows no other", int(splitType), int(splitTypeShared))
+	}
+	if err != nil {
+		return fail(e, err)
+	}
+	// info carries hints only, which an implementation may ignore; gocoll
+	// has no info objects, so there is none to read.
+	_ = info
+	c, err := e.c.SplitType(splitType == splitTypeShared, int(key), e.c.Name()+"/shared")
+	if err != nil {
+		return fail(e, err)
+	}
+	if c == nil {
+		*newcomm = commNull
+		return C.MPI_SUCCESS
+	}
+	*newcomm = register(e, c).handle
+	return C.MPI_SUCCESS
+}
+
 //export go_Comm_free
 func go_Comm_free(comm *C.MPI_Comm) (rc C.int) {
 	const call = "MPI_Comm_free"

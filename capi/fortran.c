@@ -84,6 +84,8 @@ FORTRAN(comm_size, COMM_SIZE, (F *comm, F *size, F *ierr), { *ierr = PMPI_Comm_s
 FORTRAN(comm_dup, COMM_DUP, (F *comm, F *newcomm, F *ierr), { *ierr = PMPI_Comm_dup(*comm, newcomm); })
 FORTRAN(comm_split, COMM_SPLIT, (F *comm, F *color, F *key, F *newcomm, F *ierr),
         { *ierr = PMPI_Comm_split(*comm, *color, *key, newcomm); })
+FORTRAN(comm_split_type, COMM_SPLIT_TYPE, (F *comm, F *type, F *key, F *info, F *newcomm, F *ierr),
+        { *ierr = PMPI_Comm_split_type(*comm, *type, *key, *info, newcomm); })
 FORTRAN(comm_free, COMM_FREE, (F *comm, F *ierr), { *ierr = PMPI_Comm_free(comm); })
 FORTRAN(comm_compare, COMM_COMPARE, (F *c1, F *c2, F *result, F *ierr), { *ierr = PMPI_Comm_compare(*c1, *c2, result); })
 FORTRAN(comm_set_errhandler, COMM_SET_ERRHANDLER, (F *comm, F *errh, F *ierr),

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/coll"
 	"github.com/gocoll/gocoll/internal/counters"
 	"github.com/gocoll/gocoll/job"
@@ -110,6 +111,14 @@ func go_Init_thread(required C.int, provided *C.int) (rc C.int) {
 	}
 	s, err := coll.NewComm(j.T, []int{j.Rank}, 2, "MPI_COMM_SELF", cfg)
 	if err != nil {
+		return initFailed(err)
+	}
+	// Which ranks share a node, from the host ids the job exchanged:
+	// sub-communicators derive theirs from it.
+	if err := w.SetNodes(algorithms.NewNodeMap(j.Hosts)); err != nil {
+		return initFailed(err)
+	}
+	if err := s.SetNodes(algorithms.NewNodeMap(j.Hosts[j.Rank : j.Rank+1])); err != nil {
 		return initFailed(err)
 	}
 	if j.OneHost() && j.Size > 1 {

@@ -30,6 +30,8 @@ PAIR(int, Comm_rank, (MPI_Comm comm, int *rank), (comm, rank))
 PAIR(int, Comm_size, (MPI_Comm comm, int *size), (comm, size))
 PAIR(int, Comm_dup, (MPI_Comm comm, MPI_Comm *newcomm), (comm, newcomm))
 PAIR(int, Comm_split, (MPI_Comm comm, int color, int key, MPI_Comm *newcomm), (comm, color, key, newcomm))
+PAIR(int, Comm_split_type, (MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm),
+     (comm, split_type, key, info, newcomm))
 PAIR(int, Comm_free, (MPI_Comm *comm), (comm))
 PAIR(int, Comm_compare, (MPI_Comm comm1, MPI_Comm comm2, int *result), (comm1, comm2, result))
 PAIR(int, Comm_set_errhandler, (MPI_Comm comm, MPI_Errhandler errhandler), (comm, errhandler))

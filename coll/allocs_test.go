@@ -35,11 +35,16 @@ func newAllocRanks(t *testing.T, p int) *allocRanks {
 	for i := range ranks {
 		ranks[i] = i
 	}
+	nodes := algorithms.NewNodeMap(make([]string, p))
 	j := &allocRanks{comms: make([]*coll.Comm, p), go_: make([]chan struct{}, p), done: make(chan error, p)}
 	var wg sync.WaitGroup
 	for r := range p {
 		var err error
 		if j.comms[r], err = coll.NewComm(eps[r], ranks, 1, "allocs", cfg); err != nil {
+			t.Fatal(err)
+		}
+		// Every call carries the node map (Params.Nodes), made once.
+		if err := j.comms[r].SetNodes(nodes); err != nil {
 			t.Fatal(err)
 		}
 		wg.Add(1)

@@ -13,7 +13,8 @@ import (
 func TestCacheKeyCoversParams(t *testing.T) {
 	covered := map[string]bool{"P": true, "Rank": true, "Root": true, "Count": true, "Counts": true, "Commutative": true, "InPlace": true,
 		"SharedMemory": true, // only decides whether shm may run; no schedule depends on it
-		"DeviceMemory": true} // likewise: the device executor runs the same schedules
+		"DeviceMemory": true, // likewise: the device executor runs the same schedules
+		"Nodes":        true} // fixed per communicator, as P and Rank (SetNodes empties the cache)
 	typ := reflect.TypeOf(algorithms.Params{})
 	for i := range typ.NumField() {
 		if !covered[typ.Field(i).Name] {

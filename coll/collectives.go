@@ -233,6 +233,7 @@ func (c *Comm) run(call string, coll algorithms.Collective, force string, own bo
 	}
 	p.SharedMemory = c.shared != nil
 	p.DeviceMemory = onDevice
+	p.Nodes = c.nodes
 	var choice tuner.Choice
 	if slices.Contains(algorithms.Rooted, coll) {
 		choice = tuner.Choice{Alg: algorithms.All(coll)[0], How: "only algorithm"}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/executor/host"
 	"github.com/gocoll/gocoll/intranode"
 	"github.com/gocoll/gocoll/mpierr"
@@ -56,6 +57,7 @@ type Comm struct {
 	ctx   uint32
 	name  string
 	cfg   *Config
+	nodes *algorithms.NodeMap // which ranks share a node; nil: unknown
 
 	mu      sync.Mutex // one collective at a time
 	closed  bool

@@ -53,9 +53,13 @@ func (x exchange) AllTrue(ok bool) (bool, error) {
 }
 
 // inherit attaches a segment to a communicator made from one that has
-// one (its ranks are a subset, so they share the host too). Collective.
+// one (its ranks are a subset, so they share the host too), and to one
+// of several ranks whose node map says they share a node although the
+// parent's ranks span several (a node of MPI_Comm_split_type). Every
+// member decides alike: the parent's segment is all or none, and the
+// members derive the same map. Collective.
 func (c *Comm) inherit(parent *Comm) {
-	if parent.shared == nil {
+	if parent.shared == nil && !(c.OneNode() && c.Size() > 1) {
 		return
 	}
 	if err := c.AttachShared(); err != nil && c.cfg.Debug != nil {

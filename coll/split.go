@@ -99,6 +99,7 @@ func (c *Comm) Dup(name string) (*Comm, error) {
 	}
 	c.cfg.contexts().take(id)
 	d := &Comm{t: c.t, ranks: slices.Clone(c.ranks), rank: c.rank, ctx: id, name: name, cfg: c.cfg}
+	d.setNodes(c.nodes) // a map never changes: the duplicate shares it
 	d.inherit(c)
 	return d, nil
 }
@@ -110,8 +111,13 @@ const Undefined = -32766
 // then by their rank in c. It returns nil for color Undefined. Collective
 // over c.
 func (c *Comm) Split(color, key int, name string) (*Comm, error) {
+	return c.split("MPI_Comm_split", color, key, name)
+}
+
+// split is Split, its errors naming call.
+func (c *Comm) split(call string, color, key int, name string) (*Comm, error) {
 	if color < 0 && color != Undefined {
-		return nil, &mpierr.Error{Call: "MPI_Comm_split", Class: mpierr.Arg, Msg: "color must be non-negative or MPI_UNDEFINED"}
+		return nil, &mpierr.Error{Call: call, Class: mpierr.Arg, Msg: "color must be non-negative or MPI_UNDEFINED"}
 	}
 	p := c.Size()
 	all := make([]byte, 16*p)
@@ -123,7 +129,7 @@ func (c *Comm) Split(color, key int, name string) (*Comm, error) {
 	if err := c.Allgather(Args{Send: mine, Recv: all, Count: 2, Type: ops.Int64, Algorithm: "bruck", own: true}); err != nil {
 		return nil, err
 	}
-	id, err := c.newContext("MPI_Comm_split")
+	id, err := c.newContext(call)
 	if err != nil {
 		return nil, err
 	}
@@ -139,9 +145,10 @@ func (c *Comm) Split(color, key int, name string) (*Comm, error) {
 	}
 	slices.SortStableFunc(members, func(a, b member) int { return a.key - b.key })
 	ranks := make([]int, len(members))
+	parent := make([]int, len(members)) // rank in c of each new rank
 	newRank := -1
 	for i, m := range members {
-		ranks[i] = c.ranks[m.rank]
+		ranks[i], parent[i] = c.ranks[m.rank], m.rank
 		if m.rank == c.rank {
 			newRank = i
 		}
@@ -151,6 +158,7 @@ func (c *Comm) Split(color, key int, name string) (*Comm, error) {
 	}
 	c.cfg.contexts().take(id)
 	s := &Comm{t: c.t, ranks: ranks, rank: newRank, ctx: id, name: name, cfg: c.cfg}
+	s.setNodes(subNodes(c.nodes, parent))
 	s.inherit(c)
 	return s, nil
 }

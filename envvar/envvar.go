@@ -38,7 +38,7 @@ var All = append(forceVars(), []Var{
 	{"GOCOLL_REPORT", "0", "1: at MPI_Finalize (and mpi.Finalize) every rank prints on stderr one line per collective with the paths that ran its calls, e.g. `gocoll: rank 0: report: MPI_Allreduce fast=10 go=5 ring=3 shm=2`: the C fast path, gocoll's Go half, each algorithm, fallbacks from a forced algorithm (under LD_PRELOAD also the host MPI and decision-cache hits); it changes nothing about which path runs"},
 	{"GOCOLL_JOB_ID", "set by gocollrun", "names the job (random hex); the shared-memory transport names its segments /dev/shm/gocoll-<GOCOLL_JOB_ID>-*, which gocollrun deletes after the job"},
 	{"GOCOLL_JOB_SECRET", "set by gocollrun", "random 32 bytes (hex) shared by the ranks of one job, never printed; passed to ranks on other hosts on standard input, not on a command line"},
-	{"GOCOLL_HOST", "set by gocollrun", "the rank's --host entry (\"localhost\" without --host); ranks with the same value share memory. Unset: the hostname plus the network namespace"},
+	{"GOCOLL_HOST", "set by gocollrun", "the rank's --host entry (\"localhost\" without --host); ranks with the same value share memory and a node (the node map; MPI_Comm_split_type). Unset: the hostname plus the network namespace"},
 	{"GOCOLL_PRELOAD_FAULT", "", "testing only, LD_PRELOAD mode: the Nth collective gocoll runs panics inside Go, to prove that the panic comes back as MPI_ERR_INTERN through the communicator's error handler"},
 }...)
 

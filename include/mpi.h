@@ -174,6 +174,9 @@ typedef void (MPI_User_function_c)(void *invec, void *inoutvec, MPI_Count *len, 
 #define MPI_SIMILAR   2
 #define MPI_UNEQUAL   3
 
+/* MPI_Comm_split_type: the ranks that share a node (the only type) */
+#define MPI_COMM_TYPE_SHARED 1
+
 #define MPI_THREAD_SINGLE     0
 #define MPI_THREAD_FUNNELED   1
 #define MPI_THREAD_SERIALIZED 2
@@ -228,6 +231,7 @@ GOCOLL_DECLARE(int, Comm_rank, (MPI_Comm comm, int *rank))
 GOCOLL_DECLARE(int, Comm_size, (MPI_Comm comm, int *size))
 GOCOLL_DECLARE(int, Comm_dup, (MPI_Comm comm, MPI_Comm *newcomm))
 GOCOLL_DECLARE(int, Comm_split, (MPI_Comm comm, int color, int key, MPI_Comm *newcomm))
+GOCOLL_DECLARE(int, Comm_split_type, (MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm))
 GOCOLL_DECLARE(int, Comm_free, (MPI_Comm *comm))
 GOCOLL_DECLARE(int, Comm_compare, (MPI_Comm comm1, MPI_Comm comm2, int *result))
 GOCOLL_DECLARE(int, Comm_set_errhandler, (MPI_Comm comm, MPI_Errhandler errhandler))

@@ -6,6 +6,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/coll"
 	"github.com/gocoll/gocoll/internal/counters"
 	"github.com/gocoll/gocoll/job"
@@ -68,6 +69,10 @@ func Init() (*Comm, error) {
 		j.Close()
 		return nil, err
 	}
+	if err := c.SetNodes(algorithms.NewNodeMap(j.Hosts)); err != nil {
+		j.Close()
+		return nil, err
+	}
 	if j.OneHost() && j.Size > 1 {
 		c.AttachShared() // if it fails everywhere, the transport algorithms run
 	}
@@ -108,6 +113,15 @@ func RunLocal(n int, f func(c *Comm) error) error {
 	if n < 1 {
 		return fmt.Errorf("mpi.RunLocal: %d ranks", n)
 	}
+	return runLocal(make([]string, n), f)
+}
+
+// runLocal is RunLocal with rank r on host hosts[r]: the ranks' node map
+// is made from these names, so that tests can place in-process ranks on
+// several nodes. Ranks on one node get a shared segment, as under Init.
+func runLocal(hosts []string, f func(c *Comm) error) error {
+	n := len(hosts)
+	nodes := algorithms.NewNodeMap(hosts)
 	cfg, err := coll.ConfigFromEnv()
 	if err != nil {
 		return fmt.Errorf("mpi.RunLocal: %v", err)
@@ -131,7 +145,10 @@ func RunLocal(n int, f func(c *Comm) error) error {
 				}
 			}()
 			c, err := coll.NewComm(eps[r], ranks, worldContext, "MPI_COMM_WORLD", cfg)
-			if err == nil && n > 1 {
+			if err == nil {
+				err = c.SetNodes(nodes)
+			}
+			if err == nil && n > 1 && nodes.OneNode() {
 				c.AttachShared() // the ranks share this process's memory
 			}
 			if err == nil {
@@ -178,5 +195,18 @@ func (c *Comm) Split(color, key int) (*Comm, error) {
 	return &Comm{s}, nil
 }
 
-// Free releases a communicator made by Dup or Split.
+// SplitShared returns the communicator of the ranks of c that share this
+// rank's node (its shared-memory domain), ordered by key then by rank in
+// c, as MPI_Comm_split_type with MPI_COMM_TYPE_SHARED does. Its
+// collectives can use shared memory even when c spans several nodes.
+// Collective over c.
+func (c *Comm) SplitShared(key int) (*Comm, error) {
+	s, err := c.c.SplitShared(key, c.c.Name()+"/shared")
+	if err != nil {
+		return nil, err
+	}
+	return &Comm{s}, nil
+}
+
+// Free releases a communicator made by Dup, Split or SplitShared.
 func (c *Comm) Free() { c.c.Free() }

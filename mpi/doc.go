@@ -17,6 +17,12 @@
 // Maxloc, ...) or one made with NewOp; non-commutative user ops are
 // combined in rank order.
 //
+// Dup, Split and SplitShared make communicators from one; SplitShared
+// gives the ranks of this rank's node (as MPI_Comm_split_type with
+// MPI_COMM_TYPE_SHARED), whose collectives can use shared memory even when
+// the parent spans several nodes. Every communicator knows which of its
+// ranks share a node, learned from the job at Init.
+//
 // Every call picks its algorithm with gocoll's tuner. WithAlgorithm forces
 // one for a call; the GOCOLL_<COLLECTIVE>_ALGORITHM environment variables
 // force one for all calls of a collective (see the README for the list).

@@ -120,3 +120,28 @@ func ExampleCounters() {
 	fmt.Println("ring ran", mpi.Counters()["MPI_Allreduce"].Algorithms["ring"]-before, "calls") // one per rank
 	// Output: ring ran 4 calls
 }
+
+// Each rank sums with the ranks of its node, over shared memory.
+// RunLocal's ranks all share one node, so here the node communicator is
+// the world; under gocollrun on several hosts it holds each host's ranks.
+func ExampleComm_SplitShared() {
+	err := mpi.RunLocal(4, func(c *mpi.Comm) error {
+		node, err := c.SplitShared(0)
+		if err != nil {
+			return err
+		}
+		defer node.Free()
+		sum := make([]int, 1)
+		if err := mpi.Allreduce(node, []int{c.Rank()}, sum, mpi.Sum); err != nil {
+			return err
+		}
+		if c.Rank() == 0 {
+			fmt.Println("node of", node.Size(), "ranks, sum", sum[0])
+		}
+		return nil
+	})
+	if err != nil {
+		fmt.Println(err)
+	}
+	// Output: node of 4 ranks, sum 6
+}

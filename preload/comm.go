@@ -6,6 +6,7 @@ package main
 import "C"
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/bootstrap"
 	"github.com/gocoll/gocoll/coll"
 	"github.com/gocoll/gocoll/internal/counters"
@@ -40,7 +42,8 @@ type commState struct {
 	c          *coll.Comm
 	counts     []int // Reduce_scatter's recvcounts, reused
 	transports string
-	oneHost    bool // every rank shares this host
+	oneHost    bool                // every rank shares this host
+	nodes      *algorithms.NodeMap // which ranks share a node, from their host ids
 }
 
 // comms holds every live commState by id, and counts them for the
@@ -80,6 +83,10 @@ func stateOf(c *C.struct_gc_call) (st *commState, fresh bool, err error) {
 		st.close()
 		return nil, false, err
 	}
+	if err := c0.SetNodes(st.nodes); err != nil {
+		st.close()
+		return nil, false, err
+	}
 	st.c = c0
 	if st.size > 1 && st.oneHost {
 		// The shm algorithms' shared segment: collective over the new
@@ -101,7 +108,7 @@ func stateOf(c *C.struct_gc_call) (st *commState, fresh bool, err error) {
 	c.cs.id = id
 	st.attachEngine()
 	if cfg.debug {
-		fmt.Fprintf(os.Stderr, "gocoll: rank %d: %s set up: p=%d, %s\n", st.rank, st.name, st.size, st.transports)
+		fmt.Fprintf(os.Stderr, "gocoll: rank %d: %s set up: p=%d on %s, %s\n", st.rank, st.name, st.size, st.c.Nodes(), st.transports)
 	}
 	return st, true, nil
 }
@@ -145,6 +152,7 @@ func (st *commState) build(comm C.gc_handle) error {
 	if st.size == 1 {
 		st.t = inproc.New(1)[0]
 		st.transports = "one rank"
+		st.nodes = algorithms.NewNodeMap([]string{bootstrap.HostID()})
 		return nil
 	}
 	if err := check("MPI_Comm_create", C.gc_dup(comm, &st.dup)); err != nil {
@@ -152,13 +160,32 @@ func (st *commState) build(comm C.gc_handle) error {
 		return err
 	}
 	kvs := bootstrap.Gathered(st.rank, st.size, allgatherOn(st.dup, st.size))
+	// Every rank's host id, for the node map: it travels with the shared-
+	// memory transport's first exchange (a fence of its own without one).
+	if err := kvs.Put(fmt.Sprintf("gocoll-host-%d", st.rank), hex.EncodeToString([]byte(bootstrap.HostID()))); err != nil {
+		return err
+	}
 	var sm *shm.Endpoint
 	if cfg.transport != "hostmpi" {
 		var err error
 		if sm, err = shm.New(kvs, shm.Options{Timeout: cfg.timeout}); err != nil {
 			return fmt.Errorf("shared-memory transport: %w", err)
 		}
+	} else if err := kvs.Fence(); err != nil {
+		return err
 	}
+	hosts := make([]string, st.size)
+	for r := range hosts {
+		h, err := kvs.Get(fmt.Sprintf("gocoll-host-%d", r))
+		if err != nil {
+			if sm != nil {
+				sm.Close()
+			}
+			return err
+		}
+		hosts[r] = h
+	}
+	st.nodes = algorithms.NewNodeMap(hosts)
 	var local, remote []int
 	for p := range st.size {
 		if p == st.rank {

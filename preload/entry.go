@@ -91,13 +91,14 @@ func gc_go_start() (rc C.int) {
 // communicator is set up; before, at its first calls, the tuner assumes
 // they do, and asks again after the setup (gc_go_run), so that a
 // communicator whose rules favour the shm algorithms gets set up at all.
-// Either way every rank asks the same question.
-func query(c *C.struct_gc_call, shared bool) tuner.Query {
+// Either way every rank asks the same question. The node map too is
+// known once the communicator is set up (nil before).
+func query(c *C.struct_gc_call, shared bool, nodes *algorithms.NodeMap) tuner.Query {
 	return tuner.Query{
 		Collective: algorithms.Collective(c.coll),
 		Bytes:      int64(c.bytes),
 		Params: algorithms.Params{P: int(c.cs.size), Rank: int(c.cs.rank), Commutative: c.commutative != 0,
-			SharedMemory: shared && c.cs.size > 1, DeviceMemory: c.device != 0},
+			SharedMemory: shared && c.cs.size > 1, DeviceMemory: c.device != 0, Nodes: nodes},
 	}
 }
 
@@ -117,17 +118,21 @@ func gc_go_decide(c *C.struct_gc_call) (rc C.int) {
 		}
 	}()
 	shared := true
+	var nodes *algorithms.NodeMap
 	if c.cs.id != 0 {
 		comms.Lock()
 		st := comms.byID[c.cs.id]
 		comms.Unlock()
 		shared = st != nil && st.c.Shared()
+		if st != nil {
+			nodes = st.nodes
+		}
 	}
-	return decide(c, shared)
+	return decide(c, shared, nodes)
 }
 
-func decide(c *C.struct_gc_call, shared bool) C.int {
-	q := query(c, shared)
+func decide(c *C.struct_gc_call, shared bool, nodes *algorithms.NodeMap) C.int {
+	q := query(c, shared, nodes)
 	ch, err := cfg.choose(q)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "gocoll: rank %d: %s: %v\n", int(c.cs.rank), q.Collective, err)
@@ -217,7 +222,7 @@ func gc_go_run(c *C.struct_gc_call) (rc C.int) {
 		// Decided before the setup: ask again, now that the tuner knows
 		// whether there is a shared segment, and forget earlier answers.
 		C.gc_forget(c.cs)
-		switch alg := decide(c, st.c.Shared()); {
+		switch alg := decide(c, st.c.Shared(), st.nodes); {
 		case alg == -1:
 			return -2
 		case alg < 0:
@@ -243,7 +248,7 @@ func gc_go_run(c *C.struct_gc_call) (rc C.int) {
 		a.Algorithm = cfg.names[c.coll][c.alg]
 		if cfg.debug {
 			fmt.Fprintf(os.Stderr, "gocoll: rank %d: %s comm=%s bytes=%d p=%d algorithm=%s (%s)%s\n",
-				st.rank, cl, st.name, int64(c.bytes), st.size, a.Algorithm, how(c, cl, st.c.Shared()), memory)
+				st.rank, cl, st.name, int64(c.bytes), st.size, a.Algorithm, how(c, cl, st), memory)
 		}
 		if c.how == 2 { // coll sees the preload's choice as forced
 			counters.Add(calls[c.coll], counters.Fallback)
@@ -270,11 +275,11 @@ func gc_go_run(c *C.struct_gc_call) (rc C.int) {
 
 // how is the debug line's "tuned" (with the rule or model estimate that
 // decided) or "forced".
-func how(c *C.struct_gc_call, cl algorithms.Collective, shared bool) string {
+func how(c *C.struct_gc_call, cl algorithms.Collective, st *commState) string {
 	switch c.how {
 	case 0:
 		// Which rule or model estimate decided (asked again: debug only).
-		if ch, err := cfg.choose(query(c, shared)); err == nil && ch.Why != "" {
+		if ch, err := cfg.choose(query(c, st.c.Shared(), st.nodes)); err == nil && ch.Why != "" {
 			return "tuned: " + ch.Why
 		}
 		return "tuned"
@@ -283,7 +288,7 @@ func how(c *C.struct_gc_call, cl algorithms.Collective, shared bool) string {
 	}
 	forced := cfg.tuner.Forced(cl)
 	if a, err := algorithms.Lookup(cl, forced); err == nil {
-		if r := a.Check(query(c, shared).Params); r != nil {
+		if r := a.Check(query(c, st.c.Shared(), st.nodes).Params); r != nil {
 			return fmt.Sprintf("tuned (forced %s cannot run: %v)", forced, r)
 		}
 	}

@@ -212,7 +212,7 @@ enum fn {
     FN_NPRELOAD, /* the calls libgocoll-preload.so intercepts come first */
     FN_ALLGATHERV = FN_NPRELOAD, FN_BARRIER, FN_BCAST, FN_REDUCE, FN_GATHER,
     FN_SEND, FN_RECV, FN_ISEND, FN_IRECV, FN_SENDRECV, FN_WAIT, FN_TEST, FN_WAITALL, FN_GET_COUNT,
-    FN_COMM_RANK, FN_COMM_SIZE, FN_COMM_DUP, FN_COMM_SPLIT, FN_COMM_COMPARE,
+    FN_COMM_RANK, FN_COMM_SIZE, FN_COMM_DUP, FN_COMM_SPLIT, FN_COMM_SPLIT_TYPE, FN_COMM_COMPARE,
     FN_COMM_SET_ERRH, FN_COMM_GET_ERRH, FN_ERROR_STRING, FN_ERROR_CLASS,
     FN_TYPE_SIZE, FN_TYPE_CONTIGUOUS, FN_OP_COMMUTATIVE, FN_QUERY_THREAD,
     FN_INITIALIZED, FN_FINALIZED, FN_GET_VERSION, FN_GET_LIBRARY_VERSION, FN_GET_PROCESSOR_NAME,
@@ -227,8 +227,8 @@ static const char *fn_names[NFN] = {
     "MPI_Allgatherv", "MPI_Barrier", "MPI_Bcast", "MPI_Reduce", "MPI_Gather",
     "MPI_Send", "MPI_Recv", "MPI_Isend", "MPI_Irecv", "MPI_Sendrecv", "MPI_Wait", "MPI_Test",
     "MPI_Waitall", "MPI_Get_count", "MPI_Comm_rank", "MPI_Comm_size", "MPI_Comm_dup",
-    "MPI_Comm_split", "MPI_Comm_compare", "MPI_Comm_set_errhandler", "MPI_Comm_get_errhandler",
-    "MPI_Error_string", "MPI_Error_class", "MPI_Type_size", "MPI_Type_contiguous",
+    "MPI_Comm_split", "MPI_Comm_split_type", "MPI_Comm_compare", "MPI_Comm_set_errhandler",
+    "MPI_Comm_get_errhandler", "MPI_Error_string", "MPI_Error_class", "MPI_Type_size", "MPI_Type_contiguous",
     "MPI_Op_commutative", "MPI_Query_thread", "MPI_Initialized", "MPI_Finalized",
     "MPI_Get_version", "MPI_Get_library_version", "MPI_Get_processor_name",
 };
@@ -315,7 +315,7 @@ static const int *kinds_of(int f) {
     case FN_GET_COUNT: KINDS(K_TYPE, K_OUT, K_OUT2);
     case FN_COMM_RANK: case FN_COMM_SIZE: case FN_COMM_DUP: case FN_COMM_GET_ERRH:
         KINDS(K_COMM, K_OUT);
-    case FN_COMM_SPLIT: KINDS(K_COMM, K_OUT, K_COLOR);
+    case FN_COMM_SPLIT: case FN_COMM_SPLIT_TYPE: KINDS(K_COMM, K_OUT, K_COLOR);
     case FN_COMM_COMPARE: KINDS(K_COMM, K_COMM2, K_OUT);
     case FN_COMM_SET_ERRH: KINDS(K_COMM, K_ERRH);
     case FN_ERROR_STRING: KINDS(K_CODE, K_OUT, K_OUT2);
@@ -526,6 +526,14 @@ static int call(int f, struct args *a) {
     }
     case FN_COMM_SPLIT: {
         int rc = MPI_Comm_split(a->comm, a->color, 0, a->out_null ? NULL : &c);
+        if (rc == MPI_SUCCESS && c != MPI_COMM_NULL) MPI_Comm_free(&c);
+        return rc;
+    }
+    case FN_COMM_SPLIT_TYPE: {
+        /* The color's bad value (-5) is a bad split_type; its good one
+         * (0) stands for MPI_COMM_TYPE_SHARED. */
+        int rc = MPI_Comm_split_type(a->comm, a->color < 0 ? a->color : MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
+                                     a->out_null ? NULL : &c);
         if (rc == MPI_SUCCESS && c != MPI_COMM_NULL) MPI_Comm_free(&c);
         return rc;
     }

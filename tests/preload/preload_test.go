@@ -370,6 +370,13 @@ func TestTransports(t *testing.T) {
 					if !strings.Contains(r.errs, "hostmpi to [") || !regexp.MustCompile(`shm to \[\d`).MatchString(r.errs) {
 						t.Errorf("%s np=%d: the ranks did not use both transports:\n%s", m.name, np, r.errs[:min(len(r.errs), 2000)])
 					}
+					// The communicator's node map, from the host names
+					// exchanged at its setup: ranks alternate between the
+					// two hosts.
+					nodes := map[int]string{4: "2 nodes x 2", 5: "2 nodes (3,2)"}[np]
+					if want := fmt.Sprintf("MPI_COMM_WORLD set up: p=%d on %s, ", np, nodes); strings.Count(r.errs, want) != np {
+						t.Errorf("%s np=%d: want %q from every rank:\n%s", m.name, np, want, r.errs[:min(len(r.errs), 2000)])
+					}
 				}
 			}
 		})
