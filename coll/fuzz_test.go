@@ -45,7 +45,7 @@ var (
 	fuzzColls = []string{"allreduce", "reduce_scatter", "reduce_scatter_block", "allgather", "allgatherv", "bcast", "reduce", "barrier"}
 	fuzzTypes = []ops.Type{ops.Int32, ops.Int64, ops.Uint8, ops.Double, ops.Float, ops.Int16, ops.TypeNull, ops.Type(250)}
 	fuzzOps   = []string{"sum", "prod", "max", "min", "band", "bor", "bxor", "land", "lor", "lxor", "maxloc", "null", "keepleft", "usersum"}
-	fuzzAlgs  = []string{"", "", "", "auto", "ring", "recursive_doubling", "rabenseifner", "recursive_halving", "pairwise", "bruck", "shm", "hierarchical", "native", "no-such-algorithm"}
+	fuzzAlgs  = []string{"", "", "", "auto", "ring", "recursive_doubling", "rabenseifner", "recursive_halving", "pairwise", "bruck", "shm", "native", "no-such-algorithm", "hierarchical"}
 )
 
 // fuzzCall is one decoded call.
