@@ -283,6 +283,12 @@ func preparePlans(pk planKey) []pricedPlan {
 	base := ShapeParams(pk.coll, pk.shape, pk.commutative, pk.shared, pk.device)
 	var out []pricedPlan
 	for _, a := range algorithms.All(pk.coll) {
+		if a.SizeDependent {
+			// Priced here by one plan scaled to every size, which says
+			// nothing of an algorithm whose shape changes with the size
+			// (the hierarchical ones): the model does not choose them.
+			continue
+		}
 		pl, ok := model.PrepareWithin(a, base, 1, maxWork)
 		if !ok {
 			// Too long to trace on every rank: estimated from rank 0,

@@ -23,6 +23,8 @@ type Plan struct {
 	classes  bool
 	numNodes int // nodes among the states
 
+	sizeDependent bool // its algorithm's shape changes with the counts: Cost prices scale 1 only
+
 	// costs: per state and round, the bytes that price it (link), made
 	// on the first Cost.
 	once  sync.Once
@@ -235,13 +237,12 @@ func Prepare(a *algorithms.Algorithm, base algorithms.Params, elemSize int) *Pla
 // PrepareWithin is Prepare that gives up, returning false, where it would
 // trace every rank (no symmetry to use) and p times the rounds of rank
 // 0's schedule exceeds maxWork (0: no limit). A nil plan with true: a's
-// restrictions fail, or a is size-dependent (algorithms.Algorithm's
-// SizeDependent: a plan at one size does not scale to another).
+// restrictions fail.
 func PrepareWithin(a *algorithms.Algorithm, base algorithms.Params, elemSize, maxWork int) (*Plan, bool) {
-	if a.SizeDependent {
-		return nil, true
-	}
 	pl, ok := prepare(a, base, elemSize, maxWork)
+	if pl != nil {
+		pl.sizeDependent = a.SizeDependent
+	}
 	return pl, ok
 }
 
@@ -254,7 +255,7 @@ func PrepareWithin(a *algorithms.Algorithm, base algorithms.Params, elemSize, ma
 // whose reductions differ on one round per rank).
 func Approximate(a *algorithms.Algorithm, base algorithms.Params, elemSize int) *Plan {
 	if a.SizeDependent {
-		return nil
+		return nil // only rotations of rank 0's schedule, and its shape changes with the size
 	}
 	if a.Direct || a.Build == nil || a.Check(base) != nil || base.P < 1 {
 		return Prepare(a, base, elemSize)
@@ -461,7 +462,14 @@ func equalBlocks(b algorithms.Params) bool {
 // scale: a plan prepared at one element per block prices n elements per
 // block at scale n, exactly where the algorithm's message lengths are
 // proportional to the call's counts (the tests check that they are).
+//
+// A size-dependent algorithm's plan (algorithms.Algorithm's
+// SizeDependent: its schedule's shape changes with the counts) prices its
+// own size only: at any other scale the cost is +Inf.
 func (pl *Plan) Cost(m Machine, scale int64) Cost {
+	if pl.sizeDependent && scale != 1 {
+		return Cost{Time: math.Inf(1)}
+	}
 	if pl.direct != nil {
 		return shmCost(pl.direct, pl.base, pl.elemSize, scale, m)
 	}
