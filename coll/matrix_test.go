@@ -33,6 +33,17 @@ func jobWith(t *testing.T, p int, change func(*coll.Config), f func(c *coll.Comm
 	if change != nil {
 		change(cfg)
 	}
+	// The ranks share this process, so they can share memory: the shm
+	// algorithms run too.
+	runRanks(t, fmt.Sprintf("p=%d ", p), p, cfg, nil, f)
+}
+
+// runRanks runs f on p in-process ranks of one world communicator, each
+// a goroutine, and reports each rank's error prefixed with what. With a
+// node map (nodes) the communicator gets it, and a shared segment only
+// where every rank is on one node; without one it always gets a segment.
+func runRanks(t *testing.T, what string, p int, cfg *coll.Config, nodes *algorithms.NodeMap, f func(c *coll.Comm) error) {
+	t.Helper()
 	eps := inproc.New(p)
 	ranks := make([]int, p)
 	for i := range ranks {
@@ -45,9 +56,10 @@ func jobWith(t *testing.T, p int, change func(*coll.Config), f func(c *coll.Comm
 		go func() {
 			defer wg.Done()
 			c, err := coll.NewComm(eps[r], ranks, 1, "MPI_COMM_WORLD", cfg)
-			if err == nil {
-				// The ranks share this process, so they can share memory:
-				// the shm algorithms run too.
+			if err == nil && nodes != nil {
+				err = c.SetNodes(nodes)
+			}
+			if err == nil && (nodes == nil || p > 1 && nodes.OneNode()) {
 				err = c.AttachShared()
 			}
 			if err == nil {
@@ -62,7 +74,7 @@ func jobWith(t *testing.T, p int, change func(*coll.Config), f func(c *coll.Comm
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
-			t.Errorf("p=%d %v", p, err)
+			t.Errorf("%s%v", what, err)
 		}
 	}
 }

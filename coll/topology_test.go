@@ -12,7 +12,6 @@ import (
 	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/coll"
 	"github.com/gocoll/gocoll/ops"
-	"github.com/gocoll/gocoll/transport/inproc"
 	"github.com/gocoll/gocoll/tuner"
 )
 
@@ -54,41 +53,7 @@ func jobOnHosts(t *testing.T, hosts []string, debug *lockedWriter, f func(c *col
 	if debug != nil {
 		cfg.Debug = debug
 	}
-	p := len(hosts)
-	eps := inproc.New(p)
-	ranks := make([]int, p)
-	for i := range ranks {
-		ranks[i] = i
-	}
-	nodes := algorithms.NewNodeMap(hosts)
-	errs := make([]error, p)
-	var wg sync.WaitGroup
-	for r := range p {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c, err := coll.NewComm(eps[r], ranks, 1, "MPI_COMM_WORLD", cfg)
-			if err == nil {
-				err = c.SetNodes(nodes)
-			}
-			if err == nil && p > 1 && nodes.OneNode() {
-				err = c.AttachShared()
-			}
-			if err == nil {
-				err = f(c)
-			}
-			if err != nil {
-				errs[r] = fmt.Errorf("rank %d: %w", r, err)
-				eps[r].Close()
-			}
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			t.Error(err)
-		}
-	}
+	runRanks(t, "", len(hosts), cfg, algorithms.NewNodeMap(hosts), f)
 }
 
 // nodeTable writes a map as each rank's (node, local rank).
