@@ -577,10 +577,10 @@ static inline int ran_done(const struct gc_call *c, int rc, H dt, H op, int64_t 
 /* ---- the collectives ---- */
 
 int gc_allreduce(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, int large) {
-    struct gc_call c = {.coll = GC_ALLREDUCE, .sbuf = sbuf, .rbuf = rbuf, .count = count};
-    int why = GC_R_NOT_READY, rc;
     const struct memo *m = recall(GC_ALLREDUCE, comm, dt, op, count);
     if (m && !m->engine && hit(m, GC_ALLREDUCE)) goto host;
+    struct gc_call c = {.coll = GC_ALLREDUCE, .sbuf = sbuf, .rbuf = rbuf, .count = count};
+    int why = GC_R_NOT_READY, rc;
     if (m && ran_remembered(m, &c, comm, &rc)) return rc;
     uint64_t gen = __atomic_load_n(&decide_gen, __ATOMIC_ACQUIRE);
     if (start()) {
@@ -603,10 +603,10 @@ host:
 }
 
 int gc_reduce_scatter_block(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, int large) {
-    struct gc_call c = {.coll = GC_REDUCE_SCATTER_BLOCK, .sbuf = sbuf, .rbuf = rbuf, .count = count};
-    int why = GC_R_NOT_READY, rc;
     const struct memo *m = recall(GC_REDUCE_SCATTER_BLOCK, comm, dt, op, count);
     if (m && !m->engine && hit(m, GC_REDUCE_SCATTER_BLOCK)) goto host;
+    struct gc_call c = {.coll = GC_REDUCE_SCATTER_BLOCK, .sbuf = sbuf, .rbuf = rbuf, .count = count};
+    int why = GC_R_NOT_READY, rc;
     if (m && ran_remembered(m, &c, comm, &rc)) return rc;
     uint64_t gen = __atomic_load_n(&decide_gen, __ATOMIC_ACQUIRE);
     if (start()) {
@@ -642,17 +642,17 @@ static inline int64_t sum(const void *counts, int counts64, int n) {
 }
 
 int gc_reduce_scatter(const void *sbuf, void *rbuf, const void *counts, int counts64, H dt, H op, H comm) {
-    struct gc_call c = {.coll = GC_REDUCE_SCATTER, .sbuf = sbuf, .rbuf = rbuf, .counts = counts, .counts64 = counts64};
-    int why = GC_R_NOT_READY, rc;
     /* The counts are read only once the communicator is known: the
      * array has one per rank. */
-    for (int i = 0; counts && i < MEMOS; i++) {
-        const struct memo *m = &memos[GC_REDUCE_SCATTER][i];
-        if (!same(m, comm, dt, op) || sum(counts, counts64, m->size) != m->n) continue;
-        if (!m->engine && hit(m, GC_REDUCE_SCATTER)) goto host;
-        if (m->engine && ran_remembered(m, &c, comm, &rc)) return rc;
-        break;
-    }
+    const struct memo *m = NULL;
+    for (int i = 0; counts && !m && i < MEMOS; i++)
+        if (same(&memos[GC_REDUCE_SCATTER][i], comm, dt, op) &&
+            sum(counts, counts64, memos[GC_REDUCE_SCATTER][i].size) == memos[GC_REDUCE_SCATTER][i].n)
+            m = &memos[GC_REDUCE_SCATTER][i];
+    if (m && !m->engine && hit(m, GC_REDUCE_SCATTER)) goto host;
+    struct gc_call c = {.coll = GC_REDUCE_SCATTER, .sbuf = sbuf, .rbuf = rbuf, .counts = counts, .counts64 = counts64};
+    int why = GC_R_NOT_READY, rc;
+    if (m && ran_remembered(m, &c, comm, &rc)) return rc;
     int64_t total = 0;
     uint64_t gen = __atomic_load_n(&decide_gen, __ATOMIC_ACQUIRE);
     if (start()) {
@@ -686,10 +686,10 @@ host:
 }
 
 int gc_allgather(const void *sbuf, C64 scount, H stype, void *rbuf, C64 rcount, H rtype, H comm, int large) {
-    struct gc_call c = {.coll = GC_ALLGATHER, .sbuf = sbuf, .rbuf = rbuf, .count = rcount, .commutative = 1};
-    int why = GC_R_NOT_READY, rc;
     const struct memo *m = recall(GC_ALLGATHER, comm, rtype, 0, rcount);
     if (m && !m->engine && hit(m, GC_ALLGATHER)) goto host;
+    struct gc_call c = {.coll = GC_ALLGATHER, .sbuf = sbuf, .rbuf = rbuf, .count = rcount, .commutative = 1};
+    int why = GC_R_NOT_READY, rc;
     /* The engine's calls are remembered by the receive side: the send
      * side must be in place or the same. */
     if (m && (sbuf == gc_c.in_place || (stype == rtype && scount == rcount)) && ran_remembered(m, &c, comm, &rc))
