@@ -275,7 +275,14 @@ func gc_go_shm_wait(id, call C.int) (rc C.int) {
 	if st == nil {
 		return internal(name, fmt.Sprintf("communicator state %d is gone", int(id)))
 	}
-	err := st.c.WaitShared(name)
+	return st.result(st.c.WaitShared(name))
+}
+
+// result is what a call on the communicator returns to the C half: 0, or
+// err's MPI class (gocoll's values) after saying what went wrong on
+// standard error, unless the communicator's handler is
+// MPI_ERRORS_RETURN (the C half calls the handler).
+func (st *commState) result(err error) C.int {
 	if err == nil {
 		return 0
 	}

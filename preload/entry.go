@@ -264,13 +264,7 @@ func gc_go_run(c *C.struct_gc_call) (rc C.int) {
 			err = st.c.Allgather(a)
 		}
 	}
-	if err == nil {
-		return 0
-	}
-	if C.gc_errhandler_returns(c.comm) == 0 {
-		fmt.Fprintf(os.Stderr, "gocoll: %v (rank %d of %s)\n", err, st.rank, st.name)
-	}
-	return C.int(mpierr.ClassOf(err))
+	return st.result(err)
 }
 
 // how is the debug line's "tuned" (with the rule or model estimate that
