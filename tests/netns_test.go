@@ -1,57 +1,38 @@
 package tests
 
 import (
-	"github.com/gocoll/gocoll/algorithms"
-	"github.com/gocoll/gocoll/tests/internal/harness"
-
+	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gocoll/gocoll/algorithms"
+	"github.com/gocoll/gocoll/internal/netns"
+	"github.com/gocoll/gocoll/tests/internal/harness"
 )
 
-// emulatedHosts creates two network namespaces joined by a veth pair with
-// loopback-range addresses (127.1.x.1 and 127.1.x.2; traffic never leaves
-// these namespaces) and removes them when the test ends. Where they
+// emulatedHosts makes two emulated hosts (internal/netns: network
+// namespaces on a bridge, loopback-range addresses, so that traffic never
+// leaves this machine) and removes them when the test ends. Where they
 // cannot be made the test fails, as transport/tcp's emulated-host tests
 // do: a test that cannot make its environment has proved nothing.
 // GOCOLL_TEST_NO_NETNS=1 skips it instead, by the user's choice, and says
 // so.
 func emulatedHosts(t *testing.T) (a, b, addrA string) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		noHosts(t, "creating network namespaces (ip netns add) needs root")
+	c, err := netns.New(2, "")
+	if errors.Is(err, netns.ErrNoNamespaces) {
+		noHosts(t, err.Error())
 	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		noHosts(t, "iproute2's ip command, which creates network namespaces, is missing (make deps installs it)")
+	if err != nil {
+		t.Fatal(err)
 	}
-	id := rand.IntN(200) + 20
-	a, b = fmt.Sprintf("gocoll-t%d-a", id), fmt.Sprintf("gocoll-t%d-b", id)
-	va, vb := fmt.Sprintf("gcl%da", id), fmt.Sprintf("gcl%db", id)
-	addrA, addrB := fmt.Sprintf("127.1.%d.1", id), fmt.Sprintf("127.1.%d.2", id)
-	sh := func(cmd string) {
-		if out, err := exec.Command("sh", "-c", cmd).CombinedOutput(); err != nil {
-			t.Fatalf("%s: %v\n%s", cmd, err, out)
-		}
-	}
-	t.Cleanup(func() {
-		exec.Command("ip", "netns", "del", a).Run()
-		exec.Command("ip", "netns", "del", b).Run()
-	})
-	if out, err := exec.Command("sh", "-c", fmt.Sprintf("ip netns add %s && ip netns add %s", a, b)).CombinedOutput(); err != nil {
-		noHosts(t, fmt.Sprintf("cannot create network namespaces: %v: %s", err, strings.TrimSpace(string(out))))
-	}
-	sh(fmt.Sprintf("ip link add %s type veth peer name %s && ip link set %s netns %s && ip link set %s netns %s", va, vb, va, a, vb, b))
-	for _, h := range []struct{ ns, dev, addr string }{{a, va, addrA}, {b, vb, addrB}} {
-		// route_localnet lets 127/8 addresses travel the veth.
-		sh(fmt.Sprintf("ip netns exec %s sh -c 'ip link set lo up && ip addr add %s/24 dev %s && ip link set %s up && sysctl -qw net.ipv4.conf.all.route_localnet=1 net.ipv4.conf.%s.route_localnet=1'",
-			h.ns, h.addr, h.dev, h.dev, h.dev))
-	}
-	return a, b, addrA
+	t.Cleanup(c.Close)
+	return c.Hosts[0], c.Hosts[1], c.Addrs[0]
 }
 
 // noHosts ends a test that needs two emulated hosts where they cannot be

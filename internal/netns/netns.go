@@ -8,12 +8,18 @@
 package netns
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"strings"
 )
+
+// ErrNoNamespaces wraps New's error when the machine lets no network
+// namespace be made (not root, no iproute2, or a sandbox that refuses
+// `ip netns add`), as distinct from a failure while building the links.
+var ErrNoNamespaces = errors.New("cannot create network namespaces")
 
 // Cluster is an emulated cluster.
 type Cluster struct {
@@ -28,11 +34,15 @@ type Cluster struct {
 // as "1gbit"; "" for no limit).
 func New(n int, rate string) (*Cluster, error) {
 	if os.Geteuid() != 0 {
-		return nil, fmt.Errorf("emulating hosts (ip netns add) needs root")
+		return nil, fmt.Errorf("%w: emulating hosts (ip netns add) needs root", ErrNoNamespaces)
 	}
-	for _, tool := range []string{"ip", "tc"} {
+	tools := []string{"ip"}
+	if rate != "" {
+		tools = append(tools, "tc")
+	}
+	for _, tool := range tools {
 		if _, err := exec.LookPath(tool); err != nil {
-			return nil, fmt.Errorf("emulating hosts needs %s (apt-get install iproute2)", tool)
+			return nil, fmt.Errorf("%w: emulating hosts needs %s (apt-get install iproute2)", ErrNoNamespaces, tool)
 		}
 	}
 	if n < 1 || n > 250 {
@@ -40,8 +50,10 @@ func New(n int, rate string) (*Cluster, error) {
 	}
 	id := 20 + rand.IntN(230)
 	c := &Cluster{ID: id, Rate: rate, sw: fmt.Sprintf("gocoll-c%d-sw", id)}
+	if out, err := exec.Command("ip", "netns", "add", c.sw).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("%w: %v: %s", ErrNoNamespaces, err, strings.TrimSpace(string(out)))
+	}
 	steps := [][]string{
-		{"ip", "netns", "add", c.sw},
 		{"ip", "netns", "exec", c.sw, "ip", "link", "add", "br0", "type", "bridge"},
 		{"ip", "netns", "exec", c.sw, "ip", "link", "set", "br0", "up"},
 	}
