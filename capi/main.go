@@ -16,4 +16,7 @@ void gocoll_call_user_fn(void *fn, void *in, void *inout, int len, MPI_Datatype 
 */
 import "C"
 
+// loadwait holds the library's loading until its Go runtime has started.
+import _ "github.com/gocoll/gocoll/internal/loadwait"
+
 func main() {}

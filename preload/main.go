@@ -8,4 +8,7 @@ package main
 */
 import "C"
 
+// loadwait holds the library's loading until its Go runtime has started.
+import _ "github.com/gocoll/gocoll/internal/loadwait"
+
 func main() {} // comm.go imports intranode/engine, whose C half shim.c calls

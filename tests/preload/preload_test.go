@@ -208,12 +208,10 @@ func runRanks(t *testing.T, what string, m hostMPI, np int, env []string, prog s
 			t.Fatalf("%s: rank %d's standard error: %v\n%s", what, rank, err, b)
 		}
 		if !strings.HasPrefix(string(e), "rank.sh: ") {
-			// Seen four times (2026-12-02): a rank whose verdict reached
-			// stdout left an empty file, its GOCOLL_DEBUG lines missing.
-			// rank.sh's own first line gone means the file was
-			// truncated after; there (and a check failing on the missing
-			// lines), the program's writes went elsewhere. Say what the
-			// folder held.
+			// How a lost standard error showed before internal/loadwait
+			// (the library's Go runtime, starting beside rank.sh's shell,
+			// closed a descriptor the shell had just reused); should it show
+			// again, say what the folder held.
 			ls, _ := exec.Command("ls", "-l", "--full-time", dir).CombinedOutput()
 			t.Logf("%s: rank %d's standard error file %s lacks rank.sh's first line (%d bytes); the folder:\n%s", what, rank, files[0], len(e), ls)
 		}

@@ -16,9 +16,10 @@ fi
 # The file name carries the process id too: no two processes can ever
 # share (and truncate) one file.
 exec 2>"$dir/rank-$r.$$"
-# A first line of the shell's own: a rank's file was seen empty four times
-# (2026-12-02) although the rank ran and passed. With this line there, an
-# empty file means something truncated it after; the line alone means the
-# program's writes to standard error went elsewhere.
+# A first line of the shell's own, which runRanks looks for. Its loss
+# (once in ~150 runs) found the cause: the preloaded library's Go runtime,
+# starting beside the shell, took a descriptor dash frees to reuse
+# (`exec 2>`, `echo >&2`: close(1); dup2(2, 1)) and closed it; internal/loadwait now
+# holds the loading until the runtime has started.
 echo "rank.sh: rank $r, shell $$" >&2
 exec "$@"
