@@ -102,7 +102,13 @@ func TestCompareOnEmulatedCluster(t *testing.T) {
 			}
 		}
 	}
-	if list, _ := exec.Command("ip", "netns", "list").Output(); regexp.MustCompile(`gocoll-c\d+-`).Match(list) {
-		t.Errorf("emulated hosts left behind:\n%s", list)
+	// Only this run's namespaces (named in the description): another
+	// emulated cluster may be running beside the test.
+	id := regexp.MustCompile(`network namespaces (gocoll-c\d+-)h0\.\.`).FindStringSubmatch(out)
+	if id == nil {
+		t.Fatalf("the description does not name the namespaces:\n%s", out)
+	}
+	if list, _ := exec.Command("ip", "netns", "list").Output(); strings.Contains(string(list), id[1]) {
+		t.Errorf("emulated hosts %s* left behind:\n%s", id[1], list)
 	}
 }
