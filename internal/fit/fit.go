@@ -8,7 +8,7 @@
 // every other rank waits. An exchange is one round of the model (each
 // rank of the pair sends n bytes to the other at once), so its time is
 // alpha + beta n, and a straight line through the sizes (Line) gives
-// both. The shm step (sync) is an 8-byte shm allreduce on node 0's ranks,
+// both (Line says how). The shm step (sync) is an 8-byte shm allreduce on node 0's ranks,
 // and the reduction (gamma) and copy (delta) speeds are rank 0's, alone,
 // over 16 MiB. What a job cannot measure (the network, on one node; the
 // node, with one rank per node) keeps model.Default's value, and
@@ -16,6 +16,7 @@
 package fit
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -35,36 +36,55 @@ type Point struct {
 	Seconds float64
 }
 
-// Line fits t = alpha + beta n to the points by least squares of the
-// relative error (each point weighted by 1/t²), so that the microsecond
-// exchanges decide alpha as much as the millisecond ones decide beta. A
-// negative intercept or slope, which noise can give, is fixed at zero
-// and the other refitted. It needs two distinct sizes.
+// Line fits t = alpha + beta n to the points in two regimes, since a
+// link's time is not one straight line everywhere: a rate limiter (tc
+// tbf, a NIC's) passes a burst at line rate, so exchanges up to the burst
+// say little of the bandwidth. Beta is the least-squares slope of the
+// large exchanges (from a 16th of the largest size up; at least the two
+// largest sizes), alpha the median of t - beta n over the exchanges whose
+// bandwidth term is at most half their time (else the smallest's). A
+// slope or intercept that noise makes negative is zero. It needs two
+// distinct sizes.
 func Line(pts []Point) (alpha, beta float64, err error) {
-	var s0, s1, s2, t0, t1 float64
-	sizes := map[int64]bool{}
+	pts = slices.Clone(pts)
+	slices.SortStableFunc(pts, func(a, b Point) int { return cmp.Compare(a.Bytes, b.Bytes) })
 	for _, p := range pts {
 		if p.Seconds <= 0 || p.Bytes < 0 {
 			return 0, 0, fmt.Errorf("fit: bad point %+v", p)
 		}
-		sizes[p.Bytes] = true
-		w := 1 / (p.Seconds * p.Seconds)
+	}
+	if len(pts) < 2 || pts[0].Bytes == pts[len(pts)-1].Bytes {
+		return 0, 0, fmt.Errorf("fit: %d points of one size, want at least two sizes", len(pts))
+	}
+	// The large exchanges: from a 16th of the largest, and down to the
+	// second largest size whatever it is.
+	largest := pts[len(pts)-1].Bytes
+	i := len(pts) - 1
+	for i > 0 && (pts[i-1].Bytes >= largest/16 || pts[i].Bytes == largest) {
+		i--
+	}
+	var sn, st, snn, snt float64
+	for _, p := range pts[i:] {
 		n := float64(p.Bytes)
-		s0, s1, s2 = s0+w, s1+w*n, s2+w*n*n
-		t0, t1 = t0+w*p.Seconds, t1+w*n*p.Seconds
+		sn, st, snn, snt = sn+n, st+p.Seconds, snn+n*n, snt+n*p.Seconds
 	}
-	if len(sizes) < 2 {
-		return 0, 0, fmt.Errorf("fit: %d distinct sizes, want at least 2", len(sizes))
+	k := float64(len(pts) - i)
+	beta = max((k*snt-sn*st)/(k*snn-sn*sn), 0)
+	var rest []float64
+	for _, p := range pts {
+		if b := beta * float64(p.Bytes); b <= p.Seconds/2 {
+			rest = append(rest, p.Seconds-b)
+		}
 	}
-	beta = (s0*t1 - s1*t0) / (s0*s2 - s1*s1)
-	alpha = (t0 - beta*s1) / s0
-	switch {
-	case beta < 0:
-		return t0 / s0, 0, nil
-	case alpha < 0:
-		return 0, t1 / s2, nil
+	if len(rest) == 0 {
+		rest = []float64{pts[0].Seconds - beta*float64(pts[0].Bytes)}
 	}
-	return alpha, beta, nil
+	slices.Sort(rest)
+	alpha = rest[len(rest)/2]
+	if len(rest)%2 == 0 {
+		alpha = (rest[len(rest)/2-1] + alpha) / 2
+	}
+	return max(alpha, 0), beta, nil
 }
 
 // Pairs are the two pairs of ranks the machine is fitted from.
@@ -316,11 +336,13 @@ func (r Result) Describe() string {
 	fmt.Fprintf(&b, "machine fitted on %d ranks, %s:\n", r.Nodes.P(), r.Nodes)
 	if r.Pairs.HasInter {
 		fmt.Fprintf(&b, "  between nodes (rank %d <-> rank %d): alpha %.2f µs, beta %s\n", r.Pairs.Inter[0], r.Pairs.Inter[1], m.Alpha*1e6, perByte(m.Beta))
+		fmt.Fprintf(&b, "    exchanged: %s\n", points(r.Inter))
 	} else {
 		fmt.Fprintf(&b, "  between nodes: not measured (one node); model.Default's alpha %.2f µs, beta %s kept\n", m.Alpha*1e6, perByte(m.Beta))
 	}
 	if r.Pairs.HasIntra {
 		fmt.Fprintf(&b, "  within a node (rank %d <-> rank %d): node_alpha %.2f µs, node_beta %s\n", r.Pairs.Intra[0], r.Pairs.Intra[1], m.NodeAlpha*1e6, perByte(m.NodeBeta))
+		fmt.Fprintf(&b, "    exchanged: %s\n", points(r.Intra))
 	} else {
 		fmt.Fprintf(&b, "  within a node: not measured (one rank per node); model.Default's node_alpha %.2f µs, node_beta %s kept\n", m.NodeAlpha*1e6, perByte(m.NodeBeta))
 	}
@@ -331,6 +353,15 @@ func (r Result) Describe() string {
 	}
 	fmt.Fprintf(&b, "  rank 0, 16 MiB: gamma (float32 sum) %s, delta (memmove) %s\n", perByte(m.Gamma), perByte(m.Delta))
 	return b.String()
+}
+
+// points lists the exchanges: bytes each way, µs.
+func points(pts []Point) string {
+	var parts []string
+	for _, p := range pts {
+		parts = append(parts, fmt.Sprintf("%d B %.1f µs", p.Bytes, p.Seconds*1e6))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // perByte prints seconds per byte as ns/B and the bandwidth it means.
