@@ -17,7 +17,8 @@
 //     median of -reps is kept), so that noise hits all alike. The fastest
 //     at each size gives the rules for exactly this job's shape: its rank
 //     count, node count and ranks per node. The hierarchical algorithms
-//     are candidates only where the job spans several nodes.
+//     are candidates only where the job spans several nodes, the shm
+//     algorithms only where it has one.
 //  3. For the rank counts of -model, the model executor prices every
 //     algorithm with the fitted machine, on nodes of as many ranks as
 //     this job has on one node, and the cheapest at each size gives the
@@ -198,7 +199,7 @@ func modelRules(coll algorithms.Collective, m model.Machine, o options, job tune
 			params := paramsFor(coll, p, b)
 			params.Nodes, params.SharedMemory = nodes, sh.Nodes == 1
 			for _, a := range algorithms.All(coll) {
-				if !candidate(a.Name, sh.Nodes) {
+				if !candidate(a, sh.Nodes) {
 					continue
 				}
 				cost := model.Algorithm(a, params, 4, m)

@@ -21,15 +21,18 @@ type measured struct {
 	best  string
 }
 
-// hierarchical is the algorithm that composes an intra-node and an
-// inter-node phase: on one node it is a flat algorithm under another name
-// (and sorts first among the allreduces, so it would win every tie), so
-// it is a candidate only where the ranks span several nodes.
-const hierarchical = "hierarchical"
-
-// candidate reports whether algorithm alg is measured or priced on nodes
-// nodes.
-func candidate(alg string, nodes int) bool { return alg != hierarchical || nodes >= 2 }
+// candidate reports whether algorithm a is measured or priced on ranks
+// spanning nodes nodes: the shm algorithms need one node; the
+// hierarchical ones, which compose an intra-node and an inter-node
+// phase, need several (on one node they are a flat algorithm under
+// another name, and sort first among the allreduces, so they would win
+// every tie).
+func candidate(a *algorithms.Algorithm, nodes int) bool {
+	if a.Direct {
+		return nodes == 1
+	}
+	return a.Name != "hierarchical" || nodes >= 2
+}
 
 // measureCollective times every algorithm of coll at each size on c, whose
 // ranks span nodes nodes.
@@ -40,10 +43,11 @@ func measureCollective(c *mpi.Comm, coll algorithms.Collective, nodes int, o opt
 		n := max(int(b/4)/p, 1) * p
 		send, recv := make([]float32, n), make([]float32, n)
 		r := measured{coll: coll.String(), p: p, bytes: int64(4 * n), us: map[string]float64{}}
-		for _, alg := range algorithms.Names(coll) {
-			if !candidate(alg, nodes) {
+		for _, a := range algorithms.All(coll) {
+			if !candidate(a, nodes) {
 				continue
 			}
+			alg := a.Name
 			opt := mpi.WithAlgorithm(alg)
 			call := func() error {
 				switch coll {

@@ -333,7 +333,11 @@ func timeLocal(f func()) float64 {
 func (r Result) Describe() string {
 	m := r.Machine
 	var b strings.Builder
-	fmt.Fprintf(&b, "machine fitted on %d ranks, %s:\n", r.Nodes.P(), r.Nodes)
+	where := r.Nodes.String()
+	if r.Nodes.OneNode() {
+		where = "one node"
+	}
+	fmt.Fprintf(&b, "machine fitted on %d ranks, %s:\n", r.Nodes.P(), where)
 	if r.Pairs.HasInter {
 		fmt.Fprintf(&b, "  between nodes (rank %d <-> rank %d): alpha %.2f µs, beta %s\n", r.Pairs.Inter[0], r.Pairs.Inter[1], m.Alpha*1e6, perByte(m.Beta))
 		fmt.Fprintf(&b, "    exchanged: %s\n", points(r.Inter))
