@@ -149,7 +149,7 @@ func fitCluster(root, work string, launch []string, hosts, ppn int) (*predictor,
 		return nil, fmt.Errorf("%s wrote no machine", argv[len(launch)])
 	}
 	fmt.Printf("%s\n", bytes.TrimSpace(out))
-	fmt.Printf("  (gocoll-tune -machine-only on the same ranks; the model column below prices every configuration with it)\n\n")
+	fmt.Printf("  (gocoll-tune -machine-only on the same ranks; the model's tables below price every configuration with it)\n\n")
 	t, err := tuner.New(nil)
 	if err != nil {
 		return nil, err

@@ -18,7 +18,7 @@
 //	gocoll-compare -cluster 4x2 [-rate 1gbit] [the same flags but -np]
 //
 // The second form (cluster.go) measures gocoll's algorithms against each
-// other on an emulated cluster.
+// other on an emulated cluster, and the model beside them (model.go).
 package main
 
 import (
@@ -386,7 +386,9 @@ With -cluster HOSTSxPPN (as root) it emulates a cluster instead (a network
 namespace per host, each linked to a bridge at -rate) and measures gocoll
 alone there: every algorithm that runs across hosts forced in turn, and
 auto; it prints their times, auto over the best and the hierarchical
-algorithm over the best flat one.
+algorithm over the best flat one, and beside them the model's price of
+each on the machine gocoll-tune fits on the same ranks first, with
+measured/model and, at the end, the model's error from 64 KiB.
 
 `)
 		flag.PrintDefaults()
