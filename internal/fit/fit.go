@@ -7,12 +7,11 @@
 // alpha, beta), each pair exchanging messages from 4 B to 4 MiB while
 // every other rank waits. An exchange is one round of the model (each
 // rank of the pair sends n bytes to the other at once), so its time is
-// alpha + beta n, and a straight line through the sizes (Line) gives
-// both (Line says how). The shm step (sync) is an 8-byte shm allreduce on node 0's ranks,
-// and the reduction (gamma) and copy (delta) speeds are rank 0's, alone,
-// over 16 MiB. What a job cannot measure (the network, on one node; the
-// node, with one rank per node) keeps model.Default's value, and
-// Result.Describe says so.
+// alpha + beta n, which Line fits to the sizes. The shm step (sync) is
+// an 8-byte shm allreduce on node 0's ranks, and the reduction (gamma)
+// and copy (delta) speeds are rank 0's, alone, over 16 MiB. What a job
+// cannot measure (the network, on one node; the node, with one rank per
+// node) keeps model.Default's value, and Result.Describe says so.
 package fit
 
 import (
