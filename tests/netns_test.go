@@ -68,7 +68,8 @@ func TestTwoHostsOverTCP(t *testing.T) {
 // every algorithm that runs across hosts forced in turn and auto, each
 // run's results verified by collbench (a wrong result fails the run,
 // and with it the command); the table has a time for every one at every
-// size, and the namespaces are gone afterwards.
+// size, the model's table a price and measured/model for every one, and
+// the namespaces are gone afterwards.
 func TestCompareOnEmulatedCluster(t *testing.T) {
 	if os.Geteuid() != 0 {
 		noHosts(t, "creating network namespaces (ip netns add) needs root")
@@ -81,6 +82,16 @@ func TestCompareOnEmulatedCluster(t *testing.T) {
 	}
 	if !strings.Contains(out, "2 emulated hosts") || !strings.Contains(out, "100mbit each way") {
 		t.Errorf("no description of the cluster:\n%s", out)
+	}
+	// The machine fitted on the same ranks first, both levels.
+	for _, want := range []string{"machine fitted on 4 ranks, 2 nodes x 2:", "between nodes (rank 0 <-> rank 2): alpha", "within a node (rank 0 <-> rank 1): node_alpha"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q:\n%s", want, out)
+		}
+	}
+	// The sizes end at 4 KiB: the model's error line has nothing from 64 KiB.
+	if !strings.Contains(out, "model error at >= 65536 bytes: no sizes measured there") {
+		t.Errorf("no model error line:\n%s", out)
 	}
 	for _, c := range colls {
 		var names []string
@@ -99,6 +110,12 @@ func TestCompareOnEmulatedCluster(t *testing.T) {
 			line := regexp.MustCompile(fmt.Sprintf(`(?m)^\s*%d(\s+\d+\.\d\d){%d}\s+[a-z_]+\s+\d+\.\d\d`, b, len(names)+1))
 			if !line.MatchString(out) {
 				t.Errorf("%v: no line of times at %d bytes:\n%s", c, b, out)
+			}
+			// The model's table: what auto chose, then the model's time
+			// and measured/model of every configuration.
+			model := regexp.MustCompile(fmt.Sprintf(`(?m)^\s*%d\s+[a-z_]+(\s+\d+\.\d\d){%d}\s*$`, b, 2*(len(names)+1)))
+			if !model.MatchString(out) {
+				t.Errorf("%v: no line of the model at %d bytes:\n%s", c, b, out)
 			}
 		}
 	}

@@ -25,7 +25,8 @@ import (
 // forced in turn, and auto, interleaved as the host comparison is, each
 // run verifying its results (collbench -check). It prints each one's
 // time, the best, auto against the best, and the hierarchical algorithm
-// against the best flat one.
+// against the best flat one; then the model's price of each (model.go),
+// on the machine gocoll-tune fits on the same cluster first.
 
 // collectiveOf is the collective collbench calls name.
 func collectiveOf(name string) (algorithms.Collective, error) {
@@ -100,8 +101,13 @@ func runCluster(root string, o options) error {
 			"--host", strings.Join(list, ","), "--launcher", "ip netns exec %h", "--bind", cl.Addrs[0])
 	}
 	fmt.Printf("%s; %d ranks, %d per host, placed by host (gocollrun --host)\n\n", cl, np, ppn)
+	pr, err := fitCluster(root, work, launch(np), hosts, ppn)
+	if err != nil {
+		return err
+	}
 	var csv bytes.Buffer
-	csv.WriteString("np,config,collective,datatype,size,bytes,min_us,median_us\n")
+	csv.WriteString("np,config,collective,datatype,size,bytes,min_us,median_us,model_us\n")
+	var errs []modelError
 	for _, name := range strings.Split(o.colls, ",") {
 		c, err := collectiveOf(name)
 		if err != nil {
@@ -112,12 +118,47 @@ func runCluster(root string, o options) error {
 		// call per size, untimed); a wrong one fails the run.
 		args := append([]string{"-c", name, "-check"}, o.benchArgs()...)
 		rs := newRuns(np, o.reps, configs)
-		if err := measureInto(rs, configs, args, o, &csv); err != nil {
+		price := pr.pricing(rs)
+		if err := measureInto(rs, configs, args, o, &csv, price); err != nil {
 			return err
 		}
-		reportCluster(os.Stdout, rs)
+		reportCluster(os.Stdout, rs, price)
+		errs = append(errs, modelErrors(rs, price, modelTargetMin)...)
 	}
+	summarizeErrors(os.Stdout, errs, modelTargetMin)
 	return writeCSV(o, &csv)
+}
+
+// fitCluster runs gocoll-tune -machine-only on the cluster's ranks
+// (launcher argv launch), prints what it fitted and returns the predictor
+// of the ranks placed by host on that machine, with the tuner the auto
+// runs build from this environment.
+func fitCluster(root, work string, launch []string, hosts, ppn int) (*predictor, error) {
+	file := filepath.Join(work, "machine.json")
+	argv := append(launch, filepath.Join(root, "build", "bin", "gocoll-tune"), "-machine-only", "-o", file)
+	fmt.Fprintf(os.Stderr, "fitting the machine: %s\n", strings.Join(argv, " "))
+	out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v\n%s", strings.Join(argv, " "), err, out)
+	}
+	f, err := tuner.ReadTuningFile(file)
+	if err != nil {
+		return nil, err
+	}
+	if f.Machine == nil {
+		return nil, fmt.Errorf("%s wrote no machine", argv[len(launch)])
+	}
+	fmt.Printf("%s\n", bytes.TrimSpace(out))
+	fmt.Printf("  (gocoll-tune -machine-only on the same ranks; the model's tables below price every configuration with it)\n\n")
+	t, err := tuner.New(nil)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]int, hosts*ppn)
+	for r := range ids {
+		ids[r] = r / ppn
+	}
+	return newPredictor(f.Machine.Model(), algorithms.NodeMapOf(ids), t), nil
 }
 
 // bestOf returns the fastest of configurations names at k, and its time.
@@ -134,8 +175,8 @@ func (rs *runs) bestOf(names []string, k key) (string, float64, bool) {
 // reportCluster prints one collective measured on the emulated cluster:
 // every configuration's lowest time, the fastest algorithm, auto over it
 // and (when there is one) the hierarchical algorithm over the fastest
-// flat one (below 1: faster).
-func reportCluster(w io.Writer, rs *runs) {
+// flat one (below 1: faster); then the model's table (modelTable).
+func reportCluster(w io.Writer, rs *runs, price modelFunc) {
 	algs := slices.DeleteFunc(slices.Clone(rs.configs), func(n string) bool { return n == "auto" })
 	flat := slices.DeleteFunc(slices.Clone(algs), func(n string) bool { return n == "hierarchical" })
 	cols := []column{
@@ -160,4 +201,5 @@ func reportCluster(w io.Writer, rs *runs) {
 		}})
 	}
 	tables(w, rs, "", cols)
+	modelTable(w, rs, price)
 }

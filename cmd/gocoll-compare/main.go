@@ -18,7 +18,7 @@
 //	gocoll-compare -cluster 4x2 [-rate 1gbit] [the same flags but -np]
 //
 // The second form (cluster.go) measures gocoll's algorithms against each
-// other on an emulated cluster.
+// other on an emulated cluster, and the model beside them (model.go).
 package main
 
 import (
@@ -275,16 +275,26 @@ func report(w io.Writer, rs *runs, cores int) {
 	tables(w, rs, over, cols)
 }
 
-// csvRows writes every configuration's lowest and median time per size.
-func csvRows(w io.Writer, rs *runs) {
+// csvRows writes every configuration's lowest and median time per size,
+// and with a model (the cluster mode) its time as a last column.
+func csvRows(w io.Writer, rs *runs, price modelFunc) {
 	for _, coll := range rs.first.colls {
 		h := rs.first.heads[coll]
 		for _, b := range rs.keys(coll) {
 			for _, c := range rs.configs {
 				v := rs.samples[c][key{coll, b}]
-				if len(v) > 0 {
-					fmt.Fprintf(w, "%d,%s,%s,%s,%s,%d,%.3f,%.3f\n", rs.np, c, coll, h.dtype, h.size, b, slices.Min(v), median(v))
+				if len(v) == 0 {
+					continue
 				}
+				fmt.Fprintf(w, "%d,%s,%s,%s,%s,%d,%.3f,%.3f", rs.np, c, coll, h.dtype, h.size, b, slices.Min(v), median(v))
+				if price != nil {
+					m, _, ok := price(c, key{coll, b})
+					fmt.Fprint(w, ",")
+					if ok {
+						fmt.Fprintf(w, "%.3f", m)
+					}
+				}
+				fmt.Fprintln(w)
 			}
 		}
 	}
@@ -376,7 +386,9 @@ With -cluster HOSTSxPPN (as root) it emulates a cluster instead (a network
 namespace per host, each linked to a bridge at -rate) and measures gocoll
 alone there: every algorithm that runs across hosts forced in turn, and
 auto; it prints their times, auto over the best and the hierarchical
-algorithm over the best flat one.
+algorithm over the best flat one, and beside them the model's price of
+each on the machine gocoll-tune fits on the same ranks first, with
+measured/model and, at the end, the model's error from 64 KiB.
 
 `)
 		flag.PrintDefaults()
@@ -477,7 +489,7 @@ func run(root string, o options) error {
 	csv.WriteString("np,config,collective,datatype,size,bytes,min_us,median_us\n")
 	for _, np := range nps {
 		rs := newRuns(np, o.reps, configs)
-		if err := measureInto(rs, configs, args, o, &csv); err != nil {
+		if err := measureInto(rs, configs, args, o, &csv, nil); err != nil {
 			return err
 		}
 		report(os.Stdout, rs, runtime.NumCPU())
@@ -485,13 +497,14 @@ func run(root string, o options) error {
 	return writeCSV(o, &csv)
 }
 
-// measureInto measures into rs (see measure), adds its rows to csv and
-// draws its plots (-plot); the caller prints its table.
-func measureInto(rs *runs, configs []config, args []string, o options, csv *bytes.Buffer) error {
+// measureInto measures into rs (see measure), adds its rows to csv (with
+// the model's times, when there is one) and draws its plots (-plot); the
+// caller prints its table.
+func measureInto(rs *runs, configs []config, args []string, o options, csv *bytes.Buffer, price modelFunc) error {
 	if err := measure(rs, configs, args, o.reps); err != nil {
 		return err
 	}
-	csvRows(csv, rs)
+	csvRows(csv, rs, price)
 	if o.plot != "" {
 		return plotCompare(o.plot, rs)
 	}

@@ -163,7 +163,7 @@ func TestReport(t *testing.T) {
 	}
 
 	var csv bytes.Buffer
-	csvRows(&csv, rs)
+	csvRows(&csv, rs, nil)
 	if !strings.Contains(csv.String(), "8,gocoll,allreduce,MPI_FLOAT,total,4,0.500,0.550\n") ||
 		!strings.Contains(csv.String(), "8,mpich+preload,allgather,MPI_CHAR,per-rank,4,0.250,0.375\n") {
 		t.Errorf("csv rows:\n%s", csv.String())

@@ -1,31 +1,39 @@
 // Command gocoll-tune measures this machine and writes tuning rules for it
 // (the GOCOLL_TUNING_FILE format).
 //
-//	gocollrun -n 4 gocoll-tune [-min 8] [-max 16M] [-reps 5] [-o rules.json] [-model 2,3,4,...]
+//	gocollrun -n 4 gocoll-tune [-min 8] [-max 16M] [-reps 5] [-o rules.json] [-model 2,3,4,...] [-machine-only]
 //
 // It runs in three parts:
 //
-//  1. The transport between rank 0 and rank 1 (shared memory on one host,
-//     TCP across hosts or with GOCOLL_TRANSPORT=tcp): a ping-pong from 8 B
-//     to 4 MiB, fitted to alpha (latency) + beta (seconds per byte); and the
-//     reduction kernel (float32 sum) and memmove, for gamma and delta.
+//  1. The machine of the model (package internal/fit): on a job that
+//     spans several nodes, an exchange of 4 B to 4 MiB between two ranks
+//     of one node fitted to node_alpha and node_beta, and between two
+//     ranks of different nodes to alpha and beta; the shm step (sync);
+//     the reduction kernel (float32 sum) and memmove, for gamma and delta.
+//     On one node only the pair within the node is measured, and the
+//     network keeps model.Default's values (it says so).
 //  2. Every algorithm of every collective on this job's ranks, at sizes
 //     from -min to -max by factors of 4, measured in turn and repeated (the
 //     median of -reps is kept), so that noise hits all alike. The fastest
-//     at each size gives the rules for exactly this many ranks.
+//     at each size gives the rules for exactly this job's shape: its rank
+//     count, node count and ranks per node. The hierarchical algorithms
+//     are candidates only where the job spans several nodes, the shm
+//     algorithms only where it has one.
 //  3. For the rank counts of -model, the model executor prices every
-//     schedule with the fitted alpha, beta, gamma and delta, and the
-//     cheapest at each size gives the rules for those rank counts (the shm
-//     algorithms, which the model cannot price, are left to the measured
-//     rules and to the defaults).
+//     algorithm with the fitted machine, on nodes of as many ranks as
+//     this job has on one node, and the cheapest at each size gives the
+//     rules for those shapes.
 //
-// Rank 0 prints what it measured and writes the rules.
+// Rank 0 prints what it measured and writes the machine and the rules.
+// With -machine-only it stops after part 1 and writes the machine alone
+// (gocoll-compare -cluster fits the emulated cluster so).
 package main
 
 import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -33,16 +41,18 @@ import (
 
 	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/executor/model"
+	"github.com/gocoll/gocoll/internal/fit"
 	"github.com/gocoll/gocoll/internal/units"
 	"github.com/gocoll/gocoll/mpi"
 	"github.com/gocoll/gocoll/tuner"
 )
 
 type options struct {
-	min, max int64
-	reps     int
-	out      string
-	model    []int
+	min, max    int64
+	reps        int
+	out         string
+	model       []int
+	machineOnly bool
 }
 
 func main() {
@@ -51,6 +61,7 @@ func main() {
 	maxS := flag.String("max", "16M", "largest message")
 	flag.IntVar(&o.reps, "reps", 5, "repetitions per measurement (median kept)")
 	flag.StringVar(&o.out, "o", "", "write the rules here (default: print them)")
+	flag.BoolVar(&o.machineOnly, "machine-only", false, "fit the machine only and write it without rules")
 	modelS := flag.String("model", "2,3,4,5,6,7,8,12,16,24,32,64,128,256,512,1024", "rank counts to extrapolate to with the model")
 	flag.Parse()
 	var err error
@@ -98,40 +109,55 @@ func parseInts(s string) ([]int, error) {
 }
 
 func tune(c *mpi.Comm, o options) error {
-	m, err := measureMachine(c, o)
+	fitted, err := fit.Measure(c, o.reps)
 	if err != nil {
 		return err
 	}
-	var rules []tuner.Rule
+	m := tuner.MachineOf(fitted.Machine)
+	file := tuner.File{Machine: &m}
+	if c.Rank() == 0 {
+		fmt.Print(fitted.Describe(), "\n")
+	}
+	if o.machineOnly {
+		file.Rules = []tuner.Rule{}
+		return writeFile(c, file, o)
+	}
+	sh := tuner.Shape{P: c.Size(), Nodes: fitted.Nodes.NumNodes(), PerNode: fitted.Nodes.MaxPerNode()}
 	var table []measured
 	for _, coll := range algorithms.Collectives {
 		if coll == algorithms.ReduceScatter {
 			continue // shares its algorithms with the block form, measured below
 		}
-		res, err := measureCollective(c, coll, o)
+		res, err := measureCollective(c, coll, sh.Nodes, o)
 		if err != nil {
 			return err
 		}
 		table = append(table, res...)
-		r := rulesFromWinners(coll, c.Size(), c.Size(), res)
-		rules = append(rules, r...)
+		r := rulesFromWinners(coll, sh, res)
+		file.Rules = append(file.Rules, r...)
 		if coll == algorithms.ReduceScatterBlock {
 			for _, x := range r {
 				x.Collective = tuner.CollectiveName(algorithms.ReduceScatter)
-				rules = append(rules, x)
+				file.Rules = append(file.Rules, x)
 			}
 		}
-	}
-	for _, coll := range algorithms.Collectives {
-		rules = append(rules, modelRules(coll, m, o, c.Size())...)
 	}
 	if c.Rank() != 0 {
 		return nil
 	}
-	fmt.Printf("machine (rank 0 <-> rank 1, %d ranks): alpha %.2f µs, beta %.3f ns/B (%.1f GB/s), gamma %.3f ns/B (%.1f GB/s), delta %.3f ns/B (%.1f GB/s)\n\n",
-		c.Size(), m.Alpha*1e6, m.Beta*1e9, 1/m.Beta/1e9, m.Gamma*1e9, 1/m.Gamma/1e9, m.Delta*1e9, 1/m.Delta/1e9)
+	for _, coll := range algorithms.Collectives {
+		file.Rules = append(file.Rules, modelRules(coll, fitted.Machine, o, sh)...)
+	}
 	printTable(table)
-	data, _ := json.MarshalIndent(tuner.File{Rules: rules}, "", "  ")
+	return writeFile(c, file, o)
+}
+
+// writeFile writes the tuning file (rank 0) to -o or stdout.
+func writeFile(c *mpi.Comm, file tuner.File, o options) error {
+	if c.Rank() != 0 {
+		return nil
+	}
+	data, _ := json.MarshalIndent(file, "", "  ")
 	data = append(data, '\n')
 	if o.out == "" {
 		os.Stdout.Write(data)
@@ -154,27 +180,32 @@ func printTable(table []measured) {
 	fmt.Println()
 }
 
-// modelRules prices every schedule algorithm with the fitted machine for
-// the rank counts of -model (other than the measured one) and returns the
-// cheapest per size as rules.
-func modelRules(coll algorithms.Collective, m model.Machine, o options, measuredP int) []tuner.Rule {
+// modelRules prices every algorithm with the fitted machine for the
+// rank counts of -model (other than the measured shape's), each on nodes
+// of as many consecutive ranks as the measured job has on one node (the
+// last node short where that does not divide it), and returns the
+// cheapest per size as rules for that shape.
+func modelRules(coll algorithms.Collective, m model.Machine, o options, job tuner.Shape) []tuner.Rule {
 	var rules []tuner.Rule
 	for _, p := range o.model {
-		if p == measuredP {
+		if p == job.P {
 			continue
 		}
+		nodes := nodesOf(p, job.PerNode)
+		sh := tuner.Shape{P: p, Nodes: nodes.NumNodes(), PerNode: nodes.MaxPerNode()}
 		var res []measured
 		for b := o.min; b <= o.max; b *= 4 {
 			r := measured{coll: coll.String(), p: p, bytes: b, us: map[string]float64{}}
+			params := paramsFor(coll, p, b)
+			params.Nodes, params.SharedMemory = nodes, sh.Nodes == 1
 			for _, a := range algorithms.All(coll) {
-				if a.Direct || a.Name == untuned {
-					continue
-				}
-				params := paramsFor(coll, p, b)
-				if a.Check(params) != nil {
+				if !candidate(a, sh.Nodes) {
 					continue
 				}
 				cost := model.Algorithm(a, params, 4, m)
+				if math.IsInf(cost.Time, 1) {
+					continue // cannot run this call
+				}
 				r.algs = append(r.algs, a.Name)
 				r.us[a.Name] = cost.Time * 1e6
 				if r.best == "" || r.us[a.Name] < r.us[r.best] {
@@ -183,9 +214,19 @@ func modelRules(coll algorithms.Collective, m model.Machine, o options, measured
 			}
 			res = append(res, r)
 		}
-		rules = append(rules, rulesFromWinners(coll, p, p, res)...)
+		rules = append(rules, rulesFromWinners(coll, sh, res)...)
 	}
 	return rules
+}
+
+// nodesOf is the node map of p ranks on nodes of perNode consecutive
+// ranks (the last one short where perNode does not divide p).
+func nodesOf(p, perNode int) *algorithms.NodeMap {
+	ids := make([]int, p)
+	for r := range ids {
+		ids[r] = r / max(perNode, 1)
+	}
+	return algorithms.NodeMapOf(ids)
 }
 
 // paramsFor is a call of b bytes of float32 on p ranks.
