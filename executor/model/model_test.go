@@ -254,17 +254,28 @@ func TestScaledPlanEqualsDirect(t *testing.T) {
 // its phases' flat algorithms change twice between small and large calls
 // (algorithms.Algorithm.AtSize), and at a size in each band the scaled
 // plan equals the plan prepared at that exact count and the reference,
-// which builds and replays every rank's schedule there.
+// which builds and replays every rank's schedule there. On alike nodes,
+// a power of two of them, the plan traces node 0's ranks only, and the
+// reference checks that every node does what node 0 does.
 func TestHierarchicalBands(t *testing.T) {
 	m := model.Slow
 	for _, c := range algorithms.Collectives {
 		a, _ := algorithms.Lookup(c, "hierarchical")
-		for _, shape := range []struct{ p, k int }{{64, 8}, {96, 8}, {24, 4}, {12, 8}} {
+		for _, shape := range []struct{ p, k int }{{64, 8}, {96, 8}, {24, 4}, {12, 8}, {256, 8}, {256, 64}} {
 			nodes := block(shape.p, shape.k)
 			u := model.UnitCount(c, shape.p)
 			base := unit(c, shape.p, u)
 			base.Nodes = nodes
 			pl := model.Prepare(a, base, 4)
+			if pow2(shape.p) && !pl.Classes() {
+				// Alike nodes, a power of two of them: symmetric by nodes.
+				t.Errorf("%v p=%d/%d: every rank traced, not node 0's", c, shape.p, shape.k)
+			}
+			if shape.p == 96 && c.Reduces() && pl.Classes() {
+				// 12 nodes: recursive doubling or halving across them
+				// folds 4 pairs, which the samples must see.
+				t.Errorf("%v p=96/8: priced by node 0 where the nodes differ", c)
+			}
 			bands := map[*algorithms.Algorithm]bool{}
 			for _, total := range []int{512, 4096, 1 << 20} {
 				per := u // elements of the unit call
@@ -288,6 +299,8 @@ func TestHierarchicalBands(t *testing.T) {
 		}
 	}
 }
+
+func pow2(x int) bool { return x&(x-1) == 0 }
 
 // unit returns a call of u elements (an allreduce) or u per rank.
 func unit(c algorithms.Collective, p, u int) algorithms.Params {
