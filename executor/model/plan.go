@@ -68,21 +68,25 @@ type xfer struct {
 var identity = func(q int) int32 { return int32(q) }
 
 // Classes reports whether the plan prices one node's ranks for all
-// (rank-symmetric algorithm on alike nodes).
-// A size-dependent algorithm's plan answers for the shape of its unit
-// count.
+// (rank-symmetric algorithm on alike nodes). A size-dependent
+// algorithm's plan answers for the shape of its unit count.
 func (pl *Plan) Classes() bool {
 	if pl.sized != nil {
-		return pl.sized.at(1).Classes()
+		v := pl.sized.at(1)
+		return v != nil && v.Classes()
 	}
 	return pl.classes
 }
 
 // States returns the number of ranks the plan simulates (for a
-// size-dependent algorithm, at its unit count).
+// size-dependent algorithm, at its unit count; 0 where it cannot be
+// priced).
 func (pl *Plan) States() int {
 	if pl.sized != nil {
-		return pl.sized.at(1).States()
+		if v := pl.sized.at(1); v != nil {
+			return v.States()
+		}
+		return 0
 	}
 	return len(pl.states)
 }
