@@ -140,10 +140,18 @@ type Algorithm struct {
 	Restrict func(p Params) error
 	// SizeDependent marks an algorithm whose schedule's shape (its
 	// rounds and peers) depends on the counts, not only on the ranks: it
-	// picks its phases' algorithms by size. A schedule built at one count
-	// says nothing of another's, so the model, which prices one plan
-	// scaled to every size, does not price it.
+	// picks its phases' algorithms by size (the hierarchical ones). A
+	// schedule built at one count then says nothing of another's; AtSize
+	// says which shape a count gets.
 	SizeDependent bool
+	// AtSize, set for a SizeDependent algorithm, returns the algorithm
+	// that builds, at any count, the schedule shape this one builds for
+	// call p: this one with its phases' algorithms fixed to p's. It is not
+	// SizeDependent, not registered (ID -1), and the same pointer for
+	// every call whose schedules have the same shape, so that the model
+	// prepares one plan per shape and scales it to every size that has it,
+	// as it does for any other algorithm.
+	AtSize func(p Params) *Algorithm
 
 	id int // 1 + its place in registration order; 0: not registered
 }

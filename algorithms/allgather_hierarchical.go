@@ -37,75 +37,76 @@ import "github.com/gocoll/gocoll/schedule"
 //	              carries n/k, and latency grows with N or lg N, not p.
 //	reference:    Kandalla et al., "Designing Multi-Leader-Based Allgather
 //	              Algorithms for Multi-Core Clusters" (IPDPS 2009).
-var allgatherHierarchical = &Algorithm{
-	Name:          "hierarchical",
-	Collective:    Allgather,
-	Summary:       "gather each node's blocks into slices, allgather of each slice across nodes (a leader per local rank), allgather in each node",
-	Cost:          "(N-1)α + (N-1)/(Nk)·nβ + (k-1)α' + (k-1)/k·nβ' + nδ",
-	Restrict:      restrictHierarchical(Allgather),
-	SizeDependent: true, // the phases' flat algorithms are chosen by size
-	Build: func(pr Params) *schedule.Schedule {
-		m, bl := pr.Nodes, pr.Blocks()
-		n, r := bl.Total, pr.Rank
-		if flatNodes(m) {
-			return flatFor(Allgather, pr.P, n, pr.Commutative).Build(pr)
+var allgatherHierarchical = hierarchical(Algorithm{
+	Name:       "hierarchical",
+	Collective: Allgather,
+	Summary:    "gather each node's blocks into slices, allgather of each slice across nodes (a leader per local rank), allgather in each node",
+	Cost:       "(N-1)α + (N-1)/(Nk)·nβ + (k-1)α' + (k-1)/k·nβ' + nδ",
+	Restrict:   restrictHierarchical(Allgather),
+}, buildAllgatherHierarchical)
+
+// buildAllgatherHierarchical builds rank pr.Rank's schedule with phases ph.
+func buildAllgatherHierarchical(pr Params, ph phases) *schedule.Schedule {
+	m, bl := pr.Nodes, pr.Blocks()
+	n, r := bl.Total, pr.Rank
+	if flatNodes(m) {
+		return flatFor(Allgather, pr.P, ph.intraSmall, pr.Commutative).Build(pr)
+	}
+	ns := newNodeSlices(m, bl)
+	node, local := m.Node(r), m.Local(r)
+	k, N, L := m.Size(node), ns.N, ns.L
+	nodeRanks := m.Ranks(node)
+	mine := in.At(0, bl.Counts[r])
+	var b schedule.Builder
+
+	// The slice layout: in the output when it is rank order, else in
+	// scratch, followed by the flat algorithms' scratch.
+	lay, sub := tmp.place(0), n
+	if ns.identity {
+		lay, sub = out.place(0), 0
+	}
+	b.Scratch(sub)
+	at := func(off, c int) schedule.Range { return lay.buf.At(lay.off+off, c) }
+
+	// Gather into slices: each piece of a block goes to its slice's
+	// holder.
+	rb := b.Next()
+	ns.pieces(node, func(owner, rOff, l, sOff, c int) {
+		holder, dst := nodeRanks[l], at(ns.sliceAt(node, l)+sOff, c)
+		switch {
+		case holder == r && owner == r:
+			rb.Copy(dst, mine.Sub(rOff, c))
+		case owner == r:
+			rb.Send(holder, mine.Sub(rOff, c))
+		case holder == r:
+			rb.Recv(owner, dst)
 		}
-		ns := newNodeSlices(m, bl)
-		node, local := m.Node(r), m.Local(r)
-		k, N, L := m.Size(node), ns.N, ns.L
-		nodeRanks := m.Ranks(node)
-		mine := in.At(0, bl.Counts[r])
-		var b schedule.Builder
+	})
 
-		// The slice layout: in the output when it is rank order, else in
-		// scratch, followed by the flat algorithms' scratch.
-		lay, sub := tmp.place(0), n
-		if ns.identity {
-			lay, sub = out.place(0), 0
-		}
-		b.Scratch(sub)
-		at := func(off, c int) schedule.Range { return lay.buf.At(lay.off+off, c) }
+	// Inter-node phase: the holders of slice l allgather it, in place
+	// in its group vector.
+	interAlg := flatFor(Allgather, N, ph.interSmall, false)
+	if local < L {
+		g, _ := ns.group(local)
+		e := embedding{ranks: sliceGroup(m, local), in: lay.add(ns.sliceAt(node, local)), out: lay.add(g), tmp: tmp.place(sub)}
+		e.run(&b, interAlg, Params{P: N, Rank: node, Counts: ns.groupCounts(local), InPlace: true}, flatRounds(interAlg, N))
+	} else {
+		b.Skip(flatRounds(interAlg, N))
+	}
 
-		// Gather into slices: each piece of a block goes to its slice's
-		// holder.
-		rb := b.Next()
-		ns.pieces(node, func(owner, rOff, l, sOff, c int) {
-			holder, dst := nodeRanks[l], at(ns.sliceAt(node, l)+sOff, c)
-			switch {
-			case holder == r && owner == r:
-				rb.Copy(dst, mine.Sub(rOff, c))
-			case owner == r:
-				rb.Send(holder, mine.Sub(rOff, c))
-			case holder == r:
-				rb.Recv(owner, dst)
-			}
-		})
+	// Intra-node phase: the node's ranks allgather the group vectors,
+	// each holder's own already in place.
+	group := func(l int) int { _, n := ns.group(l); return n }
+	agAlg := func(k int) *Algorithm { return flatFor(Allgather, k, ph.intraSmall, false) }
+	counts := sliceCounts(k, group, L)
+	e := embedding{ranks: nodeRanks, in: lay.add(schedule.BlocksOf(counts).Displs[local]), out: lay, tmp: tmp.place(sub)}
+	e.run(&b, agAlg(k), Params{P: k, Rank: local, Counts: counts, InPlace: true}, intraRounds(m, agAlg))
 
-		// Inter-node phase: the holders of slice l allgather it, in place
-		// in its group vector.
-		interAlg := flatFor(Allgather, N, (n+L-1)/L, false)
-		if local < L {
-			g, _ := ns.group(local)
-			e := embedding{ranks: sliceGroup(m, local), in: lay.add(ns.sliceAt(node, local)), out: lay.add(g), tmp: tmp.place(sub)}
-			e.run(&b, interAlg, Params{P: N, Rank: node, Counts: ns.groupCounts(local), InPlace: true}, flatRounds(interAlg, N))
-		} else {
-			b.Skip(flatRounds(interAlg, N))
-		}
-
-		// Intra-node phase: the node's ranks allgather the group vectors,
-		// each holder's own already in place.
-		group := func(l int) int { _, n := ns.group(l); return n }
-		agAlg := func(k int) *Algorithm { return flatFor(Allgather, k, n, false) }
-		counts := sliceCounts(k, group, L)
-		e := embedding{ranks: nodeRanks, in: lay.add(schedule.BlocksOf(counts).Displs[local]), out: lay, tmp: tmp.place(sub)}
-		e.run(&b, agAlg(k), Params{P: k, Rank: local, Counts: counts, InPlace: true}, intraRounds(m, agAlg))
-
-		// Copy out of the slice layout into rank order.
-		if !ns.identity {
-			ns.relayout(b.Next(), out, lay, false)
-		}
-		return b.Schedule()
-	},
+	// Copy out of the slice layout into rank order.
+	if !ns.identity {
+		ns.relayout(b.Next(), out, lay, false)
+	}
+	return b.Schedule()
 }
 
 func init() { register(allgatherHierarchical) }

@@ -52,54 +52,55 @@ import "github.com/gocoll/gocoll/schedule"
 //	              Multi-Leader-Based Allgather Algorithms for Multi-Core
 //	              Clusters" (IPDPS 2009); MPICH's SMP-aware allreduce is the
 //	              one-leader form.
-var allreduceHierarchical = &Algorithm{
-	Name:          "hierarchical",
-	Collective:    Allreduce,
-	Summary:       "reduce-scatter in each node, allreduce of each slice across nodes (a leader per local rank), allgather in each node",
-	Cost:          "2(k-1)α' + 2(k-1)/k·nβ' + 2lg N·α + 2(N-1)/(Nk)·nβ + (p-1)/p·nγ",
-	Restrict:      restrictHierarchical(Allreduce),
-	SizeDependent: true, // the phases' flat algorithms are chosen by size
-	Build: func(pr Params) *schedule.Schedule {
-		m, n, comm := pr.Nodes, pr.Count, pr.Commutative
-		if flatNodes(m) {
-			return flatFor(Allreduce, pr.P, n, comm).Build(pr)
-		}
-		node, local := m.Node(pr.Rank), m.Local(pr.Rank)
-		k, N, L := m.Size(node), m.NumNodes(), minPerNode(m)
-		slices := schedule.EvenBlocks(n, L)
-		slice := func(l int) int { return slices.Counts[l] }
-		mine, big := 0, slices.Counts[0] // this rank's slice, the largest
-		if local < L {
-			mine = slice(local)
-		}
-		nodeRanks := m.Ranks(node)
-		var b schedule.Builder
-		b.Scratch(big)
+var allreduceHierarchical = hierarchical(Algorithm{
+	Name:       "hierarchical",
+	Collective: Allreduce,
+	Summary:    "reduce-scatter in each node, allreduce of each slice across nodes (a leader per local rank), allgather in each node",
+	Cost:       "2(k-1)α' + 2(k-1)/k·nβ' + 2lg N·α + 2(N-1)/(Nk)·nβ + (p-1)/p·nγ",
+	Restrict:   restrictHierarchical(Allreduce),
+}, buildAllreduceHierarchical)
 
-		// Reduce-scatter phase: local rank l gets slice l of the node's sum
-		// in scratch.
-		rsAlg := func(k int) *Algorithm { return flatFor(ReduceScatter, k, n, comm) }
-		e := embedding{ranks: nodeRanks, in: in.place(0), out: tmp.place(0), tmp: tmp.place(big)}
-		e.run(&b, rsAlg(k), Params{P: k, Rank: local, Counts: sliceCounts(k, slice, L), Commutative: comm}, intraRounds(m, rsAlg))
+// buildAllreduceHierarchical builds rank pr.Rank's schedule with phases ph.
+func buildAllreduceHierarchical(pr Params, ph phases) *schedule.Schedule {
+	m, n, comm := pr.Nodes, pr.Count, pr.Commutative
+	if flatNodes(m) {
+		return flatFor(Allreduce, pr.P, ph.intraSmall, comm).Build(pr)
+	}
+	node, local := m.Node(pr.Rank), m.Local(pr.Rank)
+	k, N, L := m.Size(node), m.NumNodes(), minPerNode(m)
+	slices := schedule.EvenBlocks(n, L)
+	slice := func(l int) int { return slices.Counts[l] }
+	mine, big := 0, slices.Counts[0] // this rank's slice, the largest
+	if local < L {
+		mine = slice(local)
+	}
+	nodeRanks := m.Ranks(node)
+	var b schedule.Builder
+	b.Scratch(big)
 
-		// Allreduce phase: the holders of each slice, one per node.
-		arAlg := flatFor(Allreduce, N, big, comm)
-		if local < L {
-			e := embedding{ranks: sliceGroup(m, local), in: tmp.place(0), out: out.place(slices.Displs[local]), tmp: tmp.place(big)}
-			e.run(&b, arAlg, Params{P: N, Rank: node, Count: mine, Commutative: comm}, flatRounds(arAlg, N))
-		} else {
-			b.Skip(flatRounds(arAlg, N))
-		}
+	// Reduce-scatter phase: local rank l gets slice l of the node's sum
+	// in scratch.
+	rsAlg := func(k int) *Algorithm { return flatFor(ReduceScatter, k, ph.intraSmall, comm) }
+	e := embedding{ranks: nodeRanks, in: in.place(0), out: tmp.place(0), tmp: tmp.place(big)}
+	e.run(&b, rsAlg(k), Params{P: k, Rank: local, Counts: sliceCounts(k, slice, L), Commutative: comm}, intraRounds(m, rsAlg))
 
-		// Allgather phase: every rank of the node gets every slice; a
-		// slice holder's own slice is already in place.
-		agAlg := func(k int) *Algorithm { return flatFor(Allgather, k, n, comm) }
-		counts := sliceCounts(k, slice, L)
-		at := schedule.BlocksOf(counts).Displs[local]
-		e = embedding{ranks: nodeRanks, in: out.place(at), out: out.place(0), tmp: tmp.place(big)}
-		e.run(&b, agAlg(k), Params{P: k, Rank: local, Counts: counts, InPlace: true}, intraRounds(m, agAlg))
-		return b.Schedule()
-	},
+	// Allreduce phase: the holders of each slice, one per node.
+	arAlg := flatFor(Allreduce, N, ph.interSmall, comm)
+	if local < L {
+		e := embedding{ranks: sliceGroup(m, local), in: tmp.place(0), out: out.place(slices.Displs[local]), tmp: tmp.place(big)}
+		e.run(&b, arAlg, Params{P: N, Rank: node, Count: mine, Commutative: comm}, flatRounds(arAlg, N))
+	} else {
+		b.Skip(flatRounds(arAlg, N))
+	}
+
+	// Allgather phase: every rank of the node gets every slice; a
+	// slice holder's own slice is already in place.
+	agAlg := func(k int) *Algorithm { return flatFor(Allgather, k, ph.intraSmall, comm) }
+	counts := sliceCounts(k, slice, L)
+	at := schedule.BlocksOf(counts).Displs[local]
+	e = embedding{ranks: nodeRanks, in: out.place(at), out: out.place(0), tmp: tmp.place(big)}
+	e.run(&b, agAlg(k), Params{P: k, Rank: local, Counts: counts, InPlace: true}, intraRounds(m, agAlg))
+	return b.Schedule()
 }
 
 func init() { register(allreduceHierarchical) }

@@ -2,6 +2,7 @@ package algorithms_test
 
 import (
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -206,5 +207,61 @@ func TestCheckRejectsBrokenHierarchical(t *testing.T) {
 				t.Fatalf("error %q does not mention %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// AtSize is the hierarchical algorithm with its phases fixed to a call's:
+// at that call it builds exactly what the algorithm builds, on every rank;
+// it is one pointer per choice of phases (the three bands of sizes: all
+// phases small, the inter-node phase only, none), not size-dependent
+// itself, and its schedules at another count keep their phases.
+func TestAtSize(t *testing.T) {
+	maps := []nodeMap{
+		{"4 nodes x 8", blocked(8, 8, 8, 8)},
+		{"3 nodes (4,4,3)", blocked(4, 4, 3)},
+		{"round-robin 12 on 3", roundRobin(12, 3)},
+		{"one node of 8", blocked(8)},
+	}
+	for _, c := range algorithms.Collectives {
+		a, _ := algorithms.Lookup(c, "hierarchical")
+		if !a.SizeDependent || a.AtSize == nil {
+			t.Fatalf("%v hierarchical: SizeDependent %v, AtSize set %v", c, a.SizeDependent, a.AtSize != nil)
+		}
+		for _, nm := range maps {
+			p := nm.m.P()
+			seen := map[*algorithms.Algorithm]int{}
+			// Totals around the switches: 1024 elements (the intra-node
+			// phases) and 1024 a slice (the inter-node phase).
+			for _, per := range []int{1, 1024 / p, 1024/p + 1, 200, 1024, 5000} {
+				base := algorithms.Params{P: p, Commutative: true, Nodes: nm.m}
+				if c == algorithms.Allreduce {
+					base.Count = per * p
+				} else {
+					base.Counts = make([]int, p)
+					for i := range base.Counts {
+						base.Counts[i] = per
+					}
+				}
+				f := a.AtSize(base)
+				if f.SizeDependent || f.ID() != -1 || f.Name != a.Name || f.Collective != c {
+					t.Fatalf("%v %s: AtSize gives %s of %v, SizeDependent %v, ID %d", c, nm.name, f.Name, f.Collective, f.SizeDependent, f.ID())
+				}
+				seen[f]++
+				for r := range p {
+					q := base
+					q.Rank = r
+					if got, want := f.Build(q), a.Build(q); !reflect.DeepEqual(got, want) {
+						t.Fatalf("%v %s %d a rank: rank %d's schedule with its phases fixed differs", c, nm.name, per, r)
+					}
+				}
+			}
+			want := 3
+			if nm.m.OneNode() {
+				want = 2 // nothing to compose: the flat algorithm's two sizes
+			}
+			if len(seen) != want {
+				t.Errorf("%v %s: %d fixed-phase algorithms over the sizes, want %d", c, nm.name, len(seen), want)
+			}
+		}
 	}
 }

@@ -25,14 +25,70 @@ import (
 // same algorithm.
 const smallElems = 1024
 
+// phases says which flat algorithm each phase of a hierarchical algorithm
+// runs: the latency-bound one (small) or the bandwidth-optimal one, within
+// the nodes and across them. It is the only thing about a hierarchical
+// schedule that the size of the call changes; everything else (rounds of a
+// phase, peers, the slices) follows from the ranks and the node map, with
+// message lengths proportional to the counts. So this one rule, phasesOf,
+// is what the model asks about (through AtSize) to price a hierarchical
+// algorithm at any size from a handful of plans: one per choice of phases.
+type phases struct{ intraSmall, interSmall bool }
+
+// phasesOf returns the phases of a call: the intra-node phases work on the
+// whole vector (n elements), the inter-node phase on one of L slices (n/L
+// rounded up), L the number of ranks of the smallest node (1 where there is
+// nothing to compose: flatNodes).
+func phasesOf(pr Params) phases {
+	n, L := pr.Total(), 1
+	if !flatNodes(pr.Nodes) {
+		L = minPerNode(pr.Nodes)
+	}
+	return phases{small(n), small((n + L - 1) / L)}
+}
+
+// small reports whether a phase on n elements runs the latency-bound
+// algorithm.
+func small(n int) bool { return n <= smallElems }
+
+// hierarchical completes the registry entry h of a hierarchical algorithm
+// whose schedule build(pr, ph) builds with phases ph: Build picks the
+// phases by the call's size (phasesOf), and AtSize returns, for a call, the
+// algorithm with that call's phases fixed: one of four, made here once, so
+// that equal phases give the same pointer.
+func hierarchical(h Algorithm, build func(pr Params, ph phases) *schedule.Schedule) *Algorithm {
+	var fixed [2][2]*Algorithm
+	for i := range 2 {
+		for j := range 2 {
+			ph := phases{intraSmall: i == 1, interSmall: j == 1}
+			f := h
+			f.SizeDependent, f.AtSize = false, nil
+			f.Build = func(pr Params) *schedule.Schedule { return build(pr, ph) }
+			fixed[i][j] = &f
+		}
+	}
+	index := func(b bool) int {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	h.SizeDependent = true
+	h.Build = func(pr Params) *schedule.Schedule { return build(pr, phasesOf(pr)) }
+	h.AtSize = func(pr Params) *Algorithm {
+		ph := phasesOf(pr)
+		return fixed[index(ph.intraSmall)][index(ph.interSmall)]
+	}
+	return &h
+}
+
 // flatFor returns the flat algorithm a phase of a hierarchical algorithm
-// runs on q ranks with a vector of n elements: recursive doubling (halving
-// for a commutative reduce-scatter, Bruck for an allgather on p not a power
-// of two) up to smallElems, Rabenseifner, ring (pairwise for a
-// non-commutative reduce-scatter) or ring beyond. Every choice keeps rank
-// order where the op needs it.
-func flatFor(c Collective, q, n int, commutative bool) *Algorithm {
-	small := n <= smallElems
+// runs on q ranks, small or not (phases): recursive doubling (halving for
+// a commutative reduce-scatter, Bruck for an allgather on q not a power of
+// two) when small, Rabenseifner, ring (pairwise for a non-commutative
+// reduce-scatter) or ring otherwise. Every choice keeps rank order where
+// the op needs it.
+func flatFor(c Collective, q int, small, commutative bool) *Algorithm {
 	switch c {
 	case Allreduce:
 		if small {
@@ -63,7 +119,8 @@ func flatFor(c Collective, q, n int, commutative bool) *Algorithm {
 
 // flatNodes reports whether a node map leaves nothing to compose: unknown
 // (nil: every rank its own node), one node, or one rank per node. A
-// hierarchical algorithm is then flatFor's algorithm on all ranks.
+// hierarchical algorithm is then flatFor's algorithm on all ranks (small
+// as its intra-node phases would be).
 func flatNodes(m *NodeMap) bool {
 	return m == nil || m.OneNode() || m.MaxPerNode() == 1
 }

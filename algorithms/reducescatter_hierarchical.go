@@ -39,77 +39,81 @@ import "github.com/gocoll/gocoll/schedule"
 //	              carries n/k, and latency grows with N or lg N, not p.
 //	reference:    the multi-leader shape of Kandalla et al. (IPDPS 2009),
 //	              applied to the reduce-scatter.
-var reduceScatterHierarchical = &Algorithm{
-	Name:          "hierarchical",
-	Collective:    ReduceScatter,
-	Summary:       "reduce-scatter in each node, reduce-scatter of each slice across nodes (a leader per local rank), blocks handed out in each node",
-	Cost:          "(k-1)α' + (k-1)/k·n(β'+γ) + (N-1)α + (N-1)/(Nk)·n(β+γ) + nδ",
-	Restrict:      restrictHierarchical(ReduceScatter),
-	SizeDependent: true, // the phases' flat algorithms are chosen by size
-	Build: func(pr Params) *schedule.Schedule {
-		m, bl, comm := pr.Nodes, pr.Blocks(), pr.Commutative
-		n, r := bl.Total, pr.Rank
-		if flatNodes(m) {
-			return flatFor(ReduceScatter, pr.P, n, comm).Build(pr)
+var reduceScatterHierarchical = hierarchical(Algorithm{
+	Name:       "hierarchical",
+	Collective: ReduceScatter,
+	Summary:    "reduce-scatter in each node, reduce-scatter of each slice across nodes (a leader per local rank), blocks handed out in each node",
+	Cost:       "(k-1)α' + (k-1)/k·n(β'+γ) + (N-1)α + (N-1)/(Nk)·n(β+γ) + nδ",
+	Restrict:   restrictHierarchical(ReduceScatter),
+}, buildReduceScatterHierarchical)
+
+// buildReduceScatterHierarchical builds rank pr.Rank's schedule with
+// phases ph.
+func buildReduceScatterHierarchical(pr Params, ph phases) *schedule.Schedule {
+	m, bl, comm := pr.Nodes, pr.Blocks(), pr.Commutative
+	n, r := bl.Total, pr.Rank
+	if flatNodes(m) {
+		return flatFor(ReduceScatter, pr.P, ph.intraSmall, comm).Build(pr)
+	}
+	ns := newNodeSlices(m, bl)
+	node, local := m.Node(r), m.Local(r)
+	k, N, L := m.Size(node), ns.N, ns.L
+	nodeRanks := m.Ranks(node)
+	var b schedule.Builder
+
+	// Scratch: the slice layout (unless the input is in it), the group
+	// vector of this rank's slice, its part of it reduced, then the
+	// flat algorithms' scratch.
+	src, lay := in.place(0), 0
+	if !ns.identity {
+		src, lay = tmp.place(0), n
+	}
+	g := ns.maxGroup()
+	grp, res, sub := lay, lay+g, lay+2*g
+	b.Scratch(sub)
+
+	// Copy into the slice layout.
+	rb := b.Next()
+	if !ns.identity {
+		ns.relayout(rb, in, src, true)
+	}
+
+	// Intra-node phase: local rank l gets the group vector of slice l,
+	// reduced over the node.
+	group := func(l int) int { _, n := ns.group(l); return n }
+	rsAlg := func(k int) *Algorithm { return flatFor(ReduceScatter, k, ph.intraSmall, comm) }
+	e := embedding{ranks: nodeRanks, in: src, out: tmp.place(grp), tmp: tmp.place(sub)}
+	e.run(&b, rsAlg(k), Params{P: k, Rank: local, Counts: sliceCounts(k, group, L), Commutative: comm}, intraRounds(m, rsAlg))
+
+	// Inter-node phase: the holders of slice l reduce-scatter its group
+	// vector; each keeps its own node's slice.
+	interAlg := flatFor(ReduceScatter, N, ph.interSmall, comm)
+	if local < L {
+		e := embedding{ranks: sliceGroup(m, local), in: tmp.place(grp), out: tmp.place(res), tmp: tmp.place(sub)}
+		e.run(&b, interAlg, Params{P: N, Rank: node, Counts: ns.groupCounts(local), Commutative: comm}, flatRounds(interAlg, N))
+	} else {
+		b.Skip(flatRounds(interAlg, N))
+	}
+
+	// Hand out: each slice holder sends each rank of its node the piece
+	// of its block that the slice holds.
+	rb = b.Next()
+	ns.pieces(node, func(owner, rOff, l, sOff, c int) {
+		holder := nodeRanks[l]
+		switch {
+		case holder == r && owner == r:
+			rb.Copy(out.At(rOff, c), tmp.At(res+sOff, c))
+		case holder == r:
+			rb.Send(owner, tmp.At(res+sOff, c))
+		case owner == r:
+			rb.Recv(holder, out.At(rOff, c))
 		}
-		ns := newNodeSlices(m, bl)
-		node, local := m.Node(r), m.Local(r)
-		k, N, L := m.Size(node), ns.N, ns.L
-		nodeRanks := m.Ranks(node)
-		var b schedule.Builder
-
-		// Scratch: the slice layout (unless the input is in it), the group
-		// vector of this rank's slice, its part of it reduced, then the
-		// flat algorithms' scratch.
-		src, lay := in.place(0), 0
-		if !ns.identity {
-			src, lay = tmp.place(0), n
-		}
-		g := ns.maxGroup()
-		grp, res, sub := lay, lay+g, lay+2*g
-		b.Scratch(sub)
-
-		// Copy into the slice layout.
-		rb := b.Next()
-		if !ns.identity {
-			ns.relayout(rb, in, src, true)
-		}
-
-		// Intra-node phase: local rank l gets the group vector of slice l,
-		// reduced over the node.
-		group := func(l int) int { _, n := ns.group(l); return n }
-		rsAlg := func(k int) *Algorithm { return flatFor(ReduceScatter, k, n, comm) }
-		e := embedding{ranks: nodeRanks, in: src, out: tmp.place(grp), tmp: tmp.place(sub)}
-		e.run(&b, rsAlg(k), Params{P: k, Rank: local, Counts: sliceCounts(k, group, L), Commutative: comm}, intraRounds(m, rsAlg))
-
-		// Inter-node phase: the holders of slice l reduce-scatter its group
-		// vector; each keeps its own node's slice.
-		interAlg := flatFor(ReduceScatter, N, (n+L-1)/L, comm)
-		if local < L {
-			e := embedding{ranks: sliceGroup(m, local), in: tmp.place(grp), out: tmp.place(res), tmp: tmp.place(sub)}
-			e.run(&b, interAlg, Params{P: N, Rank: node, Counts: ns.groupCounts(local), Commutative: comm}, flatRounds(interAlg, N))
-		} else {
-			b.Skip(flatRounds(interAlg, N))
-		}
-
-		// Hand out: each slice holder sends each rank of its node the piece
-		// of its block that the slice holds.
-		rb = b.Next()
-		ns.pieces(node, func(owner, rOff, l, sOff, c int) {
-			holder := nodeRanks[l]
-			switch {
-			case holder == r && owner == r:
-				rb.Copy(out.At(rOff, c), tmp.At(res+sOff, c))
-			case holder == r:
-				rb.Send(owner, tmp.At(res+sOff, c))
-			case owner == r:
-				rb.Recv(holder, out.At(rOff, c))
-			}
-		})
-		return b.Schedule()
-	},
+	})
+	return b.Schedule()
 }
 
 func init() {
-	register(reduceScatterHierarchical, blockVariant(reduceScatterHierarchical))
+	// The block variant with its own fixed-phase algorithms (AtSize), of
+	// its own collective.
+	register(reduceScatterHierarchical, hierarchical(*blockVariant(reduceScatterHierarchical), buildReduceScatterHierarchical))
 }

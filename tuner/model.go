@@ -18,15 +18,22 @@ import (
 // communicator's steady state looks a map up under a read lock and
 // allocates nothing; the traces the model
 // priced (one plan per algorithm and shape) are kept to price other sizes
-// of the same shape, on any tuner's machine.
+// of the same shape, on any tuner's machine. The hierarchical algorithms,
+// whose phases' flat algorithms change with the size, are candidates
+// where there is something to compose (more than one node, more than one
+// rank a node); their plan holds one trace per choice of phases
+// (model.PrepareWithin, algorithms.Algorithm.AtSize), each priced at the
+// sizes that choice is made at.
 //
 // The model prices the shape, not the exact map: nodes of PerNode
 // consecutive ranks, the last one short where PerNode does not divide p.
 // An algorithm that would take the model more than maxWork rank-rounds
 // to trace (no symmetry to use, or uneven nodes, at thousands of ranks)
-// is estimated from rank 0's schedule alone (model.Approximate), on nodes
+// is estimated from node 0's schedules alone (model.Approximate), on nodes
 // of k consecutive ranks, k the largest divisor of p that is at most
-// PerNode, so that all nodes are alike. The call is the size class's
+// PerNode, so that all nodes are alike (a hierarchical algorithm's
+// too-long shapes are estimated on the shape's own nodes, and where those
+// are not alike left unpriced at the sizes that need them). The call is the size class's
 // top size rounded to a multiple of the unit count (model.UnitCount:
 // one element per block). Where the real map is not so placed, or the
 // call's size not such a multiple, the price is an estimate of the
@@ -134,7 +141,7 @@ type pricedPlan = PricedPlan
 type PricedPlan struct {
 	Alg  *algorithms.Algorithm
 	Plan *model.Plan
-	// Approx: estimated from rank 0's schedule (model.Approximate), too
+	// Approx: estimated from node 0's schedules (model.Approximate), too
 	// long to trace on every rank.
 	Approx bool
 }
@@ -283,15 +290,17 @@ func preparePlans(pk planKey) []pricedPlan {
 	base := ShapeParams(pk.coll, pk.shape, pk.commutative, pk.shared, pk.device)
 	var out []pricedPlan
 	for _, a := range algorithms.All(pk.coll) {
-		if a.SizeDependent {
-			// Priced here by one plan scaled to every size, which says
-			// nothing of an algorithm whose shape changes with the size
-			// (the hierarchical ones): the model does not choose them.
+		if a.SizeDependent && (pk.shape.Nodes <= 1 || pk.shape.PerNode <= 1) {
+			// The hierarchical algorithms on one node, or one rank a
+			// node, are a flat algorithm that is priced already.
 			continue
 		}
+		// A size-dependent algorithm's plan prepares each shape of its
+		// schedules when a size first needs it, within maxWork, and
+		// estimates one too long to trace (model.PrepareWithin).
 		pl, ok := model.PrepareWithin(a, base, 1, maxWork)
 		if !ok {
-			// Too long to trace on every rank: estimated from rank 0,
+			// Too long to trace on every rank: estimated from node 0,
 			// on even nodes.
 			even := base
 			even.Nodes = canonical(pk.shape, true)

@@ -275,3 +275,67 @@ func TestConcurrentModelChoices(t *testing.T) {
 		}
 	}
 }
+
+// The hierarchical algorithms are candidates where there is something to
+// compose: on a slow network (model.Slow) a 1 MiB allgather of 256 ranks
+// on 4 nodes of 64 goes to hierarchical, which the model prices well
+// under every flat algorithm (each rank's link carries 1/64 of its node's
+// bytes), in LD_PRELOAD mode too (it beats the host's estimate by more
+// than NativeMargin); on one node of 256 ranks, or one rank a node, it
+// equals a flat algorithm and is not priced; on one node of up to 8 ranks
+// the measured defaults decide as before.
+func TestHierarchicalWhereItWins(t *testing.T) {
+	slow := model.Slow
+	tu, _ := tuner.NewWithOptions(env(), tuner.Options{Machine: &slow})
+	native, _ := tuner.NewWithOptions(env(), tuner.Options{Machine: &slow, Native: true})
+	q := query(algorithms.Allgather, 1<<20, 256, true)
+	q.Params.Nodes = nodesOf(256, 64)
+	sh := tuner.Shape{P: 256, Nodes: 4, PerNode: 64}
+	s := tuner.Scale(algorithms.Allgather, 256, 1<<20)
+	hier, flat := 0.0, 1e300
+	for _, pp := range tuner.Plans(algorithms.Allgather, sh, true, false, false) {
+		c := pp.Plan.Cost(slow, s).Time
+		if pp.Alg.Name == "hierarchical" {
+			hier = c
+		} else {
+			flat = min(flat, c)
+		}
+	}
+	if hier == 0 || hier*1.5 > flat {
+		t.Fatalf("the model prices hierarchical at %g s, the best flat algorithm at %g s: not clearly cheaper", hier, flat)
+	}
+	for name, tu := range map[string]*tuner.Tuner{"standalone": tu, "LD_PRELOAD": native} {
+		if ch, _ := tu.Choose(q); ch.Name() != "hierarchical" || !strings.HasPrefix(ch.Why, "model") {
+			t.Errorf("%s: %s (%s), want hierarchical", name, ch.Name(), ch.Why)
+		}
+	}
+	for _, flatShape := range []tuner.Shape{{P: 256, Nodes: 1, PerNode: 256}, {P: 256, Nodes: 256, PerNode: 1}} {
+		for _, c := range algorithms.Collectives {
+			for _, pp := range tuner.Plans(c, flatShape, true, flatShape.Nodes == 1, false) {
+				if pp.Alg.Name == "hierarchical" {
+					t.Errorf("%v %v: hierarchical priced", c, flatShape)
+				}
+			}
+		}
+	}
+	one := query(algorithms.Allgather, 1<<20, 256, true)
+	one.Params.Nodes = nodesOf(256, 256)
+	if ch, _ := tu.Choose(one); ch.Name() == "hierarchical" {
+		t.Errorf("one node of 256: %s (%s)", ch.Name(), ch.Why)
+	}
+	def, _ := tuner.New(env())
+	for _, c := range algorithms.Collectives {
+		for _, b := range []int64{8, 64 << 10, 16 << 20} {
+			for _, p := range []int{2, 3, 8} {
+				q := query(c, b, p, true)
+				q.Params.Nodes = nodesOf(p, p)
+				q.Params.SharedMemory = true
+				for _, tu := range []*tuner.Tuner{tu, def} {
+					if ch, _ := tu.Choose(q); !strings.HasSuffix(ch.Why, "of the defaults") {
+						t.Errorf("%v p=%d one node %d B: %s (%s), want the defaults", c, p, b, ch.Name(), ch.Why)
+					}
+				}
+			}
+		}
+	}
+}

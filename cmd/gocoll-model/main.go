@@ -19,12 +19,14 @@
 // it). The model's best is the cheapest of the traces the tuner prices
 // with (tuner.Plans: every algorithm traced on every rank, or on one node
 // for the symmetric ones; the few too long to trace are estimated from
-// rank 0 and listed at the end), priced at the point's exact size, where
+// node 0's ranks and listed at the end), priced at the point's exact size, where
 // the tuner decided at its size class's top (powers of two are tops), or
 // by a rule. Each line: the point, the tuner's choice and its price, the
 // model's best and its price, their ratio (-above: only the points whose
-// ratio is above 1); then the largest ratio per machine, and last the
-// largest of all and where. -between adds 1.5x each size, inside the
+// ratio is above 1); then the largest ratio per machine, where the
+// hierarchical algorithm (a candidate on more than one node of more than
+// one rank) is the tuner's choice and the model's best, per machine, and
+// last the largest ratio of all and where. -between adds 1.5x each size, inside the
 // tuner's classes; -quick is the test's reduced grid (see Quick), which
 // has them.
 package main
@@ -158,6 +160,7 @@ func Regret(w io.Writer, g Grid, verbose bool) (Point, error) {
 	approx := map[string][]string{}
 	done := map[tuner.Shape]bool{}
 	perMachine := make([]Point, len(g.Machines))
+	hier := make([]hierCount, len(g.Machines))
 	tuners := make([]*tuner.Tuner, len(g.Machines))
 	for i, m := range g.Machines {
 		mm := m.M
@@ -214,6 +217,7 @@ func Regret(w io.Writer, g Grid, verbose bool) (Point, error) {
 							}
 						}
 						pt.Ratio = pt.ChosenT / pt.BestT
+						hier[i].add(pt)
 						n++
 						if pt.Ratio > worst.Ratio {
 							worst = pt
@@ -233,10 +237,53 @@ func Regret(w io.Writer, g Grid, verbose bool) (Point, error) {
 	for i, m := range g.Machines {
 		fmt.Fprintf(w, "max regret on %s: %.3f at %s (model's best %s)\n", m.Name, perMachine[i].Ratio, perMachine[i], perMachine[i].Best)
 	}
+	for i, m := range g.Machines {
+		fmt.Fprintf(w, "hierarchical on %s: %s\n", m.Name, hier[i])
+	}
 	for _, k := range slices.Sorted(maps.Keys(approx)) {
-		fmt.Fprintf(w, "estimated from rank 0's schedule (too long to trace every rank; model.Approximate): %s at %s\n", k, strings.Join(approx[k], " "))
+		fmt.Fprintf(w, "estimated from node 0's schedules (too long to trace every rank; model.Approximate): %s at %s\n", k, strings.Join(approx[k], " "))
 	}
 	return worst, nil
+}
+
+// hierCount counts, on one machine, the points where the hierarchical
+// algorithm is the tuner's choice (per collective) and the model's best.
+type hierCount struct {
+	chosen  map[algorithms.Collective]int
+	best    int
+	regret  float64 // the largest ratio where the tuner chose it
+	minSize int64   // the smallest size it was chosen at
+}
+
+func (h *hierCount) add(pt Point) {
+	if pt.Best == "hierarchical" {
+		h.best++
+	}
+	if pt.Chosen != "hierarchical" {
+		return
+	}
+	if h.chosen == nil {
+		h.chosen = map[algorithms.Collective]int{}
+	}
+	h.chosen[pt.Collective]++
+	h.regret = max(h.regret, pt.Ratio)
+	if h.minSize == 0 || pt.Bytes < h.minSize {
+		h.minSize = pt.Bytes
+	}
+}
+
+func (h hierCount) String() string {
+	n := 0
+	var per []string
+	for _, c := range algorithms.Collectives {
+		n += h.chosen[c]
+		per = append(per, fmt.Sprintf("%s %d", tuner.CollectiveName(c), h.chosen[c]))
+	}
+	s := fmt.Sprintf("the tuner's choice at %d points (%s), the model's best at %d", n, strings.Join(per, ", "), h.best)
+	if n > 0 {
+		s += fmt.Sprintf("; chosen from %s up, max regret %.3f there", size(h.minSize), h.regret)
+	}
+	return s
 }
 
 // shapeOf returns the shape of p ranks on nodes of k.

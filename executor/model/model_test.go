@@ -219,14 +219,15 @@ func TestSymmetricPlansAtLargerP(t *testing.T) {
 
 // A plan prepared at one element per block and scaled by s prices a call
 // of s elements per block exactly: every algorithm's message lengths are
-// proportional to the counts on equal blocks. The tuner and the regret
-// command rely on it.
+// proportional to the counts on equal blocks, and a size-dependent one's
+// plan prices the shape it builds at s (TestHierarchicalBands). The tuner
+// and the regret command rely on it.
 func TestScaledPlanEqualsDirect(t *testing.T) {
 	m := model.Default
 	for _, c := range algorithms.Collectives {
 		for _, a := range algorithms.All(c) {
 			for _, p := range []int{2, 3, 5, 8, 24, 64} {
-				for _, nodes := range []*algorithms.NodeMap{nil, block(p, 8), algorithms.NodeMapOf(make([]int, p))} {
+				for _, nodes := range []*algorithms.NodeMap{nil, block(p, 8), block(p, 4), algorithms.NodeMapOf(make([]int, p))} {
 					u := model.UnitCount(c, p)
 					base := unit(c, p, u)
 					base.Nodes = nodes
@@ -238,14 +239,6 @@ func TestScaledPlanEqualsDirect(t *testing.T) {
 						direct := unit(c, p, u*int(s))
 						direct.Nodes = nodes
 						got, want := pl.Cost(m, s), model.Algorithm(a, direct, 4, m)
-						if a.SizeDependent && s > 1 {
-							// Its shape at s units is not its shape at one:
-							// the plan refuses to price it.
-							if !math.IsInf(got.Time, 1) {
-								t.Errorf("%v %s p=%d scale %d: a size-dependent plan priced at another size: %+v", c, a.Name, p, s, got)
-							}
-							continue
-						}
 						if !close(got.Time, want.Time) || got.SentBytes != want.SentBytes || got.Rounds != want.Rounds {
 							t.Errorf("%v %s p=%d nodes %v scale %d: scaled %+v, direct %+v", c, a.Name, p, nodes, s, got, want)
 						}
@@ -255,6 +248,59 @@ func TestScaledPlanEqualsDirect(t *testing.T) {
 		}
 	}
 }
+
+// A hierarchical algorithm's plan, prepared once at the unit count,
+// prices each size with the schedule the algorithm builds at that size:
+// its phases' flat algorithms change twice between small and large calls
+// (algorithms.Algorithm.AtSize), and at a size in each band the scaled
+// plan equals the plan prepared at that exact count and the reference,
+// which builds and replays every rank's schedule there. On alike nodes,
+// a power of two of them, the plan traces node 0's ranks only, and the
+// reference checks that every node does what node 0 does.
+func TestHierarchicalBands(t *testing.T) {
+	m := model.Slow
+	for _, c := range algorithms.Collectives {
+		a, _ := algorithms.Lookup(c, "hierarchical")
+		for _, shape := range []struct{ p, k int }{{64, 8}, {96, 8}, {24, 4}, {12, 8}, {256, 8}, {256, 64}} {
+			nodes := block(shape.p, shape.k)
+			u := model.UnitCount(c, shape.p)
+			base := unit(c, shape.p, u)
+			base.Nodes = nodes
+			pl := model.Prepare(a, base, 4)
+			if pow2(shape.p) && !pl.Classes() {
+				// Alike nodes, a power of two of them: symmetric by nodes.
+				t.Errorf("%v p=%d/%d: every rank traced, not node 0's", c, shape.p, shape.k)
+			}
+			if shape.p == 96 && c.Reduces() && pl.Classes() {
+				// 12 nodes: recursive doubling or halving across them
+				// folds 4 pairs, which the samples must see.
+				t.Errorf("%v p=96/8: priced by node 0 where the nodes differ", c)
+			}
+			bands := map[*algorithms.Algorithm]bool{}
+			for _, total := range []int{512, 4096, 1 << 20} {
+				per := u // elements of the unit call
+				if c != algorithms.Allreduce {
+					per = shape.p * u
+				}
+				s := int64(max(total/per, 1))
+				exact := unit(c, shape.p, u*int(s))
+				exact.Nodes = nodes
+				bands[a.AtSize(exact)] = true
+				got := pl.Cost(m, s)
+				direct := model.Prepare(a, exact, 4).Cost(m, 1)
+				ref := reference(a, exact, 4, m)
+				if !close(got.Time, direct.Time) || !close(got.Time, ref) || got.SentBytes != direct.SentBytes || got.Rounds != direct.Rounds {
+					t.Errorf("%v p=%d/%d %d elements: scaled plan %+v, prepared there %+v, reference %g", c, shape.p, shape.k, exact.Total(), got, direct, ref)
+				}
+			}
+			if len(bands) != 3 {
+				t.Errorf("%v p=%d/%d: the sizes span %d bands of phases, want 3", c, shape.p, shape.k, len(bands))
+			}
+		}
+	}
+}
+
+func pow2(x int) bool { return x&(x-1) == 0 }
 
 // unit returns a call of u elements (an allreduce) or u per rank.
 func unit(c algorithms.Collective, p, u int) algorithms.Params {

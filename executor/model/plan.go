@@ -23,7 +23,9 @@ type Plan struct {
 	classes  bool
 	numNodes int // nodes among the states
 
-	sizeDependent bool // its algorithm's shape changes with the counts: Cost prices scale 1 only
+	// sized: the plan of a size-dependent algorithm, which holds no trace
+	// of its own but one plan per shape of its schedules (sized.go).
+	sized *sizedPlan
 
 	// costs: per state and round, the bytes that price it (link), made
 	// on the first Cost.
@@ -66,11 +68,28 @@ type xfer struct {
 var identity = func(q int) int32 { return int32(q) }
 
 // Classes reports whether the plan prices one node's ranks for all
-// (rank-symmetric algorithm on alike nodes).
-func (pl *Plan) Classes() bool { return pl.classes }
+// (rank-symmetric algorithm on alike nodes). A size-dependent
+// algorithm's plan answers for the shape of its unit count.
+func (pl *Plan) Classes() bool {
+	if pl.sized != nil {
+		v := pl.sized.at(1)
+		return v != nil && v.Classes()
+	}
+	return pl.classes
+}
 
-// States returns the number of ranks the plan simulates.
-func (pl *Plan) States() int { return len(pl.states) }
+// States returns the number of ranks the plan simulates (for a
+// size-dependent algorithm, at its unit count; 0 where it cannot be
+// priced).
+func (pl *Plan) States() int {
+	if pl.sized != nil {
+		if v := pl.sized.at(1); v != nil {
+			return v.States()
+		}
+		return 0
+	}
+	return len(pl.states)
+}
 
 // setNodes sets every state's node from nodes (nil: each its own).
 func (pl *Plan) setNodes(nodes *algorithms.NodeMap, p int) {
@@ -238,24 +257,30 @@ func Prepare(a *algorithms.Algorithm, base algorithms.Params, elemSize int) *Pla
 // trace every rank (no symmetry to use) and p times the rounds of rank
 // 0's schedule exceeds maxWork (0: no limit). A nil plan with true: a's
 // restrictions fail.
+//
+// A size-dependent algorithm's plan (sized.go) never gives up: it
+// prepares each shape of the algorithm's schedules when a Cost first
+// needs it, within maxWork, and estimates one too long to trace as
+// Approximate does.
 func PrepareWithin(a *algorithms.Algorithm, base algorithms.Params, elemSize, maxWork int) (*Plan, bool) {
-	pl, ok := prepare(a, base, elemSize, maxWork)
-	if pl != nil {
-		pl.sizeDependent = a.SizeDependent
+	if a.SizeDependent {
+		return prepareSized(a, base, elemSize, maxWork, false), true
 	}
-	return pl, ok
+	return prepare(a, base, elemSize, maxWork)
 }
 
-// Approximate prices algorithm a as if it were rank-symmetric by
-// rotation (every rank doing what rank 0 does, turned), on nodes of k
-// consecutive ranks where base.Nodes has them all alike (else nil, as
-// where a's restrictions fail). It builds rank 0's schedule only and
-// checks nothing: an estimate, for the tuner, of algorithms too long to
-// trace on every rank whose traffic is a rotation (the pairwise exchange,
-// whose reductions differ on one round per rank).
+// Approximate prices algorithm a as if every node did what node 0 does,
+// with the nodes permuted (turned, say, as the pairwise exchange turns
+// the ranks), on nodes of k consecutive ranks where base.Nodes has them
+// all alike (else nil, as where a's restrictions fail). It builds node
+// 0's k schedules only and checks nothing: an estimate, for the tuner, of
+// algorithms too long to trace on every rank whose traffic is such a
+// permutation (the pairwise exchange; the hierarchical algorithms with a
+// ring across nodes). A size-dependent algorithm's plan estimates each
+// shape of its schedules so.
 func Approximate(a *algorithms.Algorithm, base algorithms.Params, elemSize int) *Plan {
 	if a.SizeDependent {
-		return nil // only rotations of rank 0's schedule, and its shape changes with the size
+		return prepareSized(a, base, elemSize, 0, true)
 	}
 	if a.Direct || a.Build == nil || a.Check(base) != nil || base.P < 1 {
 		return Prepare(a, base, elemSize)
@@ -272,7 +297,7 @@ func Approximate(a *algorithms.Algorithm, base algorithms.Params, elemSize int) 
 			}
 		}
 	}
-	return prepareClasses(a, base, rotation, k, elemSize, false)
+	return prepareNodeClasses(a, base, k, elemSize, false)
 }
 
 func prepare(a *algorithms.Algorithm, base algorithms.Params, elemSize, maxWork int) (*Plan, bool) {
@@ -296,7 +321,13 @@ func prepare(a *algorithms.Algorithm, base algorithms.Params, elemSize, maxWork 
 		return nil, true
 	}
 	if k, kind, ok := symmetric(a, base, nodes); ok {
-		if pl := prepareClasses(a, base, kind, k, elemSize, true); pl != nil {
+		var pl *Plan
+		if kind == nodeSym {
+			pl = prepareNodeClasses(a, base, k, elemSize, true)
+		} else {
+			pl = prepareClasses(a, base, kind, k, elemSize, true)
+		}
+		if pl != nil {
 			return pl, true
 		}
 	}
@@ -365,6 +396,62 @@ func prepareClasses(a *algorithms.Algorithm, base algorithms.Params, kind symKin
 	return pl
 }
 
+// prepareNodeClasses prices an algorithm whose nodes all do what node 0
+// does, with the nodes permuted, on nodes of k consecutive ranks: node
+// j's rank with local rank l talks to the same local ranks as node 0's,
+// on nodes moved by j (turned, (j'-j) mod N, or j' xor j), and moves the
+// same bytes. It traces node 0's k ranks, each from its own schedule, so
+// that the states 0..k-1 stand for every node's ranks, as in
+// prepareClasses. With check, sampled ranks of other nodes must trace,
+// relative to their node, exactly as the rank of node 0 with their local
+// rank, under one of the two permutations for all samples; else nil.
+func prepareNodeClasses(a *algorithms.Algorithm, base algorithms.Params, k, elemSize int, check bool) *Plan {
+	p := base.P
+	n := (p + k - 1) / k
+	zero := func(int) int32 { return 0 }
+	pl := &Plan{p: p, states: make([]state, k), classes: true, numNodes: 1}
+	q := base
+	for l := range k {
+		q.Rank = l
+		pl.states[l] = traceOf(a.Build(q), l, elemSize, identity, zero)
+	}
+	if check {
+		ok := false
+		var traced []*schedule.Schedule
+		for _, turn := range []func(j, j2 int) int{
+			func(j, j2 int) int { return ((j2-j)%n + n) % n },
+			func(j, j2 int) int { return j2 ^ j },
+		} {
+			ok = true
+			for i, r := range samples(p, k) {
+				if i == len(traced) {
+					q.Rank = r
+					traced = append(traced, a.Build(q))
+				}
+				rel := func(x int) int32 { return int32(turn(r/k, x/k)*k + x%k) }
+				tr := traceOf(traced[i], r, elemSize, rel, zero)
+				if !tr.equal(&pl.states[r%k]) {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				break
+			}
+		}
+		if !ok {
+			return nil
+		}
+	}
+	for l := range pl.states {
+		st := &pl.states[l]
+		for i, x := range st.xfers {
+			st.xfers[i] = xfer{peer: x.peer % int32(k), inter: x.peer >= int32(k), bytes: x.bytes}
+		}
+	}
+	return pl
+}
+
 // samples returns ranks other than 0 to check a symmetry on, on nodes of
 // k ranks: the neighbours of rank 0, the edges of node 0 and node 1, the
 // middle, the last, and a spread of others.
@@ -393,8 +480,14 @@ func samples(p, k int) []int {
 // algorithms and Bruck (rotation: rank r is rank 0 turned by r) and for
 // recursive doubling and halving with p a power of two (exclusive-or), on
 // equal blocks, with nodes of k consecutive ranks (k a power of two for
-// the exclusive-or). Prepare checks samples anyway; the tests check every
-// rank.
+// the exclusive-or). The hierarchical algorithms (with their phases fixed:
+// algorithms.Algorithm.AtSize) are symmetric by nodes (nodeSym): each
+// node does what node 0 does, with the nodes turned when the flat
+// algorithm across them is (a ring, Bruck) or xor-ed (recursive doubling
+// or halving, Rabenseifner, on a power of two of nodes); which one, and
+// whether at all (not where the flat algorithm folds a number of nodes
+// that is not a power of two), the samples say. Prepare checks samples
+// anyway; the tests check every rank.
 func symmetric(a *algorithms.Algorithm, base algorithms.Params, nodes *algorithms.NodeMap) (int, symKind, bool) {
 	kind, ok := symmetries[a.Collective.String()+"/"+a.Name]
 	if !ok || !equalBlocks(base) {
@@ -413,7 +506,7 @@ func symmetric(a *algorithms.Algorithm, base algorithms.Params, nodes *algorithm
 			}
 		}
 	}
-	if kind == xorSym && (!pow2(p) || !pow2(k)) {
+	if kind == xorSym && (!pow2(p) || !pow2(k)) || kind == nodeSym && k == 1 {
 		return 0, 0, false
 	}
 	return k, kind, true
@@ -424,6 +517,7 @@ type symKind uint8
 const (
 	rotation symKind = iota
 	xorSym
+	nodeSym
 )
 
 // symmetries are the algorithms that symmetric vouches for.
@@ -440,6 +534,10 @@ var symmetries = map[string]symKind{
 	"MPI_Reduce_scatter_block/recursive_halving":  xorSym,
 	"MPI_Reduce_scatter/recursive_doubling":       xorSym,
 	"MPI_Reduce_scatter_block/recursive_doubling": xorSym,
+	"MPI_Allreduce/hierarchical":                  nodeSym,
+	"MPI_Allgather/hierarchical":                  nodeSym,
+	"MPI_Reduce_scatter/hierarchical":             nodeSym,
+	"MPI_Reduce_scatter_block/hierarchical":       nodeSym,
 }
 
 func pow2(x int) bool { return x > 0 && x&(x-1) == 0 }
@@ -463,12 +561,15 @@ func equalBlocks(b algorithms.Params) bool {
 // block at scale n, exactly where the algorithm's message lengths are
 // proportional to the call's counts (the tests check that they are).
 //
-// A size-dependent algorithm's plan (algorithms.Algorithm's
-// SizeDependent: its schedule's shape changes with the counts) prices its
-// own size only: at any other scale the cost is +Inf.
+// A size-dependent algorithm's plan prices, at each scale, the shape of
+// schedule the algorithm builds at that scale's counts (sized.go).
 func (pl *Plan) Cost(m Machine, scale int64) Cost {
-	if pl.sizeDependent && scale != 1 {
-		return Cost{Time: math.Inf(1)}
+	if pl.sized != nil {
+		v := pl.sized.at(scale)
+		if v == nil {
+			return Cost{Time: math.Inf(1)}
+		}
+		return v.Cost(m, scale)
 	}
 	if pl.direct != nil {
 		return shmCost(pl.direct, pl.base, pl.elemSize, scale, m)
