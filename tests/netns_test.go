@@ -65,11 +65,13 @@ func TestTwoHostsOverTCP(t *testing.T) {
 
 // gocoll-compare's cluster mode, as the README runs it but small: two
 // emulated hosts of two ranks on rate-limited links (internal/netns),
-// every algorithm that runs across hosts forced in turn and auto, each
+// every algorithm that runs across hosts forced in turn, auto, and
+// auto-tuned (auto with the fitted machine as its tuning file), each
 // run's results verified by collbench (a wrong result fails the run,
 // and with it the command); the table has a time for every one at every
-// size, the model's table a price and measured/model for every one, and
-// the namespaces are gone afterwards.
+// size and both autos over the best, the model's table what both autos
+// chose and a price and measured/model for every one, the end a score
+// of both autos per collective, and the namespaces are gone afterwards.
 func TestCompareOnEmulatedCluster(t *testing.T) {
 	if os.Geteuid() != 0 {
 		noHosts(t, "creating network namespaces (ip netns add) needs root")
@@ -100,23 +102,29 @@ func TestCompareOnEmulatedCluster(t *testing.T) {
 				names = append(names, a.Name)
 			}
 		}
-		// The header (auto, the algorithms sorted, best, auto/best) and
-		// a line per size with a number in every column.
-		head := regexp.MustCompile(`(?m)^\s*bytes\s+auto\s+` + strings.Join(names, `\s+`) + `\s+best\s+auto/best`)
+		// The header (auto, auto-tuned, the algorithms sorted, best,
+		// auto/best, auto-tuned/best) and a line per size with a number
+		// in every column.
+		head := regexp.MustCompile(`(?m)^\s*bytes\s+auto\s+auto-tuned\s+` + strings.Join(names, `\s+`) + `\s+best\s+auto/best\s+auto-tuned/best`)
 		if !head.MatchString(out) {
-			t.Errorf("%v: no table header with auto and %v:\n%s", c, names, out)
+			t.Errorf("%v: no table header with auto, auto-tuned and %v:\n%s", c, names, out)
 		}
 		for _, b := range []int{8, 64, 4096} {
-			line := regexp.MustCompile(fmt.Sprintf(`(?m)^\s*%d(\s+\d+\.\d\d){%d}\s+[a-z_]+\s+\d+\.\d\d`, b, len(names)+1))
+			line := regexp.MustCompile(fmt.Sprintf(`(?m)^\s*%d(\s+\d+\.\d\d){%d}\s+[a-z_]+(\s+\d+\.\d\d){2}`, b, len(names)+2))
 			if !line.MatchString(out) {
 				t.Errorf("%v: no line of times at %d bytes:\n%s", c, b, out)
 			}
-			// The model's table: what auto chose, then the model's time
-			// and measured/model of every configuration.
-			model := regexp.MustCompile(fmt.Sprintf(`(?m)^\s*%d\s+[a-z_]+(\s+\d+\.\d\d){%d}\s*$`, b, 2*(len(names)+1)))
+			// The model's table: what auto and auto-tuned chose, then
+			// the model's time and measured/model of every configuration.
+			model := regexp.MustCompile(fmt.Sprintf(`(?m)^\s*%d\s+[a-z_]+\s+[a-z_]+(\s+\d+\.\d\d){%d}\s*$`, b, 2*(len(names)+2)))
 			if !model.MatchString(out) {
 				t.Errorf("%v: no line of the model at %d bytes:\n%s", c, b, out)
 			}
+		}
+		// The end: both autos scored over the collective's 10 sizes.
+		score := regexp.MustCompile(fmt.Sprintf(`(?m)^  %s: auto \d+ of 10 sizes within 1\.10 \(worst \d+\.\d\d at \d+ B\): (not )?met; auto-tuned \d+ of 10 sizes within 1\.10 \(worst \d+\.\d\d at \d+ B\): (not )?met$`, c))
+		if !score.MatchString(out) {
+			t.Errorf("%v: no score of auto and auto-tuned:\n%s", c, out)
 		}
 	}
 	// Only this run's namespaces (named in the description): another

@@ -2,6 +2,10 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -30,13 +34,17 @@ func TestParseCluster(t *testing.T) {
 
 // Across hosts every schedule algorithm is measured by name, forced with
 // GOCOLL_FALLBACK=error (a forced algorithm that cannot run fails the run
-// instead of quietly measuring another), and auto first; never the shm
-// family, which needs one host.
+// instead of quietly measuring another), and first auto and auto-tuned,
+// the fitted machine its tuning file; never the shm family, which needs
+// one host.
 func TestClusterConfigs(t *testing.T) {
 	for _, c := range algorithms.Collectives {
-		cs := clusterConfigs(c, nil, "bench")
+		cs := clusterConfigs(c, nil, "bench", autoConfigs("/tmp/machine.json"))
 		if cs[0].name != "auto" || len(cs[0].env) != 0 {
 			t.Errorf("%v: first configuration %+v, want auto without variables", c, cs[0])
+		}
+		if cs[1].name != "auto-tuned" || !slices.Equal(cs[1].env, []string{"GOCOLL_TUNING_FILE=/tmp/machine.json"}) {
+			t.Errorf("%v: second configuration %+v, want auto-tuned with the tuning file", c, cs[1])
 		}
 		n := 0
 		for _, a := range algorithms.All(c) {
@@ -44,12 +52,12 @@ func TestClusterConfigs(t *testing.T) {
 				n++
 			}
 		}
-		if len(cs) != n+1 {
-			t.Errorf("%v: %d configurations, want auto and %d algorithms", c, len(cs), n)
+		if len(cs) != n+2 {
+			t.Errorf("%v: %d configurations, want auto, auto-tuned and %d algorithms", c, len(cs), n)
 		}
-		for _, cfg := range cs[1:] {
+		for _, cfg := range cs[2:] {
 			a, err := algorithms.Lookup(c, cfg.name)
-			if err != nil || a.Direct {
+			if err != nil || a.Direct || isAuto(cfg.name) {
 				t.Errorf("%v: configuration %q: %v", c, cfg.name, err)
 			}
 			want := "GOCOLL_" + c.EnvName() + "_ALGORITHM=" + cfg.name
@@ -60,16 +68,33 @@ func TestClusterConfigs(t *testing.T) {
 	}
 }
 
+// A run's variables override the environment's, the last of a name
+// winning, as exec.Cmd's Env does: the tuner that prices a configuration
+// sees what its runs see.
+func TestEnvWith(t *testing.T) {
+	t.Setenv("GOCOLL_TEST_ENVWITH", "outside")
+	env := envWith([]string{"GOCOLL_TUNING_FILE=/a", "GOCOLL_TUNING_FILE=/b", "X=1=2"})
+	for name, want := range map[string]string{"GOCOLL_TUNING_FILE": "/b", "X": "1=2", "GOCOLL_TEST_ENVWITH": "outside", "GOCOLL_TEST_ENVWITH_UNSET": ""} {
+		if got := env(name); got != want {
+			t.Errorf("%s: %q, want %q", name, got, want)
+		}
+	}
+	if got := envWith(nil)("GOCOLL_TEST_ENVWITH"); got != "outside" {
+		t.Errorf("no variables: %q, want the environment's", got)
+	}
+}
+
 // fakeModel prices a configuration at a size from us[config][bytes] (the
-// same for every collective), auto as the algorithm chose[bytes].
-func fakeModel(us map[string]map[int64]float64, chose map[int64]string) modelFunc {
+// same for every collective), auto and auto-tuned as the algorithm
+// chose[config][bytes].
+func fakeModel(us map[string]map[int64]float64, chose map[string]map[int64]string) modelFunc {
 	return func(config string, k key) (float64, string, bool) {
 		name := config
-		if config == "auto" {
-			name = chose[k.bytes]
+		if isAuto(config) {
+			name = chose[config][k.bytes]
 		}
 		v, ok := us[name][k.bytes]
-		if config != "auto" {
+		if !isAuto(config) {
 			name = ""
 		}
 		return v, name, ok
@@ -77,46 +102,110 @@ func fakeModel(us map[string]map[int64]float64, chose map[int64]string) modelFun
 }
 
 // The cluster table: every configuration's lowest time, the fastest
-// algorithm, auto over it, and hierarchical over the fastest flat one;
-// then the model's price of each, auto priced as what it chose, and
-// measured/model.
+// algorithm, auto and auto-tuned over it, and hierarchical over the
+// fastest flat one; then the model's price of each, the autos priced as
+// what each chose, and measured/model; and the autos' scores against the
+// best.
 func TestReportCluster(t *testing.T) {
-	rs := fed(t, 8, configsNamed("auto", "hierarchical", "ring"), map[string][2][3]float64{
+	rs := fed(t, 8, configsNamed("auto", "auto-tuned", "hierarchical", "ring"), map[string][2][3]float64{
 		"auto":         {{0.60, 5.0, 0.40}, {0.50, 6.0, 0.45}},
+		"auto-tuned":   {{0.42, 2.1, 0.30}, {0.44, 2.4, 0.28}},
 		"hierarchical": {{0.40, 4.0, 0.30}, {0.45, 4.5, 0.20}},
 		"ring":         {{0.80, 2.0, 0.35}, {0.90, 2.5, 0.25}},
 	})
 	price := fakeModel(map[string]map[int64]float64{
 		"hierarchical": {4: 0.50, 8192: 2.00},
 		"ring":         {4: 1.00, 8192: 2.50},
-	}, map[int64]string{4: "ring", 8192: "hierarchical"})
+	}, map[string]map[int64]string{
+		"auto":       {4: "ring", 8192: "hierarchical"},
+		"auto-tuned": {4: "hierarchical", 8192: "ring"},
+	})
 	var b bytes.Buffer
 	reportCluster(&b, rs, price)
 	out := strings.Join(strings.Fields(b.String()), " ") // the columns' padding aside
 	for _, want := range []string{
 		"np=8: the lowest of 2 repetitions",
-		"bytes auto hierarchical ring best auto/best hierarchical/best-flat",
-		// allreduce 4: auto 0.50, hierarchical 0.40 (best), ring 0.80:
-		// auto/best 1.25, hierarchical/ring 0.50.
-		"4 0.50 0.40 0.80 hierarchical 1.25 0.50",
-		// 8 KiB: ring 2.00 is best; auto 5.00 (2.50x); hierarchical 4.00 (2.00x).
-		"8192 5.00 4.00 2.00 ring 2.50 2.00",
-		// allgather 4: hierarchical 0.20; auto 0.40 (2.00); ring 0.25 (0.80).
-		"4 0.40 0.20 0.25 hierarchical 2.00 0.80",
-		"MPI_Allreduce, the model: each configuration's price on the fitted machine (auto: of the algorithm it chose)",
-		"bytes auto chose auto /model hierarchical /model ring /model",
-		// allreduce 4: auto chose ring (1.00; measured 0.50), hierarchical
-		// 0.50 (0.40), ring 1.00 (0.80).
-		"4 ring 1.00 0.50 0.50 0.80 1.00 0.80",
-		// 8 KiB: auto chose hierarchical (2.00; 5.00), hierarchical 2.00
-		// (4.00), ring 2.50 (2.00).
-		"8192 hierarchical 2.00 2.50 2.00 2.00 2.50 0.80",
-		// allgather 4: auto 1.00 (0.40), hierarchical 0.50 (0.20), ring 1.00 (0.25).
-		"4 ring 1.00 0.40 0.50 0.40 1.00 0.25",
+		"bytes auto auto-tuned hierarchical ring best auto/best auto-tuned/best hierarchical/best-flat",
+		// allreduce 4: auto 0.50, auto-tuned 0.42, hierarchical 0.40
+		// (best), ring 0.80: auto/best 1.25, auto-tuned/best 1.05,
+		// hierarchical/ring 0.50.
+		"4 0.50 0.42 0.40 0.80 hierarchical 1.25 1.05 0.50",
+		// 8 KiB: ring 2.00 is best; auto 5.00 (2.50x); auto-tuned 2.10
+		// (1.05x); hierarchical 4.00 (2.00x).
+		"8192 5.00 2.10 4.00 2.00 ring 2.50 1.05 2.00",
+		// allgather 4: hierarchical 0.20; auto 0.40 (2.00); auto-tuned
+		// 0.28 (1.40); ring 0.25 (0.80).
+		"4 0.40 0.28 0.20 0.25 hierarchical 2.00 1.40 0.80",
+		"MPI_Allreduce, the model: each configuration's price on the fitted machine (auto, auto-tuned: of the algorithm the tuner chose)",
+		"bytes auto chose auto-tuned chose auto /model auto-tuned /model hierarchical /model ring /model",
+		// allreduce 4: auto chose ring (1.00; measured 0.50), auto-tuned
+		// hierarchical (0.50; 0.42), hierarchical 0.50 (0.40), ring 1.00 (0.80).
+		"4 ring hierarchical 1.00 0.50 0.50 0.84 0.50 0.80 1.00 0.80",
+		// 8 KiB: auto chose hierarchical (2.00; 5.00), auto-tuned ring
+		// (2.50; 2.10), hierarchical 2.00 (4.00), ring 2.50 (2.00).
+		"8192 hierarchical ring 2.00 2.50 2.50 0.84 2.00 2.00 2.50 0.80",
+		// allgather 4: auto 1.00 (0.40), auto-tuned 0.50 (0.28),
+		// hierarchical 0.50 (0.20), ring 1.00 (0.25).
+		"4 ring hierarchical 1.00 0.40 0.50 0.56 0.50 0.40 1.00 0.25",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}
+	}
+}
+
+// The summary at the end: per collective, at how many sizes auto and
+// auto-tuned are within 1.10 of the fastest algorithm measured, and the
+// worst ratio with its size.
+func TestAutoScores(t *testing.T) {
+	rs := fed(t, 8, configsNamed("auto", "auto-tuned", "hierarchical", "ring"), map[string][2][3]float64{
+		"auto":         {{0.60, 5.0, 0.40}, {0.50, 6.0, 0.45}},
+		"auto-tuned":   {{0.42, 2.05, 0.30}, {0.44, 2.4, 0.19}},
+		"hierarchical": {{0.40, 4.0, 0.30}, {0.45, 4.5, 0.20}},
+		"ring":         {{0.80, 2.0, 0.35}, {0.90, 2.5, 0.25}},
+	})
+	scores := autoScores(rs)
+	// allreduce: auto 1.25 (4 B), 2.50 (8 KiB); auto-tuned 1.05, 1.025.
+	// reduce_scatter 4 and reduce_scatter_block 8: all alike, 1.00.
+	// allgather 4: auto 2.00, auto-tuned 0.95 (faster than the best
+	// forced, within).
+	want := []autoScore{
+		{"MPI_Allreduce", "auto", 0, 2, 2.5, 8192},
+		{"MPI_Allreduce", "auto-tuned", 2, 2, 1.05, 4},
+		{"MPI_Reduce_scatter", "auto", 1, 1, 1, 4},
+		{"MPI_Reduce_scatter", "auto-tuned", 1, 1, 1, 4},
+		{"MPI_Reduce_scatter_block", "auto", 1, 1, 1, 8},
+		{"MPI_Reduce_scatter_block", "auto-tuned", 1, 1, 1, 8},
+		{"MPI_Allgather", "auto", 0, 1, 2, 4},
+		{"MPI_Allgather", "auto-tuned", 1, 1, 0.95, 4},
+	}
+	if len(scores) != len(want) {
+		t.Fatalf("scores %+v, want %+v", scores, want)
+	}
+	for i, s := range scores {
+		w := want[i]
+		if s.call != w.call || s.config != w.config || s.within != w.within || s.sizes != w.sizes || s.at != w.at || math.Abs(s.worst-w.worst) > 1e-9 {
+			t.Errorf("score %d: %+v, want %+v", i, s, w)
+		}
+	}
+	var b bytes.Buffer
+	summarizeAuto(&b, scores)
+	for _, line := range []string{
+		"auto against the best measured algorithm (target: within 1.10 at every size):",
+		"  MPI_Allreduce: auto 0 of 2 sizes within 1.10 (worst 2.50 at 8192 B): not met; auto-tuned 2 of 2 sizes within 1.10 (worst 1.05 at 4 B): met",
+		"  MPI_Allgather: auto 0 of 1 sizes within 1.10 (worst 2.00 at 4 B): not met; auto-tuned 1 of 1 sizes within 1.10 (worst 0.95 at 4 B): met",
+	} {
+		if !slices.Contains(strings.Split(b.String(), "\n"), line) {
+			t.Errorf("summary lacks the line %q:\n%s", line, b.String())
+		}
+	}
+	if n := strings.Count(b.String(), "\n"); n != 5 {
+		t.Errorf("summary has %d lines, want a heading and one per collective:\n%s", n, b.String())
+	}
+	b.Reset()
+	summarizeAuto(&b, []autoScore{{call: "MPI_Allgather", config: "auto"}})
+	if !strings.Contains(b.String(), "MPI_Allgather: auto no sizes measured\n") {
+		t.Errorf("a collective without sizes: %s", b.String())
 	}
 }
 
@@ -143,7 +232,7 @@ func TestModelErrors(t *testing.T) {
 		"auto": {{0.50, 5.0, 0.40}, {0.60, 6.0, 0.45}},
 		"ring": {{0.80, 2.0, 0.35}, {0.90, 2.5, 0.25}},
 	})
-	price := fakeModel(map[string]map[int64]float64{"ring": {4: 1.00, 8192: 2.50}}, map[int64]string{4: "ring", 8192: "ring"})
+	price := fakeModel(map[string]map[int64]float64{"ring": {4: 1.00, 8192: 2.50}}, map[string]map[int64]string{"auto": {4: "ring", 8192: "ring"}})
 	errs := modelErrors(rs, price, 8192)
 	// allreduce 8192 only: auto 5.00/2.50 = 2.00, ring 2.00/2.50 = 0.80.
 	if len(errs) != 2 || errs[0].config != "auto" || errs[0].ratio != 2 || errs[1].config != "ring" || errs[1].ratio != 0.8 {
@@ -178,16 +267,32 @@ func TestModelErrors(t *testing.T) {
 
 // The predictor prices the call collbench makes at each line's size (as
 // its header says it measured: datatype, total or per rank) on the
-// emulated node map, with the fitted machine; auto as the algorithm the
-// tuner chooses for that call.
+// emulated node map, with the fitted machine; auto and auto-tuned as the
+// algorithm each one's tuner chooses for that call: auto's decides
+// beyond one node on model.Default (no tuning file in the environment),
+// auto-tuned's on the fitted machine, read from the tuning file its runs
+// get.
 func TestPredictor(t *testing.T) {
 	nodes := algorithms.NodeMapOf([]int{0, 0, 1, 1, 2, 2, 3, 3})
 	m := model.Machine{Alpha: 50e-6, Beta: 8e-9, Gamma: 0.04e-9, Delta: 0.05e-9, NodeAlpha: 5e-6, NodeBeta: 0.2e-9, Sync: 1e-6}
-	tn, err := tuner.New(func(string) string { return "" })
+	file := filepath.Join(t.TempDir(), "machine.json")
+	fm := tuner.MachineOf(m)
+	js, err := json.Marshal(tuner.File{Machine: &fm})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pr := newPredictor(m, nodes, tn)
+	if err := os.WriteFile(file, js, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GOCOLL_TUNING_FILE", "")
+	tuners, err := autoTuners(autoConfigs(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tuners) != 2 || tuners["auto"].Machine() != model.Default || tuners["auto-tuned"].Machine() != m {
+		t.Fatalf("tuners %v: want auto on model.Default, auto-tuned on the fitted machine", tuners)
+	}
+	pr := newPredictor(m, nodes, tuners)
 	float := head{"MPI_Allreduce", "MPI_FLOAT", "total"}
 	for _, tc := range []struct {
 		h      head
@@ -223,14 +328,16 @@ func TestPredictor(t *testing.T) {
 				t.Errorf("%v %s: %v µs %q (%v), want the model's %v", tc.k, a.Name, got, chose, ok, want)
 			}
 		}
-		ch, err := tn.Choose(q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, _, _ := pr.price(tc.h, ch.Alg.Name, tc.k)
-		got, chose, ok := pr.price(tc.h, "auto", tc.k)
-		if !ok || chose != ch.Alg.Name || got != want {
-			t.Errorf("%v auto: %v µs, chose %q; the tuner chooses %s (%v µs)", tc.k, got, chose, ch.Alg.Name, want)
+		for name, tn := range tuners {
+			ch, err := tn.Choose(q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _, _ := pr.price(tc.h, ch.Alg.Name, tc.k)
+			got, chose, ok := pr.price(tc.h, name, tc.k)
+			if !ok || chose != ch.Alg.Name || got != want {
+				t.Errorf("%v %s: %v µs, chose %q; its tuner chooses %s (%v µs)", tc.k, name, got, chose, ch.Alg.Name, want)
+			}
 		}
 	}
 	if _, _, ok := pr.price(head{"MPI_Allreduce", "MPI_MYSTERY", "total"}, "ring", key{"allreduce", 64}); ok {

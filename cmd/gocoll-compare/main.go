@@ -384,11 +384,13 @@ and preload/native. Run inside the repository, after make build.
 
 With -cluster HOSTSxPPN (as root) it emulates a cluster instead (a network
 namespace per host, each linked to a bridge at -rate) and measures gocoll
-alone there: every algorithm that runs across hosts forced in turn, and
-auto; it prints their times, auto over the best and the hierarchical
-algorithm over the best flat one, and beside them the model's price of
-each on the machine gocoll-tune fits on the same ranks first, with
-measured/model and, at the end, the model's error from 64 KiB.
+alone there: every algorithm that runs across hosts forced in turn, auto,
+and auto-tuned (auto with the machine gocoll-tune fits on the same ranks
+first as GOCOLL_TUNING_FILE); it prints their times, auto and auto-tuned
+over the best and the hierarchical algorithm over the best flat one, and
+beside them the model's price of each on the fitted machine, with
+measured/model; at the end, per collective, at how many sizes each auto
+is within 1.10 of the best, and the model's error from 64 KiB.
 
 `)
 		flag.PrintDefaults()

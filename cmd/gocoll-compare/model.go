@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/gocoll/gocoll/algorithms"
@@ -16,19 +17,20 @@ import (
 // The cluster mode prints the model beside what it measured: every
 // configuration's price by executor/model on the emulated node map with
 // the machine gocoll-tune fitted on the same cluster in the same run (for
-// auto, the price of the algorithm the tuner chooses for that call), and
-// measured/model; at the end, the model's error at 64 KiB and up against
-// the 25% the issue holds it to.
+// auto and auto-tuned, the price of the algorithm each one's tuner
+// chooses for that call), and measured/model; at the end, the model's
+// error at 64 KiB and up against the 25% the issue holds it to.
 
 // modelFunc gives the model's time (µs) of a configuration at a size of
-// the table, and for auto the algorithm it stands for; ok false: none.
+// the table, and for auto and auto-tuned the algorithm it stands for; ok
+// false: none.
 type modelFunc func(config string, k key) (us float64, chose string, ok bool)
 
 // predictor prices collbench's calls on the emulated cluster.
 type predictor struct {
 	machine model.Machine
 	nodes   *algorithms.NodeMap
-	tuner   *tuner.Tuner // the tuner the auto runs build (the same environment)
+	tuners  map[string]*tuner.Tuner // by configuration: the tuner its runs build (the same environment)
 	cache   map[predKey]prediction
 }
 
@@ -43,8 +45,8 @@ type prediction struct {
 	ok    bool
 }
 
-func newPredictor(m model.Machine, nodes *algorithms.NodeMap, t *tuner.Tuner) *predictor {
-	return &predictor{machine: m, nodes: nodes, tuner: t, cache: map[predKey]prediction{}}
+func newPredictor(m model.Machine, nodes *algorithms.NodeMap, tuners map[string]*tuner.Tuner) *predictor {
+	return &predictor{machine: m, nodes: nodes, tuners: tuners, cache: map[predKey]prediction{}}
 }
 
 // pricing returns the modelFunc of the calls of rs, once measured: their
@@ -57,7 +59,8 @@ func (pr *predictor) pricing(rs *runs) modelFunc {
 }
 
 // price returns the model's time (µs) of configuration config at k,
-// measured as h says, and for auto the algorithm it chose.
+// measured as h says, and for a configuration the tuner decides (auto,
+// auto-tuned) the algorithm its tuner chooses.
 func (pr *predictor) price(h head, config string, k key) (float64, string, bool) {
 	pk := predKey{config, k}
 	if p, ok := pr.cache[pk]; ok {
@@ -66,8 +69,8 @@ func (pr *predictor) price(h head, config string, k key) (float64, string, bool)
 	var p prediction
 	if coll, q, e, err := pr.call(h, k); err == nil {
 		name := config
-		if config == "auto" {
-			ch, err := pr.tuner.Choose(q)
+		if t, ok := pr.tuners[config]; ok {
+			ch, err := t.Choose(q)
 			if err == nil && ch.Alg != nil {
 				name, p.chose = ch.Alg.Name, ch.Alg.Name
 			}
@@ -132,24 +135,31 @@ var typeSizes = map[string]int{
 }
 
 // modelTable prints, per collective of rs, the model's time of every
-// configuration at every size and measured/model (auto: priced as the
-// algorithm it chose, which the second column names).
+// configuration at every size and measured/model (auto and auto-tuned:
+// priced as the algorithm each chose, which the first columns name).
 func modelTable(w io.Writer, rs *runs, price modelFunc) {
+	autos := slices.DeleteFunc(slices.Clone(rs.configs), func(n string) bool { return !isAuto(n) })
 	for _, coll := range rs.first.colls {
-		fmt.Fprintf(w, "%s, the model: each configuration's price on the fitted machine (auto: of the algorithm it chose), µs, and measured/model\n", rs.first.heads[coll].call)
+		fmt.Fprintf(w, "%s, the model: each configuration's price on the fitted machine (%s: of the algorithm the tuner chose), µs, and measured/model\n", rs.first.heads[coll].call, strings.Join(autos, ", "))
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprint(tw, "bytes\tauto chose\t")
+		fmt.Fprint(tw, "bytes\t")
+		for _, a := range autos {
+			fmt.Fprintf(tw, "%s chose\t", a)
+		}
 		for _, c := range rs.configs {
 			fmt.Fprintf(tw, "%s\t/model\t", c)
 		}
 		fmt.Fprintln(tw)
 		for _, b := range rs.keys(coll) {
 			k := key{coll, b}
-			_, chose, _ := price("auto", k)
-			if chose == "" {
-				chose = "-"
+			fmt.Fprintf(tw, "%d\t", b)
+			for _, a := range autos {
+				_, chose, _ := price(a, k)
+				if chose == "" {
+					chose = "-"
+				}
+				fmt.Fprintf(tw, "%s\t", chose)
 			}
-			fmt.Fprintf(tw, "%d\t%s\t", b, chose)
 			for _, c := range rs.configs {
 				m, _, ok := price(c, k)
 				t, ok2 := rs.best(c, k)
