@@ -129,3 +129,33 @@ func TestHierarchicalSharedMemoryForm(t *testing.T) {
 		}
 	}
 }
+
+// Freeing a communicator frees the node and slice communicators its
+// hierarchical calls made: a communicator made after them gets the same
+// context every time.
+func TestHierarchicalFreesItsCommunicators(t *testing.T) {
+	jobOnHosts(t, []string{"a", "a", "b", "b"}, nil, func(world *coll.Comm) error {
+		seen := map[uint32]bool{}
+		for i := range 5 {
+			c, err := world.Dup("tmp")
+			if err != nil {
+				return err
+			}
+			v := make([]byte, 8*5)
+			if err := c.Allreduce(coll.Args{InPlace: true, Recv: v, Count: 5, Type: ops.Int64, Op: coll.Op{Builtin: ops.Sum}, Algorithm: "hierarchical"}); err != nil {
+				return fmt.Errorf("call %d: %w", i, err)
+			}
+			probe, err := world.Dup("probe")
+			if err != nil {
+				return err
+			}
+			seen[probe.Context()] = true
+			probe.Free()
+			c.Free()
+		}
+		if len(seen) != 1 {
+			return fmt.Errorf("a communicator made after the hierarchical calls got %d distinct contexts, want 1", len(seen))
+		}
+		return nil
+	})
+}
