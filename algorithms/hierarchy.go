@@ -344,6 +344,29 @@ func (s NodeSlices) SliceAt(j, l int) int { return s.ns.sliceAt(j, l) }
 // at its offset in the part (the caller must not modify it).
 func (s NodeSlices) Part(j int) schedule.Blocks { return s.ns.parts[j] }
 
+// Consecutive reports whether each node's ranks are consecutive, so that
+// node j's part is contiguous in rank order, from PartAt(j).
+func (s NodeSlices) Consecutive() bool { return scattered(s.ns.m) < 0 }
+
+// PartAt returns where node j's part starts in rank order (its lowest
+// rank's block); the part is contiguous there when Consecutive.
+func (s NodeSlices) PartAt(j int) int { return s.ns.bl.Displs[s.ns.m.Ranks(j)[0]] }
+
+// Aligned reports whether node j's slices are its ranks' blocks: S(j,l)
+// is local rank l's block for l < L, and local ranks from L have empty
+// blocks (equal blocks on a node of L ranks, say). A slice holder then
+// holds exactly its own block, and handing pieces around inside the node
+// is not needed.
+func (s NodeSlices) Aligned(j int) bool {
+	ranks, part := s.ns.m.Ranks(j), s.ns.parts[j]
+	for l, r := range ranks {
+		if c := s.ns.bl.Counts[r]; l < s.ns.L && c != part.Counts[l] || l >= s.ns.L && c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // Runs calls f for each run of elements contiguous both in rank order
 // (from at) and in the slice layout (from sl), of length n > 0: the
 // copies between the two.

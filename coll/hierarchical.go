@@ -163,40 +163,79 @@ func (c *Comm) hierAllreduce(call string, h *hierarchy, p algorithms.Params, in,
 	return h.node.shmAllgather(call, own, out, counts, size)
 }
 
-// hierReduceScatter: the input is copied into the slice layout (unless it
-// is already), local rank l < L gets group vector l reduced over its node
-// (shm reduce-scatter), the holders of slice l reduce-scatter it across
-// the nodes, each keeping its own node's slice, and every rank of the
-// node gathers the node's part (shm allgather) and keeps its own block.
+// perNodeMin is the smallest average part of a node (bytes) for which the
+// reduce-scatter and allgather run one engine call per node straight
+// between rank order and their group vectors, rather than copying the
+// whole vector to or from the slice layout: each engine call synchronises
+// the node at least once, which N of cost more than the copy for small
+// parts at many nodes.
+const perNodeMin = 64 << 10
+
+// perNode reports whether a call of total bytes on the cut ns takes one
+// engine call per node (nodes of consecutive ranks, where each node's
+// part is contiguous in rank order) instead of the slice layout.
+func perNode(ns algorithms.NodeSlices, nodes, total int) bool {
+	return !ns.Identity() && ns.Consecutive() && total >= nodes*perNodeMin
+}
+
+// hierReduceScatter: local rank l < L gets group vector l reduced over
+// its node (shm reduce-scatter: of the slice layout, or one per node's
+// part), the holders of slice l reduce-scatter it across the nodes, each
+// keeping its own node's slice, and every rank of the node gets its block
+// (shm allgather of the node's part, unless each holder's slice is its
+// own block).
 func (c *Comm) hierReduceScatter(call string, h *hierarchy, p algorithms.Params, in, out []byte, size int, kernel ops.Kernel) error {
 	m := h.m
-	node, local, k := m.Node(c.rank), m.Local(c.rank), h.node.Size()
+	node, local, k, N := m.Node(c.rank), m.Local(c.rank), h.node.Size(), m.NumNodes()
 	ns := algorithms.NewNodeSlices(m, p.Counts)
-	part := ns.Part(node)
+	part, aligned := ns.Part(node), ns.Aligned(node)
 	total := len(in) / size
-	gLen := 0 // this rank's group vector: none beyond local rank L-1
+	gOff, gLen := 0, 0 // this rank's group vector: none beyond local rank L-1
 	if local < algorithms.SliceCount(m) {
-		_, gLen = ns.Group(local)
+		gOff, gLen = ns.Group(local)
 	}
+	byNode := perNode(ns, N, len(in))
 
-	// Scratch: the slice layout (unless the input is in it), this rank's
-	// group vector, the node's part.
-	layLen := total
-	if ns.Identity() {
+	// Scratch: the slice layout (unless the input is in it, or the
+	// reduce-scatter goes node by node), this rank's group vector, the
+	// node's part (unless aligned).
+	layLen, partLen := total, part.Total
+	if ns.Identity() || byNode {
 		layLen = 0
 	}
-	buf := c.scratchBytes((layLen + gLen + part.Total) * size)
-	lay := in
-	if !ns.Identity() {
-		lay = buf[:total*size]
-		ns.Runs(func(at, sl, n int) { copy(lay[sl*size:(sl+n)*size], in[at*size:(at+n)*size]) })
+	if aligned {
+		partLen = 0
 	}
+	buf := c.scratchBytes((layLen + gLen + partLen) * size)
 	grp := buf[layLen*size : (layLen+gLen)*size]
-	partBuf := buf[(layLen+gLen)*size : (layLen+gLen+part.Total)*size]
+	partBuf := buf[(layLen+gLen)*size : (layLen+gLen+partLen)*size]
 
 	// Intra-node reduce-scatter: local rank l gets group vector l.
-	if err := h.node.shmReduceScatter(call, lay, grp, ns.GroupLens(k), size, kernel); err != nil {
-		return err
+	switch {
+	case byNode:
+		counts := make([]int, k)
+		for j := range N {
+			pj := ns.Part(j)
+			copy(counts, pj.Counts)
+			var dst []byte
+			if gLen > 0 {
+				at := ns.SliceAt(j, local) - gOff
+				dst = grp[at*size : (at+pj.Counts[local])*size]
+			}
+			at := ns.PartAt(j)
+			if err := h.node.shmReduceScatter(call, in[at*size:(at+pj.Total)*size], dst, counts, size, kernel); err != nil {
+				return err
+			}
+		}
+	default:
+		lay := in
+		if !ns.Identity() {
+			lay = buf[:total*size]
+			ns.Runs(func(at, sl, n int) { copy(lay[sl*size:(sl+n)*size], in[at*size:(at+n)*size]) })
+		}
+		if err := h.node.shmReduceScatter(call, lay, grp, ns.GroupLens(k), size, kernel); err != nil {
+			return err
+		}
 	}
 
 	// Inter-node reduce-scatter, in place: the holder on node j keeps
@@ -213,7 +252,12 @@ func (c *Comm) hierReduceScatter(call string, h *hierarchy, p algorithms.Params,
 		held = grp[:gc[node]*size]
 	}
 
-	// Intra-node allgather of the node's part; this rank keeps its block.
+	// Each rank's block: the slice it holds, or from the node's part.
+	mine := p.Counts[c.rank]
+	if aligned {
+		copy(out[:mine*size], held) // a rank from local rank L has an empty block
+		return nil
+	}
 	if err := h.node.shmAllgather(call, held, partBuf, nodeCounts(k, part.Counts), size); err != nil {
 		return err
 	}
@@ -221,61 +265,101 @@ func (c *Comm) hierReduceScatter(call string, h *hierarchy, p algorithms.Params,
 	for _, r := range m.Ranks(node)[:local] {
 		before += p.Counts[r]
 	}
-	mine := p.Counts[c.rank]
 	copy(out[:mine*size], partBuf[before*size:(before+mine)*size])
 	return nil
 }
 
-// hierAllgather: every rank of a node gathers the node's part (shm
-// allgather), local rank l < L allgathers its slice S(node,l) with the
-// holders of slice l across the nodes, into group vector l of the slice
-// layout, and every rank of the node gathers the group vectors (shm
-// allgather) and copies them into rank order (unless the layout is rank
-// order, where it all happens in out).
+// hierAllgather: each slice holder gets its slice S(node,l) (its own
+// block when the node is aligned, else from an shm allgather of the
+// node's part), allgathers it with the holders of slice l across the
+// nodes into group vector l, and every rank of the node gathers the group
+// vectors (shm allgather: into the slice layout, copied into rank order
+// unless it is rank order, or one per node's part straight into out).
 func (c *Comm) hierAllgather(call string, h *hierarchy, p algorithms.Params, in, out []byte, size int) error {
 	m := h.m
-	node, local, k := m.Node(c.rank), m.Local(c.rank), h.node.Size()
+	node, local, k, N := m.Node(c.rank), m.Local(c.rank), h.node.Size(), m.NumNodes()
 	ns := algorithms.NewNodeSlices(m, p.Counts)
-	part := ns.Part(node)
+	part, aligned := ns.Part(node), ns.Aligned(node)
 	total := len(out) / size
-	layLen := total
-	if ns.Identity() {
-		layLen = 0
+	holds := local < algorithms.SliceCount(m)
+	gOff, gLen := 0, 0
+	if holds {
+		gOff, gLen = ns.Group(local)
 	}
-	buf := c.scratchBytes((part.Total + layLen) * size)
-	partBuf := buf[:part.Total*size]
-	lay := out
-	if !ns.Identity() {
-		lay = buf[part.Total*size : (part.Total+total)*size]
-	}
+	byNode := perNode(ns, N, len(out))
 
-	// Intra-node allgather of the node's part: its ranks' blocks.
-	ranks := m.Ranks(node)
-	blocks := make([]int, len(ranks))
-	for i, r := range ranks {
-		blocks[i] = p.Counts[r]
+	// Scratch: the node's part (unless aligned), the slice layout (out
+	// itself where it is rank order; only this rank's group vector where
+	// the last phase goes node by node).
+	partLen, layLen := part.Total, total
+	if aligned {
+		partLen = 0
 	}
-	if err := h.node.shmAllgather(call, in, partBuf, blocks, size); err != nil {
-		return err
+	switch {
+	case ns.Identity():
+		layLen = 0
+	case byNode:
+		layLen = gLen
+	}
+	buf := c.scratchBytes((partLen + layLen) * size)
+	partBuf := buf[:partLen*size]
+	lay, layOff := out, 0 // the slice layout, and where lay starts in it
+	switch {
+	case byNode:
+		lay, layOff = buf[partLen*size:], gOff
+	case !ns.Identity():
+		lay = buf[partLen*size:]
+	}
+	grp := lay[(gOff-layOff)*size : (gOff-layOff+gLen)*size]
+
+	// The slice this rank holds: its own block, or from the node's part.
+	slice := in
+	if !aligned {
+		ranks := m.Ranks(node)
+		blocks := make([]int, len(ranks))
+		for i, r := range ranks {
+			blocks[i] = p.Counts[r]
+		}
+		if err := h.node.shmAllgather(call, in, partBuf, blocks, size); err != nil {
+			return err
+		}
+		if holds {
+			slice = partBuf[part.Displs[local]*size : (part.Displs[local]+part.Counts[local])*size]
+		}
 	}
 
 	// Inter-node allgather of slice l, in place in its group vector.
-	gOff, gLen := 0, 0
-	if local < algorithms.SliceCount(m) {
-		gOff, gLen = ns.Group(local)
-		at, n := ns.SliceAt(node, local), part.Counts[local]
-		mine := lay[at*size : (at+n)*size]
-		copy(mine, partBuf[part.Displs[local]*size:])
+	if holds {
+		at := ns.SliceAt(node, local) - gOff
+		mine := grp[at*size : at*size+len(slice)]
+		copy(mine, slice)
 		if s := h.slice; gLen > 0 && s.Size() > 1 {
 			sp := algorithms.Params{P: s.Size(), Rank: s.rank, Counts: ns.GroupCounts(local), Commutative: true, InPlace: true}
-			if err := s.run(call, algorithms.Allgather, "auto", true, int64(gLen*size), sp, mine, lay[gOff*size:(gOff+gLen)*size], size, nil); err != nil {
+			if err := s.run(call, algorithms.Allgather, "auto", true, int64(gLen*size), sp, mine, grp, size, nil); err != nil {
 				return err
 			}
 		}
 	}
 
-	// Intra-node allgather of the group vectors, then into rank order.
-	if err := h.node.shmAllgather(call, lay[gOff*size:(gOff+gLen)*size], lay, ns.GroupLens(k), size); err != nil {
+	// Intra-node allgather of the group vectors.
+	if byNode {
+		counts := make([]int, k)
+		for j := range N {
+			pj := ns.Part(j)
+			copy(counts, pj.Counts)
+			var src []byte
+			if holds {
+				at := ns.SliceAt(j, local) - gOff
+				src = grp[at*size : (at+pj.Counts[local])*size]
+			}
+			at := ns.PartAt(j)
+			if err := h.node.shmAllgather(call, src, out[at*size:(at+pj.Total)*size], counts, size); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := h.node.shmAllgather(call, grp, lay[:total*size], ns.GroupLens(k), size); err != nil {
 		return err
 	}
 	if !ns.Identity() {
