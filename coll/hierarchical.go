@@ -11,8 +11,9 @@ import (
 //
 // A hierarchical algorithm (package algorithms) is one schedule: its
 // intra-node phases are messages between the ranks of a node. Where every
-// node's ranks share a segment, those phases run far faster on the shm
-// engine, which is not a schedule. So on host memory the call runs in
+// node's ranks share a segment, those phases run faster on the shm engine
+// (one synchronisation per step instead of a message per peer), which is
+// not a schedule. So on host memory the call runs in
 // three steps instead: the shm collective on the rank's node communicator,
 // the collective's inter-node part on its slice communicator (the ranks of
 // one local rank, one per node, in node order), and the shm collective
@@ -21,7 +22,8 @@ import (
 //
 // Both forms keep the one name "hierarchical", not a new algorithm: forcing
 // it (GOCOLL_<COLL>_ALGORITHM), tuning rules and the model all mean the
-// same cut and phases, and the call takes the fastest form it can. The
+// same cut and phases, and each call takes the form its memory and the
+// communicator's nodes allow. The
 // schedule stays the reference the check executor proves, the form for
 // device memory, and the fallback where some node has no segment.
 // GOCOLL_DEBUG=info says which form ran (form=shm or form=schedule).
