@@ -245,22 +245,11 @@ func (c *Comm) run(call string, coll algorithms.Collective, force string, own bo
 		}
 	}
 	// A hierarchical call takes the shm form where the communicator has
-	// its node and slice communicators (made at the first such call, by
-	// every rank alike: the splits are collectives of c, so c.mu is let go
-	// meanwhile) and the memory is the host's.
+	// its node and slice communicators and the memory is the host's.
 	composes := c.composes(coll, choice.Alg)
 	var h *hierarchy
 	if composes {
-		if !c.hierTried {
-			c.hierTried = true
-			c.mu.Unlock()
-			made := c.makeHierarchy()
-			c.mu.Lock()
-			c.hier = made
-		}
-		if !onDevice {
-			h = c.hier
-		}
+		h = c.hierarchyFor(onDevice)
 	}
 	if c.cfg.Debug != nil {
 		how := choice.How

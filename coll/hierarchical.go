@@ -56,6 +56,44 @@ func (c *Comm) composes(coll algorithms.Collective, alg *algorithms.Algorithm) b
 	return false
 }
 
+// hierarchyFor returns the node and slice communicators for a call that
+// composes, nil where it takes the schedule form (device memory, or no
+// segment on some node). The first such call makes them, on every rank
+// alike; c.mu is held, and let go meanwhile, since the splits are
+// collectives of c.
+func (c *Comm) hierarchyFor(onDevice bool) *hierarchy {
+	if !c.hierTried {
+		c.hierTried = true
+		c.mu.Unlock()
+		made := c.makeHierarchy()
+		c.mu.Lock()
+		c.hier = made
+	}
+	if onDevice {
+		return nil
+	}
+	return c.hier
+}
+
+// Form returns what GOCOLL_DEBUG=info adds to the line of a call of coll
+// with the algorithm named alg on c, for callers that print their own
+// line (the preload): " form=shm" or " form=schedule" for a hierarchical
+// call with phases to compose, "" for any other. At the first such call
+// it makes the node and slice communicators, as the call would:
+// collective, so every rank of c calls it at the same call, or none does.
+func (c *Comm) Form(coll algorithms.Collective, alg string, onDevice bool) string {
+	a, err := algorithms.Lookup(coll, alg)
+	if err != nil {
+		return ""
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || !c.composes(coll, a) {
+		return ""
+	}
+	return formNote(c.hierarchyFor(onDevice))
+}
+
 // makeHierarchy splits c into its node and slice communicators and
 // returns them where every node's communicator got a shared segment (or
 // is one rank), else nil: then every rank keeps the schedule form, since
