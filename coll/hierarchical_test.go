@@ -7,6 +7,7 @@ import (
 
 	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/coll"
+	"github.com/gocoll/gocoll/gpu/fake"
 	"github.com/gocoll/gocoll/ops"
 )
 
@@ -158,4 +159,42 @@ func TestHierarchicalFreesItsCommunicators(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// On (fake) CUDA device memory hierarchical keeps the schedule form, and
+// says so; host calls on the same communicator take the shared-memory
+// form, whichever came first.
+func TestHierarchicalOnDeviceMemoryKeepsTheSchedule(t *testing.T) {
+	hosts := []string{"a", "a", "b", "b"}
+	debug := &lockedWriter{}
+	calls := []call{
+		{coll: algorithms.Allreduce, alg: "hierarchical", typ: ops.Int64, op: ops.Sum, counts: []int{37}},
+		{coll: algorithms.ReduceScatter, alg: "hierarchical", typ: ops.Int64, op: ops.Sum, inPlace: true, counts: []int{3, 0, 5, 2}},
+		{coll: algorithms.Allgather, alg: "hierarchical", typ: ops.Int64, counts: []int{4, 4, 4, 4}},
+	}
+	gpuJob(t, len(hosts), gpuSetup{debug: debug}, func(cm *coll.Comm, proc *fake.Process, dev int) error {
+		if err := cm.SetNodes(algorithms.NewNodeMap(hosts)); err != nil {
+			return err
+		}
+		if err := runMatrix(cm, proc, dev, calls); err != nil {
+			return err
+		}
+		for i, c := range calls {
+			in := c.inputs(len(hosts), uint64(i))
+			got, err := c.run(cm, in[cm.Rank()])
+			if err != nil {
+				return fmt.Errorf("%v: %w", c, err)
+			}
+			if !equal(c.typ, got, c.reference(in, cm.Rank())) {
+				return fmt.Errorf("%v on host memory: result differs from the naive reference", c)
+			}
+		}
+		return nil
+	})
+	log := debug.String()
+	for _, want := range []string{"algorithm=hierarchical (forced) form=schedule memory=device", "algorithm=hierarchical (forced) form=shm\n"} {
+		if n := strings.Count(log, want); n != len(hosts)*len(calls) {
+			t.Errorf("%d lines with %q, want %d:\n%s", n, want, len(hosts)*len(calls), log)
+		}
+	}
 }
