@@ -303,18 +303,23 @@ func (ns *nodeSlices) pieces(j int, f func(r, rOff, l, sOff, n int)) {
 
 // relayout adds to rb the copies between the rank order (natural, the
 // call's blocks in buffer nat) and the slice layout (in buffer lay from
-// element off), toSlices saying which way; pieces that continue each other
-// in both become one copy.
+// element off), toSlices saying which way.
 func (ns *nodeSlices) relayout(rb schedule.RoundBuilder, nat buffer, lay place, toSlices bool) {
-	var pn, pl, n int // the pending copy: natural offset, layout offset, length
-	flush := func() {
-		a, s := nat.At(pn, n), lay.buf.At(lay.off+pl, n)
+	ns.runs(func(at, sl, n int) {
+		a, s := nat.At(at, n), lay.buf.At(lay.off+sl, n)
 		if toSlices {
 			rb.Copy(s, a)
 		} else {
 			rb.Copy(a, s)
 		}
-	}
+	})
+}
+
+// runs calls f for each run of elements that is contiguous both in rank
+// order (from at) and in the slice layout (from sl), of length n > 0:
+// pieces that continue each other in both are one run.
+func (ns *nodeSlices) runs(f func(at, sl, n int)) {
+	var pn, pl, n int // the pending run: natural offset, layout offset, length
 	for j := range ns.N {
 		ns.pieces(j, func(r, rOff, l, sOff, c int) {
 			at, sl := ns.bl.Displs[r]+rOff, ns.sliceAt(j, l)+sOff
@@ -323,12 +328,103 @@ func (ns *nodeSlices) relayout(rb schedule.RoundBuilder, nat buffer, lay place, 
 				return
 			}
 			if n > 0 {
-				flush()
+				f(pn, pl, n)
 			}
 			pn, pl, n = at, sl, c
 		})
 	}
 	if n > 0 {
-		flush()
+		f(pn, pl, n)
 	}
 }
+
+// The shared-memory form. Where every node of a communicator has a shared
+// segment, package coll runs a hierarchical algorithm's intra-node phases
+// on the shm engine (package intranode) and its inter-node phase as a flat
+// collective on a slice communicator (the ranks of one local rank l < L,
+// one per node, in node order), not as the schedules of this file, which
+// stay the reference the check executor proves and the form for device
+// memory. Both forms cut the vector alike; the exported names below are
+// those cuts, in elements.
+
+// Composes reports whether the hierarchical algorithms have phases to
+// compose on map m: several nodes, one at least with several ranks.
+// Otherwise (unknown map, one node, one rank per node) they are flatFor's
+// flat algorithm, and there is no shared-memory form.
+func Composes(m *NodeMap) bool { return !flatNodes(m) }
+
+// SliceCount returns L, the number of slices on map m: the number of
+// ranks of its smallest node. Local ranks 0..L-1 hold a slice each.
+func SliceCount(m *NodeMap) int { return minPerNode(m) }
+
+// AllreduceSlices returns the cut of an allreduce of n elements into the
+// L slices of map m: local rank l < L of every node holds block l.
+func AllreduceSlices(m *NodeMap, n int) schedule.Blocks {
+	return schedule.EvenBlocks(n, minPerNode(m))
+}
+
+// NodeSlices is the cut of a vector of per-rank blocks (counts[r]
+// elements for rank r, in rank order) that the hierarchical reduce-scatter
+// and allgather use: node j's part, the blocks of its ranks in local
+// order, is cut into L slices S(j,l); the slice layout puts the group
+// vectors S(0,l) ... S(N-1,l) one after the other, l = 0..L-1.
+type NodeSlices struct{ ns *nodeSlices }
+
+// NewNodeSlices cuts counts on map m; m must compose (Composes).
+func NewNodeSlices(m *NodeMap, counts []int) NodeSlices {
+	return NodeSlices{newNodeSlices(m, schedule.BlocksOf(counts))}
+}
+
+// Identity reports whether the slice layout is rank order (one slice,
+// each node's ranks consecutive): no copy into or out of it is needed.
+func (s NodeSlices) Identity() bool { return s.ns.identity }
+
+// Group returns where slice l's group vector starts in the slice layout
+// and its length.
+func (s NodeSlices) Group(l int) (off, n int) { return s.ns.group(l) }
+
+// GroupCounts returns the counts of slice l's inter-node phase: S(j,l)
+// for each node j (the caller must not modify them).
+func (s NodeSlices) GroupCounts(l int) []int { return s.ns.groupCounts(l) }
+
+// GroupLens returns the counts of an intra-node phase over group vectors
+// on a node of k ranks: group vector l's length for local rank l < L,
+// nothing beyond.
+func (s NodeSlices) GroupLens(k int) []int {
+	return sliceCounts(k, func(l int) int { _, n := s.ns.group(l); return n }, s.ns.L)
+}
+
+// SliceAt returns where S(j,l) starts in the slice layout.
+func (s NodeSlices) SliceAt(j, l int) int { return s.ns.sliceAt(j, l) }
+
+// Part returns node j's part cut into its L slices: S(j,l) is block l,
+// at its offset in the part (the caller must not modify it).
+func (s NodeSlices) Part(j int) schedule.Blocks { return s.ns.parts[j] }
+
+// Consecutive reports whether each node's ranks are consecutive, so that
+// node j's part is contiguous in rank order, from PartAt(j).
+func (s NodeSlices) Consecutive() bool { return scattered(s.ns.m) < 0 }
+
+// PartAt returns where node j's part starts in rank order (its lowest
+// rank's block); the part is contiguous there when Consecutive.
+func (s NodeSlices) PartAt(j int) int { return s.ns.bl.Displs[s.ns.m.Ranks(j)[0]] }
+
+// Aligned reports whether node j's slices are its ranks' blocks: S(j,l)
+// is local rank l's block for l < L, and local ranks from L have empty
+// blocks (equal blocks on a node of L ranks, say). A slice holder then
+// holds exactly its own block, and handing pieces around inside the node
+// is not needed.
+func (s NodeSlices) Aligned(j int) bool {
+	ranks, part := s.ns.m.Ranks(j), s.ns.parts[j]
+	for l, r := range ranks {
+		if c := s.ns.bl.Counts[r]; l < s.ns.L && c != part.Counts[l] || l >= s.ns.L && c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Runs calls f for each run of elements contiguous both in rank order
+// (from at) and in the slice layout (from sl), of length n > 0: the
+// copies between the two.
+func (s NodeSlices) Runs(f func(at, sl, n int)) { s.ns.runs(f) }

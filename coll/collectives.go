@@ -244,19 +244,33 @@ func (c *Comm) run(call string, coll algorithms.Collective, force string, own bo
 			return argError(call, mpierr.Arg, "%v", err)
 		}
 	}
+	// A hierarchical call takes the shm form where the communicator has
+	// its node and slice communicators and the memory is the host's.
+	composes := c.composes(coll, choice.Alg)
+	var h *hierarchy
+	if composes {
+		h = c.hierarchyFor(onDevice)
+	}
 	if c.cfg.Debug != nil {
 		how := choice.How
 		if choice.Why != "" {
 			how += ": " + choice.Why // the rule or the model's estimate
 		}
-		fmt.Fprintf(c.cfg.Debug, "gocoll: rank %d: %s comm=%s bytes=%d p=%d algorithm=%s (%s)%s\n",
-			c.rank, call, c.name, bytes, p.P, choice.Alg.Name, how, memoryNote(onDevice))
+		form := ""
+		if composes {
+			form = formNote(h)
+		}
+		fmt.Fprintf(c.cfg.Debug, "gocoll: rank %d: %s comm=%s bytes=%d p=%d algorithm=%s (%s)%s%s\n",
+			c.rank, call, c.name, bytes, p.P, choice.Alg.Name, how, form, memoryNote(onDevice))
 	}
 	if cl, ok := counters.CallOf(call); ok && !own && choice.Alg != nil {
 		counters.Ran(cl, choice.Alg, choice.Fallback)
 	}
 	if choice.Alg.Direct {
 		return c.runDirect(call, coll, p, in, out, size, kernel)
+	}
+	if h != nil {
+		return c.runHierarchical(call, coll, h, p, in, out, size, kernel)
 	}
 	s := c.cache.get(coll, choice.Alg, p)
 	c.seq++
@@ -274,12 +288,8 @@ func (c *Comm) run(call string, coll algorithms.Collective, force string, own bo
 // scratch memory from the communicator's (grown as needed, kept between
 // calls) and the call's tag; c.mu is held and c.seq already advanced.
 func hostCall(c *Comm, s *schedule.Schedule, in, out []byte, size int, kernel ops.Kernel) host.Call {
-	need := s.ScratchLen * size
-	if cap(c.scratch) < need {
-		c.scratch = make([]byte, need)
-	}
 	return host.Call{
-		Sched: s, In: in, Out: out, Scratch: c.scratch[:need], ElemSize: size, Reduce: host.Kernel(kernel),
+		Sched: s, In: in, Out: out, Scratch: c.scratchBytes(s.ScratchLen * size), ElemSize: size, Reduce: host.Kernel(kernel),
 		T: c.t, Ranks: c.ranks, Tag: transport.Tag{Context: c.ctx, Seq: c.seq},
 	}
 }

@@ -68,7 +68,12 @@ type Comm struct {
 	scratch []byte
 	barrier []byte // Barrier's one byte per rank
 	shared  *intranode.Group
-	device  deviceState // CUDA: the device executor, made at the first device call
+	// hier: the node and slice communicators of hierarchical calls in
+	// the shm form (hierarchical.go), made at the first such call
+	// (hierTried), nil where they cannot serve.
+	hier      *hierarchy
+	hierTried bool
+	device    deviceState // CUDA: the device executor, made at the first device call
 	// GOCOLL_CHECK: the call's signature, until run checks it (a value,
 	// not a pointer: taking its address would allocate on every call).
 	pending    signature
@@ -122,6 +127,10 @@ func (c *Comm) Close() {
 	if c.shared != nil {
 		c.shared.Close()
 		c.shared = nil
+	}
+	if c.hier != nil {
+		c.hier.free()
+		c.hier = nil
 	}
 	c.mu.Unlock()
 }

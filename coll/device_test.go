@@ -33,6 +33,7 @@ type gpuSetup struct {
 	noIPC   bool
 	shared  bool // one fake process for all ranks (a Go program's RunLocal)
 	devices func(rank int) int
+	debug   *lockedWriter // GOCOLL_DEBUG=info's lines, if not nil
 }
 
 // gpuJob runs f on p ranks, each a fake CUDA process on one fake node
@@ -57,6 +58,9 @@ func gpuJob(t *testing.T, p int, s gpuSetup, f func(c *coll.Comm, proc *fake.Pro
 	jobWith(t, p, func(cfg *coll.Config) {
 		cfg.Device.Options = s.opts
 		cfg.Device.NoIPC = s.noIPC
+		if s.debug != nil {
+			cfg.Debug = s.debug
+		}
 	}, func(c *coll.Comm) error {
 		dev := 0
 		if s.devices != nil {

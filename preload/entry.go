@@ -247,8 +247,11 @@ func gc_go_run(c *C.struct_gc_call) (rc C.int) {
 	if err == nil {
 		a.Algorithm = cfg.names[c.coll][c.alg]
 		if cfg.debug {
-			fmt.Fprintf(os.Stderr, "gocoll: rank %d: %s comm=%s bytes=%d p=%d algorithm=%s (%s)%s\n",
-				st.rank, cl, st.name, int64(c.bytes), st.size, a.Algorithm, how(c, cl, st), memory)
+			// The form of a hierarchical call (shm or schedule), as coll
+			// says it where it prints the line itself.
+			form := st.c.Form(cl, a.Algorithm, c.device != 0)
+			fmt.Fprintf(os.Stderr, "gocoll: rank %d: %s comm=%s bytes=%d p=%d algorithm=%s (%s)%s%s\n",
+				st.rank, cl, st.name, int64(c.bytes), st.size, a.Algorithm, how(c, cl, st), form, memory)
 		}
 		if c.how == 2 { // coll sees the preload's choice as forced
 			counters.Add(calls[c.coll], counters.Fallback)

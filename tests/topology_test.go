@@ -76,3 +76,30 @@ func TestSplitSharedProcesses(t *testing.T) {
 		harness.ExpectRanks(t, fmt.Sprintf("gosplitshared on hosts %s", pl.hosts), out, code, 4)
 	}
 }
+
+// The hierarchical algorithms in real processes on emulated hosts
+// (bench/collbench.c, which checks every result): forced for each
+// collective on each placement of several nodes, they run in the
+// shared-memory form (each node's ranks on the engine, slices across the
+// nodes), say so under GOCOLL_DEBUG=info, and give the right results at
+// sizes from 4 bytes (fewer elements than slices) to 256 KiB.
+func TestHierarchicalSharedMemoryProcesses(t *testing.T) {
+	bin := compile(t, filepath.Join(harness.Bin, "mpicc"), "bench/collbench.c", "collbench")
+	for _, pl := range placements {
+		if pl.spec == "" {
+			continue // one node: the flat algorithm, no shared-memory form
+		}
+		for _, c := range []string{"allreduce", "reduce_scatter", "reduce_scatter_block", "allgather"} {
+			env := []string{"GOCOLL_" + strings.ToUpper(c) + "_ALGORITHM=hierarchical", "GOCOLL_FALLBACK=error", "GOCOLL_DEBUG=info"}
+			out, code := run(t, 2*time.Minute, env, onHosts(pl.spec, bin, "-c", c, "-m", "4:262144", "-i", "2", "-il", "1", "-w", "1", "-wl", "1", "-check")...)
+			what := fmt.Sprintf("hierarchical %s on hosts %s", c, pl.hosts)
+			if code != 0 || !strings.Contains(out, "check: PASS") {
+				t.Errorf("%s: exit %d, want 0 and check: PASS:\n%s", what, code, out)
+				continue
+			}
+			if !strings.Contains(out, "algorithm=hierarchical (forced) form=shm") || strings.Contains(out, "form=schedule") {
+				t.Errorf("%s: did not run in the shared-memory form:\n%s", what, out)
+			}
+		}
+	}
+}

@@ -375,6 +375,12 @@ func TestTransports(t *testing.T) {
 					if want := fmt.Sprintf("MPI_COMM_WORLD set up: p=%d on %s, ", np, nodes); strings.Count(r.errs, want) != np {
 						t.Errorf("%s np=%d: want %q from every rank:\n%s", m.name, np, want, r.errs[:min(len(r.errs), 2000)])
 					}
+					// Forced, hierarchical runs its intra-node phases on
+					// each host's shared segment, and says so.
+					if slices.Contains(rd.env, "GOCOLL_ALLREDUCE_ALGORITHM=hierarchical") &&
+						(!strings.Contains(r.errs, "algorithm=hierarchical (forced) form=shm") || strings.Contains(r.errs, "form=schedule")) {
+						t.Errorf("%s np=%d %s: hierarchical did not run in the shared-memory form:\n%s", m.name, np, rd.name, r.errs[:min(len(r.errs), 2000)])
+					}
 				}
 			}
 		})
