@@ -57,28 +57,19 @@ func small(n int) bool { return n <= smallElems }
 // algorithm with that call's phases fixed: one of four, made here once, so
 // that equal phases give the same pointer.
 func hierarchical(h Algorithm, build func(pr Params, ph phases) *schedule.Schedule) *Algorithm {
-	var fixed [2][2]*Algorithm
-	for i := range 2 {
-		for j := range 2 {
-			ph := phases{intraSmall: i == 1, interSmall: j == 1}
+	fixed := map[phases]*Algorithm{} // read only once made
+	for _, intra := range []bool{false, true} {
+		for _, inter := range []bool{false, true} {
+			ph := phases{intraSmall: intra, interSmall: inter}
 			f := h
 			f.SizeDependent, f.AtSize = false, nil
 			f.Build = func(pr Params) *schedule.Schedule { return build(pr, ph) }
-			fixed[i][j] = &f
+			fixed[ph] = &f
 		}
-	}
-	index := func(b bool) int {
-		if b {
-			return 1
-		}
-		return 0
 	}
 	h.SizeDependent = true
 	h.Build = func(pr Params) *schedule.Schedule { return build(pr, phasesOf(pr)) }
-	h.AtSize = func(pr Params) *Algorithm {
-		ph := phasesOf(pr)
-		return fixed[index(ph.intraSmall)][index(ph.interSmall)]
-	}
+	h.AtSize = func(pr Params) *Algorithm { return fixed[phasesOf(pr)] }
 	return &h
 }
 

@@ -42,6 +42,17 @@ func NodeMapOf(nodes []int) *NodeMap {
 	return NewNodeMap(hosts)
 }
 
+// BlockNodeMap is the map of p ranks placed by node: nodes of k
+// consecutive ranks, the last one short where k does not divide p (k < 1
+// counts as 1), as the model and the tuning tools lay out a shape.
+func BlockNodeMap(p, k int) *NodeMap {
+	nodes := make([]int, p)
+	for r := range nodes {
+		nodes[r] = r / max(k, 1)
+	}
+	return NodeMapOf(nodes)
+}
+
 // P returns the number of ranks the map covers.
 func (m *NodeMap) P() int { return len(m.node) }
 

@@ -31,6 +31,12 @@ func TestNodeMap(t *testing.T) {
 	if !NodeMapOf([]int{0, 0, 0}).OneNode() {
 		t.Error("one node not recognized")
 	}
+	if b := BlockNodeMap(7, 3); b.NumNodes() != 3 || b.Size(2) != 1 || b.Node(3) != 1 || b.Local(5) != 2 {
+		t.Errorf("BlockNodeMap(7, 3) = %v", b)
+	}
+	if b := BlockNodeMap(3, 0); b.NumNodes() != 3 {
+		t.Errorf("BlockNodeMap(3, 0) = %v, want a rank a node", b)
+	}
 	var none *NodeMap
 	if none.String() != "unknown" {
 		t.Errorf("nil map: %q", none.String())

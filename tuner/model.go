@@ -279,11 +279,7 @@ func canonical(sh Shape, even bool) *algorithms.NodeMap {
 	if k <= 1 {
 		return nil
 	}
-	nodes := make([]int, sh.P)
-	for r := range nodes {
-		nodes[r] = r / k
-	}
-	return algorithms.NodeMapOf(nodes)
+	return algorithms.BlockNodeMap(sh.P, k)
 }
 
 func preparePlans(pk planKey) []pricedPlan {

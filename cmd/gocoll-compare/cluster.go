@@ -219,11 +219,7 @@ func fitCluster(root, file string, launch []string, hosts, ppn int, autos []auto
 	if err != nil {
 		return nil, err
 	}
-	ids := make([]int, hosts*ppn)
-	for r := range ids {
-		ids[r] = r / ppn
-	}
-	return newPredictor(f.Machine.Model(), algorithms.NodeMapOf(ids), tuners), nil
+	return newPredictor(f.Machine.Model(), algorithms.BlockNodeMap(hosts*ppn, ppn), tuners), nil
 }
 
 // bestOf returns the fastest of configurations names at k, and its time.

@@ -191,7 +191,7 @@ func modelRules(coll algorithms.Collective, m model.Machine, o options, job tune
 		if p == job.P {
 			continue
 		}
-		nodes := nodesOf(p, job.PerNode)
+		nodes := algorithms.BlockNodeMap(p, job.PerNode)
 		sh := tuner.Shape{P: p, Nodes: nodes.NumNodes(), PerNode: nodes.MaxPerNode()}
 		var res []measured
 		for b := o.min; b <= o.max; b *= 4 {
@@ -217,16 +217,6 @@ func modelRules(coll algorithms.Collective, m model.Machine, o options, job tune
 		rules = append(rules, rulesFromWinners(coll, sh, res)...)
 	}
 	return rules
-}
-
-// nodesOf is the node map of p ranks on nodes of perNode consecutive
-// ranks (the last one short where perNode does not divide p).
-func nodesOf(p, perNode int) *algorithms.NodeMap {
-	ids := make([]int, p)
-	for r := range ids {
-		ids[r] = r / max(perNode, 1)
-	}
-	return algorithms.NodeMapOf(ids)
 }
 
 // paramsFor is a call of b bytes of float32 on p ranks.
