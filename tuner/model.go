@@ -69,6 +69,12 @@ type Shape struct {
 	P, Nodes, PerNode int
 }
 
+// Composes reports whether the hierarchical algorithms have phases to
+// compose on the shape: more than one node, of more than one rank. On one
+// node, or one rank a node, they are a flat algorithm under another name
+// (algorithms.Composes says the same of a node map).
+func (s Shape) Composes() bool { return s.Nodes > 1 && s.PerNode > 1 }
+
 func (s Shape) String() string {
 	if s.Nodes == 1 {
 		return fmt.Sprintf("p=%d on one node", s.P)
@@ -286,10 +292,8 @@ func preparePlans(pk planKey) []pricedPlan {
 	base := ShapeParams(pk.coll, pk.shape, pk.commutative, pk.shared, pk.device)
 	var out []pricedPlan
 	for _, a := range algorithms.All(pk.coll) {
-		if a.SizeDependent && (pk.shape.Nodes <= 1 || pk.shape.PerNode <= 1) {
-			// The hierarchical algorithms on one node, or one rank a
-			// node, are a flat algorithm that is priced already.
-			continue
+		if a.SizeDependent && !pk.shape.Composes() {
+			continue // a flat algorithm that is priced already
 		}
 		// A size-dependent algorithm's plan prepares each shape of its
 		// schedules when a size first needs it, within maxWork, and

@@ -17,8 +17,8 @@
 //     median of -reps is kept), so that noise hits all alike. The fastest
 //     at each size gives the rules for exactly this job's shape: its rank
 //     count, node count and ranks per node. The hierarchical algorithms
-//     are candidates only where the job spans several nodes, the shm
-//     algorithms only where it has one.
+//     are candidates only where the job spans several nodes of more than
+//     one rank, the shm algorithms only where it has one.
 //  3. For the rank counts of -model, the model executor prices every
 //     algorithm with the fitted machine, on nodes of as many ranks as
 //     this job has on one node, and the cheapest at each size gives the
@@ -128,7 +128,7 @@ func tune(c *mpi.Comm, o options) error {
 		if coll == algorithms.ReduceScatter {
 			continue // shares its algorithms with the block form, measured below
 		}
-		res, err := measureCollective(c, coll, sh.Nodes, o)
+		res, err := measureCollective(c, coll, sh, o)
 		if err != nil {
 			return err
 		}
@@ -199,7 +199,7 @@ func modelRules(coll algorithms.Collective, m model.Machine, o options, job tune
 			params := paramsFor(coll, p, b)
 			params.Nodes, params.SharedMemory = nodes, sh.Nodes == 1
 			for _, a := range algorithms.All(coll) {
-				if !candidate(a, sh.Nodes) {
+				if !candidate(a, sh) {
 					continue
 				}
 				cost := model.Algorithm(a, params, 4, m)

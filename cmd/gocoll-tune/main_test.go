@@ -31,7 +31,7 @@ func TestRulesCarryShape(t *testing.T) {
 
 // The model's rules are for the shapes of -model: p ranks on nodes of
 // the measured job's ranks per node; hierarchical is priced only on
-// several nodes, the shm algorithms only on one.
+// several nodes of more than one rank, the shm algorithms only on one.
 func TestModelRulesShapes(t *testing.T) {
 	o := options{min: 8, max: 8 << 20, model: []int{2, 8, 12, 64}}
 	job := tuner.Shape{P: 8, Nodes: 4, PerNode: 2}
@@ -44,12 +44,31 @@ func TestModelRulesShapes(t *testing.T) {
 				t.Errorf("%v: rule %+v: not one of the shapes %v (p=8 is measured)", coll, r, shapes)
 			}
 			seen[r.MinRanks] = true
-			if r.Algorithm == "hierarchical" && sh.Nodes < 2 || r.Algorithm == "shm" && sh.Nodes != 1 {
+			if r.Algorithm == "hierarchical" && !sh.Composes() || r.Algorithm == "shm" && sh.Nodes != 1 {
 				t.Errorf("%v: rule %+v: %s on %d nodes", coll, r, r.Algorithm, sh.Nodes)
 			}
 		}
 		if len(seen) != len(shapes) {
 			t.Errorf("%v: rules for p in %v, want %v", coll, seen, shapes)
+		}
+	}
+}
+
+// A job of one rank a node gives the model's shapes one rank a node too,
+// where hierarchical is a flat algorithm under another name: it is not a
+// candidate there, as in the tuner, so it names no rule.
+func TestModelRulesOneRankANode(t *testing.T) {
+	o := options{min: 8, max: 8 << 20, model: []int{2, 8, 64}}
+	job := tuner.Shape{P: 4, Nodes: 4, PerNode: 1}
+	for _, coll := range algorithms.Collectives {
+		rules := modelRules(coll, model.Default, o, job)
+		if len(rules) == 0 {
+			t.Fatalf("%v: no rules", coll)
+		}
+		for _, r := range rules {
+			if r.Algorithm == "hierarchical" {
+				t.Errorf("%v: rule %+v names hierarchical on one rank a node", coll, r)
+			}
 		}
 	}
 }

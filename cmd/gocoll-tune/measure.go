@@ -22,21 +22,20 @@ type measured struct {
 }
 
 // candidate reports whether algorithm a is measured or priced on ranks
-// spanning nodes nodes: the shm algorithms need one node; the
-// hierarchical ones, which compose an intra-node and an inter-node
-// phase, need several (on one node they are a flat algorithm under
-// another name, and sort first among the allreduces, so they would win
-// every tie).
-func candidate(a *algorithms.Algorithm, nodes int) bool {
+// of shape sh: the shm algorithms need one node; the hierarchical ones,
+// as in the tuner, a shape with phases to compose (elsewhere they are a
+// flat algorithm under another name, and sort first among the
+// allreduces, so they would win every tie).
+func candidate(a *algorithms.Algorithm, sh tuner.Shape) bool {
 	if a.Direct {
-		return nodes == 1
+		return sh.Nodes == 1
 	}
-	return a.Name != "hierarchical" || nodes >= 2
+	return !a.SizeDependent || sh.Composes()
 }
 
 // measureCollective times every algorithm of coll at each size on c, whose
-// ranks span nodes nodes.
-func measureCollective(c *mpi.Comm, coll algorithms.Collective, nodes int, o options) ([]measured, error) {
+// ranks have shape sh.
+func measureCollective(c *mpi.Comm, coll algorithms.Collective, sh tuner.Shape, o options) ([]measured, error) {
 	p := c.Size()
 	var out []measured
 	for b := o.min; b <= o.max; b *= 4 {
@@ -44,7 +43,7 @@ func measureCollective(c *mpi.Comm, coll algorithms.Collective, nodes int, o opt
 		send, recv := make([]float32, n), make([]float32, n)
 		r := measured{coll: coll.String(), p: p, bytes: int64(4 * n), us: map[string]float64{}}
 		for _, a := range algorithms.All(coll) {
-			if !candidate(a, nodes) {
+			if !candidate(a, sh) {
 				continue
 			}
 			alg := a.Name
