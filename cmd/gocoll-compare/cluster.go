@@ -78,6 +78,12 @@ func autoConfigs(tuningFile string) []autoConfig {
 // isAuto says whether configuration name is one the tuner decides.
 func isAuto(name string) bool { return name == autoName || name == autoTuned }
 
+// autosOf returns the configurations of configs the tuner decides, in
+// their order.
+func autosOf(configs []string) []string {
+	return slices.DeleteFunc(slices.Clone(configs), func(n string) bool { return !isAuto(n) })
+}
+
 // envWith is the environment a run with variables extra sees (os.Environ,
 // then extra, the last value of a name winning as in exec.Cmd), for the
 // tuner that prices it as the run's own tuner decides.
@@ -222,17 +228,6 @@ func fitCluster(root, file string, launch []string, hosts, ppn int, autos []auto
 	return newPredictor(f.Machine.Model(), algorithms.BlockNodeMap(hosts*ppn, ppn), tuners), nil
 }
 
-// bestOf returns the fastest of configurations names at k, and its time.
-func (rs *runs) bestOf(names []string, k key) (string, float64, bool) {
-	best, t := "", 0.0
-	for _, n := range names {
-		if v, ok := rs.best(n, k); ok && (best == "" || v < t) {
-			best, t = n, v
-		}
-	}
-	return best, t, best != ""
-}
-
 // reportCluster prints one collective measured on the emulated cluster:
 // every configuration's lowest time, the fastest algorithm, auto and
 // auto-tuned over it and (when there is one) the hierarchical algorithm
@@ -250,19 +245,11 @@ func reportCluster(w io.Writer, rs *runs, price modelFunc) {
 			return name
 		}},
 	}
-	for _, a := range slices.DeleteFunc(slices.Clone(rs.configs), func(n string) bool { return !isAuto(n) }) {
-		cols = append(cols, column{a + "/best", func(k key) string {
-			_, t, ok := rs.bestOf(algs, k)
-			v, ok2 := rs.best(a, k)
-			return num(v/t, ok && ok2)
-		}})
+	for _, a := range autosOf(rs.configs) {
+		cols = append(cols, column{a + "/best", func(k key) string { return num(rs.overBest(a, algs, k)) }})
 	}
 	if len(flat) < len(algs) {
-		cols = append(cols, column{"hierarchical/best-flat", func(k key) string {
-			_, f, ok := rs.bestOf(flat, k)
-			h, ok2 := rs.best("hierarchical", k)
-			return num(h/f, ok && ok2)
-		}})
+		cols = append(cols, column{"hierarchical/best-flat", func(k key) string { return num(rs.overBest("hierarchical", flat, k)) }})
 	}
 	tables(w, rs, "", cols)
 	modelTable(w, rs, price)
@@ -288,19 +275,13 @@ func autoScores(rs *runs) []autoScore {
 	algs := slices.DeleteFunc(slices.Clone(rs.configs), isAuto)
 	var out []autoScore
 	for _, coll := range rs.first.colls {
-		for _, a := range rs.configs {
-			if !isAuto(a) {
-				continue
-			}
+		for _, a := range autosOf(rs.configs) {
 			s := autoScore{call: rs.first.heads[coll].call, config: a}
 			for _, b := range rs.keys(coll) {
-				k := key{coll, b}
-				_, t, ok := rs.bestOf(algs, k)
-				v, ok2 := rs.best(a, k)
-				if !ok || !ok2 || t <= 0 {
+				r, ok := rs.overBest(a, algs, key{coll, b})
+				if !ok {
 					continue
 				}
-				r := v / t
 				s.sizes++
 				if r <= autoTarget {
 					s.within++

@@ -27,7 +27,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -168,20 +167,26 @@ func (rs *runs) ratio(a, b string, k key) (float64, bool) {
 
 // standalone is gocoll over the faster host MPI at k.
 func (rs *runs) standalone(k key) (float64, bool) {
-	g, ok := rs.best("gocoll", k)
-	o, ok1 := rs.best("openmpi", k)
-	m, ok2 := rs.best("mpich", k)
-	if !ok || !ok1 && !ok2 {
-		return 0, false
+	return rs.overBest("gocoll", []string{"openmpi", "mpich"}, k)
+}
+
+// bestOf returns the fastest of configurations names at k, and its time.
+func (rs *runs) bestOf(names []string, k key) (string, float64, bool) {
+	best, t := "", 0.0
+	for _, n := range names {
+		if v, ok := rs.best(n, k); ok && (best == "" || v < t) {
+			best, t = n, v
+		}
 	}
-	h := math.Inf(1)
-	if ok1 {
-		h = o
-	}
-	if ok2 {
-		h = min(h, m)
-	}
-	return g / h, h > 0
+	return best, t, best != ""
+}
+
+// overBest returns configuration name's lowest time at k over the
+// fastest of names there; false where either was not measured.
+func (rs *runs) overBest(name string, names []string, k key) (float64, bool) {
+	_, t, ok := rs.bestOf(names, k)
+	v, ok2 := rs.best(name, k)
+	return v / t, ok && ok2 && t > 0
 }
 
 func (rs *runs) keys(coll string) []int64 {

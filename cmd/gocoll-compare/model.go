@@ -11,6 +11,8 @@ import (
 
 	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/executor/model"
+	"github.com/gocoll/gocoll/ops"
+	"github.com/gocoll/gocoll/schedule"
 	"github.com/gocoll/gocoll/tuner"
 )
 
@@ -91,7 +93,7 @@ func (pr *predictor) call(h head, k key) (algorithms.Collective, tuner.Query, in
 	if err != nil {
 		return 0, tuner.Query{}, 0, err
 	}
-	e, ok := typeSizes[h.dtype]
+	e, ok := typeSize(h.dtype)
 	if !ok {
 		return 0, tuner.Query{}, 0, fmt.Errorf("unknown datatype %s", h.dtype)
 	}
@@ -102,13 +104,7 @@ func (pr *predictor) call(h head, k key) (algorithms.Collective, tuner.Query, in
 	case algorithms.Allreduce:
 		params.Count = n
 	case algorithms.ReduceScatter: // recvcounts as even as can be, the first n % p one more
-		params.Counts = make([]int, p)
-		for r := range p {
-			params.Counts[r] = n / p
-			if r < n%p {
-				params.Counts[r]++
-			}
-		}
+		params.Counts = schedule.EvenBlocks(n, p).Counts
 	default: // reduce_scatter_block, and allgather's output: p blocks
 		if coll == algorithms.Allgather && h.size == "per-rank" {
 			n *= p
@@ -122,23 +118,22 @@ func (pr *predictor) call(h head, k key) (algorithms.Collective, tuner.Query, in
 	return coll, q, e, nil
 }
 
-// typeSizes are the sizes of the datatypes collbench takes (-d), on the
-// LP64 machines gocoll runs on.
-var typeSizes = map[string]int{
-	"MPI_CHAR": 1, "MPI_SIGNED_CHAR": 1, "MPI_UNSIGNED_CHAR": 1, "MPI_BYTE": 1, "MPI_C_BOOL": 1,
-	"MPI_INT8_T": 1, "MPI_UINT8_T": 1,
-	"MPI_SHORT": 2, "MPI_UNSIGNED_SHORT": 2, "MPI_INT16_T": 2, "MPI_UINT16_T": 2,
-	"MPI_INT": 4, "MPI_UNSIGNED": 4, "MPI_FLOAT": 4, "MPI_INT32_T": 4, "MPI_UINT32_T": 4,
-	"MPI_LONG": 8, "MPI_UNSIGNED_LONG": 8, "MPI_LONG_LONG": 8, "MPI_UNSIGNED_LONG_LONG": 8,
-	"MPI_DOUBLE": 8, "MPI_INT64_T": 8, "MPI_UINT64_T": 8, "MPI_C_FLOAT_COMPLEX": 8,
-	"MPI_LONG_DOUBLE": 16, "MPI_C_DOUBLE_COMPLEX": 16,
+// typeSize is the size of an element of the datatype collbench names
+// (-d), from ops' table of the predefined datatypes.
+func typeSize(name string) (int, bool) {
+	for _, t := range ops.Types() {
+		if t.String() == name {
+			return t.Size(), true
+		}
+	}
+	return 0, false
 }
 
 // modelTable prints, per collective of rs, the model's time of every
 // configuration at every size and measured/model (auto and auto-tuned:
 // priced as the algorithm each chose, which the first columns name).
 func modelTable(w io.Writer, rs *runs, price modelFunc) {
-	autos := slices.DeleteFunc(slices.Clone(rs.configs), func(n string) bool { return !isAuto(n) })
+	autos := autosOf(rs.configs)
 	for _, coll := range rs.first.colls {
 		fmt.Fprintf(w, "%s, the model: each configuration's price on the fitted machine (%s: of the algorithm the tuner chose), µs, and measured/model\n", rs.first.heads[coll].call, strings.Join(autos, ", "))
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
