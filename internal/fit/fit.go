@@ -224,18 +224,9 @@ func exchanges(c *mpi.Comm, pair [2]int, reps int) ([]Point, error) {
 		}
 		sub.Free()
 	}
-	// Everyone learns the times (and a failure) from the pair's first rank.
-	if failed != nil {
-		secs[0] = -1
-	}
-	if err := mpi.Bcast(c, secs, pair[0]); err != nil {
+	what := fmt.Sprintf("the exchange between ranks %d and %d", pair[0], pair[1])
+	if err := share(c, secs, pair[0], failed, what); err != nil {
 		return nil, err
-	}
-	if failed != nil {
-		return nil, failed
-	}
-	if secs[0] < 0 {
-		return nil, fmt.Errorf("the exchange between ranks %d and %d failed (see rank %d)", pair[0], pair[1], pair[0])
 	}
 	pts := make([]Point, len(sizes))
 	for i := range sizes {
@@ -255,20 +246,30 @@ func shmStep(c, node *mpi.Comm, nodes *algorithms.NodeMap, reps int) (float64, e
 		t[0], failed = Time(node, reps, func() error {
 			return mpi.Allreduce(node, send, recv, mpi.Sum, mpi.WithAlgorithm("shm"))
 		})
-		if failed != nil {
-			t[0] = -1
-		}
 	}
-	if err := mpi.Bcast(c, t, 0); err != nil {
+	if err := share(c, t, 0, failed, "the shm allreduce on node 0"); err != nil {
 		return 0, err
 	}
-	if failed != nil {
-		return 0, failed
-	}
-	if t[0] < 0 {
-		return 0, fmt.Errorf("the shm allreduce on node 0 failed (see rank 0)")
-	}
 	return t[0], nil
+}
+
+// share gives every rank of c the times root measured (vals), or the
+// failure of the measurement what: a rank whose own measurement failed
+// returns its error, the others one that names what and root.
+func share(c *mpi.Comm, vals []float64, root int, failed error, what string) error {
+	if failed != nil {
+		vals[0] = -1
+	}
+	if err := mpi.Bcast(c, vals, root); err != nil {
+		return err
+	}
+	if failed != nil {
+		return failed
+	}
+	if vals[0] < 0 {
+		return fmt.Errorf("%s failed (see rank %d)", what, root)
+	}
+	return nil
 }
 
 // Time returns the slowest rank's median time of call over reps
