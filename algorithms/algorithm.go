@@ -123,6 +123,13 @@ type Algorithm struct {
 	// Commutative: the algorithm combines contributions out of rank order,
 	// so it needs a commutative op.
 	Commutative bool
+	// Canonical, when set, reports whether every element of call p's
+	// result is the canonical association T(0, p) (canonical.go) for a
+	// commutative op whose result depends on order, so that the algorithm
+	// may run in reproducible mode. The check executor proves it
+	// (check.Canonical). Nil: never, beyond what Reproducible grants every
+	// algorithm.
+	Canonical func(p Params) bool
 	// Summary is one line for the README table and `gocollrun --info`.
 	Summary string
 	// Cost is the alpha-beta-gamma cost for p ranks and n elements (of
