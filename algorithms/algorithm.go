@@ -94,6 +94,11 @@ type Params struct {
 	// device executor runs the schedule, and the shm algorithms, which
 	// copy with the CPU, cannot run it.
 	DeviceMemory bool
+	// Reproducible asks for the canonical association (canonical.go) at
+	// every element: GOCOLL_REPRODUCIBLE=1 and an op whose result depends
+	// on the order of its terms. Algorithms that do not compute it fail
+	// Check.
+	Reproducible bool
 	// Nodes is the communicator's node map (which ranks share a node);
 	// nil when unknown. The hierarchical algorithms need it.
 	Nodes *NodeMap
@@ -183,6 +188,9 @@ func (a *Algorithm) Check(p Params) error {
 	}
 	if a.Direct && p.DeviceMemory {
 		return fmt.Errorf("%s algorithm %q works on host memory only, and the buffers are CUDA device memory", a.Collective, a.Name)
+	}
+	if p.Reproducible && !a.Reproducible(p) {
+		return fmt.Errorf("%s algorithm %q does not combine %d ranks in the canonical order that GOCOLL_REPRODUCIBLE=1 asks for", a.Collective, a.Name, p.P)
 	}
 	if a.Restrict != nil {
 		if err := a.Restrict(p); err != nil {

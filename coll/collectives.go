@@ -34,7 +34,10 @@ func (c *Comm) allreduce(a Args) error {
 	if err != nil {
 		return err
 	}
-	p := algorithms.Params{P: c.Size(), Rank: c.rank, Count: a.Count, Commutative: a.Op.commutative(), InPlace: a.InPlace}
+	p := algorithms.Params{P: c.Size(), Rank: c.rank, Count: a.Count, Commutative: a.Op.commutative(), InPlace: a.InPlace, Reproducible: c.reproducible(a)}
+	if wide, ok := wideType(p, a); ok {
+		return c.runWide(call, algorithms.Allreduce, a, p, in, out, n, wide)
+	}
 	return c.run(call, algorithms.Allreduce, a.Algorithm, a.own, int64(n), p, in, out, size, kernel, gpuOpOf(a))
 }
 
@@ -61,7 +64,7 @@ func (c *Comm) reduceScatterV(a Args) error {
 		}
 		total += n
 	}
-	p := algorithms.Params{P: c.Size(), Rank: c.rank, Counts: a.Counts, Commutative: a.Op.commutative(), InPlace: a.InPlace}
+	p := algorithms.Params{P: c.Size(), Rank: c.rank, Counts: a.Counts, Commutative: a.Op.commutative(), InPlace: a.InPlace, Reproducible: c.reproducible(a)}
 	return c.reduceScatter(call, algorithms.ReduceScatter, a, p, total*size, a.Counts[c.rank]*size, size, kernel)
 }
 
@@ -79,7 +82,7 @@ func (c *Comm) reduceScatterBlock(a Args) error {
 	if err := checkCount(call, "recvcount", a.Count); err != nil {
 		return err
 	}
-	p := algorithms.Params{P: c.Size(), Rank: c.rank, Counts: c.uniform(a.Count), Commutative: a.Op.commutative(), InPlace: a.InPlace}
+	p := algorithms.Params{P: c.Size(), Rank: c.rank, Counts: c.uniform(a.Count), Commutative: a.Op.commutative(), InPlace: a.InPlace, Reproducible: c.reproducible(a)}
 	return c.reduceScatter(call, algorithms.ReduceScatterBlock, a, p, c.Size()*a.Count*size, a.Count*size, size, kernel)
 }
 
@@ -91,6 +94,9 @@ func (c *Comm) reduceScatter(call string, coll algorithms.Collective, a Args, p 
 	in, out, err := c.buffers(call, a, total, outLen)
 	if err != nil {
 		return err
+	}
+	if wide, ok := wideType(p, a); ok {
+		return c.runWide(call, coll, a, p, in, out, mine, wide)
 	}
 	return c.run(call, coll, a.Algorithm, a.own, int64(total), p, in, out, size, kernel, gpuOpOf(a))
 }

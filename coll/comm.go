@@ -39,6 +39,10 @@ type Config struct {
 	SharedNoCMA bool
 	// Device is how CUDA device memory is handled (GOCOLL_CUDA).
 	Device DeviceConfig
+	// Reproducible (GOCOLL_REPRODUCIBLE=1): reductions whose result
+	// depends on the order of the terms return the canonical association
+	// (algorithms/canonical.go), bit for bit (reproducible.go).
+	Reproducible bool
 	// Report (GOCOLL_REPORT=1): MPI_Finalize prints the path counters
 	// (package counters) on stderr.
 	Report bool
@@ -188,6 +192,9 @@ type Args struct {
 	// Algorithm forces an algorithm for this call ("" or "auto": the
 	// environment's choice, else the tuner's).
 	Algorithm string
+	// Reproducible asks for the canonical association for this call, as
+	// GOCOLL_REPRODUCIBLE=1 does for every call (reproducible.go).
+	Reproducible bool
 
 	// own marks gocoll's own calls (setting up communicators and shared
 	// segments): the path counters (GOCOLL_REPORT) count the program's

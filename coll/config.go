@@ -34,7 +34,8 @@ func ConfigFromEnv() (*Config, error) {
 	return cfg, nil
 }
 
-// LoadEnv sets cfg from GOCOLL_SHM_SLOT, GOCOLL_SHM_CMA, GOCOLL_CHECK and GOCOLL_REPORT, the variables
+// LoadEnv sets cfg from GOCOLL_SHM_SLOT, GOCOLL_SHM_CMA, GOCOLL_CHECK,
+// GOCOLL_REPRODUCIBLE and GOCOLL_REPORT, the variables
 // that tune package coll itself in every mode (standalone, Go, LD_PRELOAD);
 // errors name the variable.
 func (cfg *Config) LoadEnv(getenv func(string) string) error {
@@ -58,6 +59,13 @@ func (cfg *Config) LoadEnv(getenv func(string) string) error {
 		cfg.SharedNoCMA = true
 	default:
 		return fmt.Errorf("GOCOLL_SHM_CMA=%s: want 0 or 1", v)
+	}
+	switch v := getenv("GOCOLL_REPRODUCIBLE"); v {
+	case "", "0":
+	case "1":
+		cfg.Reproducible = true
+	default:
+		return fmt.Errorf("GOCOLL_REPRODUCIBLE=%s: want 0 or 1", v)
 	}
 	switch v := getenv("GOCOLL_REPORT"); v {
 	case "", "0":

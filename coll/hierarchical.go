@@ -193,7 +193,7 @@ func (c *Comm) hierAllreduce(call string, h *hierarchy, p algorithms.Params, in,
 	// Allreduce phase, across the nodes.
 	if mine > 0 && h.slice.Size() > 1 {
 		s := h.slice
-		sp := algorithms.Params{P: s.Size(), Rank: s.rank, Count: mine, Commutative: p.Commutative, InPlace: true}
+		sp := algorithms.Params{P: s.Size(), Rank: s.rank, Count: mine, Commutative: p.Commutative, InPlace: true, Reproducible: p.Reproducible}
 		if err := s.run(call, algorithms.Allreduce, "auto", true, int64(mine*size), sp, own, own, size, kernel); err != nil {
 			return err
 		}
@@ -284,7 +284,7 @@ func (c *Comm) hierReduceScatter(call string, h *hierarchy, p algorithms.Params,
 	if gLen > 0 {
 		gc := ns.GroupCounts(local)
 		if s := h.slice; s.Size() > 1 {
-			sp := algorithms.Params{P: s.Size(), Rank: s.rank, Counts: gc, Commutative: p.Commutative, InPlace: true}
+			sp := algorithms.Params{P: s.Size(), Rank: s.rank, Counts: gc, Commutative: p.Commutative, InPlace: true, Reproducible: p.Reproducible}
 			if err := s.run(call, algorithms.ReduceScatter, "auto", true, int64(gLen*size), sp, grp, grp, size, kernel); err != nil {
 				return err
 			}

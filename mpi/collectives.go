@@ -14,6 +14,15 @@ type Option func(*coll.Args)
 // instead, as GOCOLL_FALLBACK says.
 func WithAlgorithm(name string) Option { return func(a *coll.Args) { a.Algorithm = name } }
 
+// Reproducible makes a floating-point sum or product (or a commutative
+// user-defined op) return the canonical association of the ranks'
+// contributions, bit for bit, whatever the algorithm, the count, the
+// transport or the node map, as GOCOLL_REPRODUCIBLE=1 does for every
+// call: ranks in adjacent pairs, then pairs of pairs, an odd one passing
+// up unchanged; float16 and bfloat16 summed in float32 and rounded once.
+// Every rank must pass it to the call, as with WithAlgorithm.
+func Reproducible() Option { return func(a *coll.Args) { a.Reproducible = true } }
+
 func args[T Elem](call string, send, recv []T, op *Op, opts []Option) (coll.Args, error) {
 	a := coll.Args{Send: asBytes(send), Recv: asBytes(recv), Type: typeOf[T]()}
 	if op != nil {

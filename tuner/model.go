@@ -139,6 +139,7 @@ type planKey struct {
 	coll                        algorithms.Collective
 	shape                       Shape
 	commutative, shared, device bool
+	reproducible                bool // only algorithms that compute the canonical association
 }
 
 type pricedPlan = PricedPlan
@@ -211,7 +212,7 @@ func classBytes(c int32) int64 {
 
 // modelChoice returns the model's choice for a call outside every rule.
 func (t *Tuner) modelChoice(q Query, sh Shape) Choice {
-	pk := planKey{coll: q.Collective, shape: sh, commutative: q.Params.Commutative, shared: q.Params.SharedMemory, device: q.Params.DeviceMemory}
+	pk := planKey{coll: q.Collective, shape: sh, commutative: q.Params.Commutative, shared: q.Params.SharedMemory, device: q.Params.DeviceMemory, reproducible: q.Params.Reproducible}
 	key := modelKey{plans: pk, class: sizeClass(q.Bytes)}
 	t.models.mu.RLock()
 	c, ok := t.models.choices[key]
@@ -227,7 +228,8 @@ func (t *Tuner) modelChoice(q Query, sh Shape) Choice {
 	if t.models.choices == nil {
 		t.models.choices = map[modelKey]Choice{}
 	}
-	c = decide(plansFor(pk), pk, classBytes(key.class), t.machine, t.native)
+	// The host's association is unknown: it never runs a reproducible call.
+	c = decide(plansFor(pk), pk, classBytes(key.class), t.machine, t.native && !pk.reproducible)
 	t.models.choices[key] = c
 	return c
 }
@@ -290,6 +292,7 @@ func canonical(sh Shape, even bool) *algorithms.NodeMap {
 
 func preparePlans(pk planKey) []pricedPlan {
 	base := ShapeParams(pk.coll, pk.shape, pk.commutative, pk.shared, pk.device)
+	base.Reproducible = pk.reproducible
 	var out []pricedPlan
 	for _, a := range algorithms.All(pk.coll) {
 		if a.SizeDependent && !pk.shape.Composes() {
@@ -334,8 +337,8 @@ func decide(plans []pricedPlan, pk planKey, bytes int64, m model.Machine, native
 			host = i
 		}
 	}
-	if best < 0 {
-		panic("tuner: no algorithm can run " + pk.coll.String())
+	if best < 0 { // Choose turns this into the call's error
+		return Choice{Why: fmt.Sprintf("no %s algorithm can run a call of %s%s", pk.coll, pk.shape, map[bool]string{true: " in reproducible mode"}[pk.reproducible])}
 	}
 	where := fmt.Sprintf("model (%s, %d B): ", pk.shape, bytes)
 	if native && host >= 0 && times[best]*NativeMargin >= times[host] {

@@ -23,6 +23,7 @@ package tuner
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -357,7 +358,12 @@ func (t *Tuner) Choose(q Query) (Choice, error) {
 		name = t.force[q.Collective]
 	}
 	if name == Native && t.native {
-		return Choice{Native: true, How: how}, nil
+		if !q.Params.Reproducible {
+			return Choice{Native: true, How: how}, nil
+		}
+		// The host's association is unknown: a forced native cannot run a
+		// reproducible call, and falls back as any forced algorithm does.
+		return t.fallBack(q, name, errNativeNotCanonical)
 	}
 	if name != "" && name != "auto" {
 		a, err := algorithms.Lookup(q.Collective, name)
@@ -368,18 +374,38 @@ func (t *Tuner) Choose(q Query) (Choice, error) {
 		if restriction == nil {
 			return Choice{Alg: a, How: how}, nil
 		}
-		if t.fallback == FallbackError {
-			return Choice{}, fmt.Errorf("forced algorithm cannot run this call (GOCOLL_FALLBACK=error): %v", restriction)
-		}
-		c := t.tuned(q)
-		c.Fallback = true
-		c.How = fmt.Sprintf("tuned (forced %s cannot run: %v)", name, restriction)
-		if t.fallback == FallbackWarn {
-			t.warnOnce(q.Collective.String()+"/"+name, fmt.Sprintf("gocoll: %s: %v; using %s instead\n", q.Collective, restriction, c.Name()))
-		}
-		return c, nil
+		return t.fallBack(q, name, restriction)
 	}
-	return t.tuned(q), nil
+	return t.tunedOrError(q)
+}
+
+// tunedOrError is tuned, or an error where no algorithm can run the call.
+func (t *Tuner) tunedOrError(q Query) (Choice, error) {
+	c := t.tuned(q)
+	if c.Alg == nil && !c.Native {
+		return Choice{}, errors.New(c.Why)
+	}
+	return c, nil
+}
+
+var errNativeNotCanonical = errors.New("the host MPI's collective does not promise the canonical order that GOCOLL_REPRODUCIBLE=1 asks for")
+
+// fallBack answers a call whose forced algorithm name cannot run it, for
+// the reason restriction, as GOCOLL_FALLBACK says.
+func (t *Tuner) fallBack(q Query, name string, restriction error) (Choice, error) {
+	if t.fallback == FallbackError {
+		return Choice{}, fmt.Errorf("forced algorithm cannot run this call (GOCOLL_FALLBACK=error): %v", restriction)
+	}
+	c, err := t.tunedOrError(q)
+	if err != nil {
+		return Choice{}, err
+	}
+	c.Fallback = true
+	c.How = fmt.Sprintf("tuned (forced %s cannot run: %v)", name, restriction)
+	if t.fallback == FallbackWarn {
+		t.warnOnce(q.Collective.String()+"/"+name, fmt.Sprintf("gocoll: %s: %v; using %s instead\n", q.Collective, restriction, c.Name()))
+	}
+	return c, nil
 }
 
 // tuned returns the first rule's algorithm whose restrictions hold, or
@@ -393,6 +419,9 @@ func (t *Tuner) tuned(q Query) Choice {
 			continue
 		}
 		if r.native {
+			if q.Params.Reproducible {
+				continue // the host's association is unknown
+			}
 			return Choice{Native: true, How: "tuned", Why: r.why}
 		}
 		if r.alg.Check(q.Params) == nil {
