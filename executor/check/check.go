@@ -37,6 +37,11 @@ func Algorithm(c algorithms.Collective, a *algorithms.Algorithm, base algorithms
 
 // Run builds the schedule of every rank with build and verifies the call.
 func Run(c algorithms.Collective, base algorithms.Params, build func(algorithms.Params) *schedule.Schedule) error {
+	return run(c, base, build, false)
+}
+
+// run is Run; canonical asks for the canonical association (Canonical).
+func run(c algorithms.Collective, base algorithms.Params, build func(algorithms.Params) *schedule.Schedule, canonical bool) error {
 	p := base.P
 	ranks := make([]*rankState, p)
 	sl := &slab{}
@@ -45,6 +50,7 @@ func Run(c algorithms.Collective, base algorithms.Params, build func(algorithms.
 		pr := base
 		pr.Rank = r
 		ranks[r] = newRankState(c, pr, build(pr), sl)
+		ranks[r].canonical = canonical
 	}
 	rounds := 0
 	for _, rs := range ranks {
@@ -75,7 +81,11 @@ type rankState struct {
 	// checkLen is how much of Output holds the result.
 	checkLen    int
 	commutative bool
-	slab        *slab
+	// canonical: combinations are nodes of the canonical tree
+	// (canonical.go) instead of sets of ranks.
+	canonical bool
+	p         int
+	slab      *slab
 	// a, b, arena and joined are reused from step to step.
 	a, b, arena []seg
 	joined      terms
@@ -87,7 +97,7 @@ type rankState struct {
 }
 
 func newRankState(c algorithms.Collective, p algorithms.Params, s *schedule.Schedule, sl *slab) *rankState {
-	rs := &rankState{rank: p.Rank, sched: s, alias: -1, tmp: newSymBuf(s.ScratchLen, sl), commutative: p.Commutative, slab: sl}
+	rs := &rankState{rank: p.Rank, p: p.P, sched: s, alias: -1, tmp: newSymBuf(s.ScratchLen, sl), commutative: p.Commutative, slab: sl}
 	me := sl.add(terms{{int32(p.Rank), int32(p.Rank)}})
 	if c == algorithms.Allgather || c == algorithms.Gather {
 		// Nothing is reduced, and element i of the gathered vector comes
@@ -355,9 +365,14 @@ func (rs *rankState) combine(out, a, b []seg) ([]seg, error) {
 		if a[i].base+ao != b[j].base+bo {
 			return nil, fmt.Errorf("combines vector element %d with element %d", a[i].base+ao, b[j].base+bo)
 		}
-		var x, y [1]span
-		rs.joined = join(rs.joined[:0], rs.slab.get(a[i].id, &x), rs.slab.get(b[j].id, &y))
-		id := rs.slab.add(rs.joined)
+		var id termID
+		if rs.canonical {
+			id = rs.slab.node(a[i].id, b[j].id, rs.p)
+		} else {
+			var x, y [1]span
+			rs.joined = join(rs.joined[:0], rs.slab.get(a[i].id, &x), rs.slab.get(b[j].id, &y))
+			id = rs.slab.add(rs.joined)
+		}
 		out = append(out, seg{len: n, base: a[i].base + ao, id: id})
 		ao += n
 		bo += n
@@ -393,6 +408,9 @@ func (rs *rankState) verify(c algorithms.Collective, p algorithms.Params, r int)
 			continue
 		}
 		if c.Reduces() {
+			if rs.canonical && !t.isAll(p.P) {
+				return fmt.Errorf("output element %d (vector element %d) is %s, not T(0,%d)", s.off, s.base, rs.slab.assoc(s.id), p.P)
+			}
 			if !t.isAll(p.P) {
 				want := "every rank exactly once"
 				if !p.Commutative {

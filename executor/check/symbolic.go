@@ -99,6 +99,9 @@ func runID(s span) termID { return -2 - termID(int64(s.lo)<<32|int64(uint32(s.hi
 // live in the id itself and are not stored.
 type slab struct {
 	t []terms
+	// pairs holds the operands of the combinations that are not nodes of
+	// the canonical tree, in canonical mode.
+	pairs [][2]termID
 }
 
 // add returns the id of t, which the caller may reuse afterwards.
@@ -115,8 +118,7 @@ func (s *slab) get(id termID, buf *[1]span) terms {
 	if id >= 0 {
 		return s.t[id]
 	}
-	v := int64(-2 - id)
-	buf[0] = span{int32(v >> 32), int32(uint32(v))}
+	buf[0] = runOf(id)
 	return buf[:]
 }
 
