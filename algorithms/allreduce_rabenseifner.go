@@ -28,6 +28,7 @@ var allreduceRabenseifner = &Algorithm{
 	Collective: Allreduce,
 	Summary:    "recursive-halving reduce-scatter + recursive-doubling allgather; keeps rank order",
 	Cost:       "2lg p·α + 2(p-1)/p·nβ + (p-1)/p·nγ",
+	Canonical:  foldCanonical,
 	Build: func(pr Params) *schedule.Schedule {
 		p, r, n := pr.P, pr.Rank, pr.Count
 		all := func(buf buffer) schedule.Range { return buf.At(0, n) }

@@ -23,6 +23,7 @@ var allreduceRecursiveDoubling = &Algorithm{
 	Collective: Allreduce,
 	Summary:    "exchange whole vectors with partners 1, 2, 4, ... away; keeps rank order",
 	Cost:       "lg p·(α + nβ + nγ)",
+	Canonical:  foldCanonical,
 	Build: func(pr Params) *schedule.Schedule {
 		p, r, n := pr.P, pr.Rank, pr.Count
 		all := func(buf buffer) schedule.Range { return buf.At(0, n) }

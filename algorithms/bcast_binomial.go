@@ -20,21 +20,26 @@ var bcastBinomial = &Algorithm{
 	Summary:    "binomial tree from the root",
 	Cost:       "⌈lg p⌉(α + nβ)",
 	Build: func(pr Params) *schedule.Schedule {
-		p, n := pr.P, pr.Count
-		v := mod(pr.Rank-pr.Root, p)
-		abs := func(v int) int { return mod(v+pr.Root, p) }
 		var b schedule.Builder
-		for mask := 1; mask < p; mask <<= 1 {
-			rb := b.Next()
-			switch {
-			case v < mask && v+mask < p:
-				rb.Send(abs(v+mask), out.At(0, n))
-			case v >= mask && v < 2*mask:
-				rb.Recv(abs(v-mask), out.At(0, n))
-			}
-		}
+		binomialBcast(&b, pr.P, pr.Rank, pr.Root, out.At(0, pr.Count))
 		return b.Schedule()
 	},
+}
+
+// binomialBcast appends the ceil(lg p) rounds of the binomial broadcast of
+// data (the same range on every rank) from root.
+func binomialBcast(b *schedule.Builder, p, r, root int, data schedule.Range) {
+	v := mod(r-root, p)
+	abs := func(v int) int { return mod(v+root, p) }
+	for mask := 1; mask < p; mask <<= 1 {
+		rb := b.Next()
+		switch {
+		case v < mask && v+mask < p:
+			rb.Send(abs(v+mask), data)
+		case v >= mask && v < 2*mask:
+			rb.Recv(abs(v-mask), data)
+		}
+	}
 }
 
 func init() { register(bcastBinomial) }

@@ -103,3 +103,15 @@ func unfoldVector(b *schedule.Builder, f schedule.Fold, r, n int) {
 		rb.Send(r-1, out.At(0, n))
 	}
 }
+
+// foldCanonical reports whether the pair fold of p ranks followed by
+// partners 1, 2, 4, ... away (recursive doubling, Rabenseifner, the
+// order-preserving reduce-scatter) computes the canonical association
+// T(0, p): when p's binary digits are ones then zeros (p = 2^a - 2^b: 3, 4,
+// 6, 7, 8, 12, 14, 15, ...), the folded pairs and the lone ranks after
+// them are the tree's nodes. Elsewhere (5, 9, 10, 11, 13, ...) a pair and
+// a lone rank meet that the tree keeps apart.
+func foldCanonical(p Params) bool {
+	s := p.P + p.P&-p.P
+	return s&(s-1) == 0
+}

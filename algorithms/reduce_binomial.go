@@ -19,31 +19,17 @@ var reduceBinomial = &Algorithm{
 	Collective: Reduce,
 	Summary:    "binomial tree to rank 0 in rank order, then to the root",
 	Cost:       "⌈lg p⌉(α + nβ + nγ)",
+	Canonical:  func(Params) bool { return true }, // the tree is T(0, p) on any p
 	Build: func(pr Params) *schedule.Schedule {
 		p, r, n := pr.P, pr.Rank, pr.Count
 		var b schedule.Builder
-		// acc is where this rank's partial result lives: its input until
-		// it has reduced something, then its output (root) or scratch.
-		acc := in.At(0, n)
+		// home is where this rank's partial result lives once it has
+		// reduced something: its output (root) or scratch.
 		home := tmp.At(0, n)
 		if r == pr.Root {
 			home = out.At(0, n)
 		}
-		got := tmp.At(n, n)
-		sent := false
-		for mask := 1; mask < p; mask <<= 1 {
-			rb := b.Next()
-			switch {
-			case sent:
-			case r%(2*mask) == mask:
-				rb.Send(r-mask, acc)
-				sent = true
-			case r%(2*mask) == 0 && r+mask < p:
-				b.Scratch(2 * n)
-				rb.Recv(r+mask, got).Reduce(home, acc, got)
-				acc = home
-			}
-		}
+		acc := binomialReduce(&b, p, r, in.At(0, n), home, tmp.At(n, n))
 		if pr.Root != 0 && p > 1 {
 			rb := b.Next()
 			switch r {
@@ -57,6 +43,36 @@ var reduceBinomial = &Algorithm{
 		}
 		return b.Schedule()
 	},
+}
+
+// binomialReduce appends the ceil(lg p) rounds of the binomial reduce to
+// rank 0: the partial result of rank r covers ranks r..r+2^k-1 after round
+// k, so rank 0 ends with T(0, p), the canonical association, and rank order
+// is kept. src is this rank's contribution, home where a rank that
+// receives keeps its partial result and got where it receives (scratch it
+// reserves). It returns where this rank's partial result is at the end
+// (rank 0's: the result).
+func binomialReduce(b *schedule.Builder, p, r int, src, home, got schedule.Range) schedule.Range {
+	acc, sent := src, false
+	for mask := 1; mask < p; mask <<= 1 {
+		rb := b.Next()
+		switch {
+		case sent:
+		case r%(2*mask) == mask:
+			rb.Send(r-mask, acc)
+			sent = true
+		case r%(2*mask) == 0 && r+mask < p:
+			if got.Buf == schedule.Scratch {
+				b.Scratch(got.End())
+			}
+			if home.Buf == schedule.Scratch {
+				b.Scratch(home.End())
+			}
+			rb.Recv(r+mask, got).Reduce(home, acc, got)
+			acc = home
+		}
+	}
+	return acc
 }
 
 func init() { register(reduceBinomial) }

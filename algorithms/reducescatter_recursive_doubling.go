@@ -26,6 +26,7 @@ var reduceScatterRecursiveDoubling = &Algorithm{
 	Collective: ReduceScatter,
 	Summary:    "partners 1, 2, 4, ... away over a bit-reversed copy; keeps rank order",
 	Cost:       "lg p·α + (p-1)/p·n(β+γ)",
+	Canonical:  foldCanonical,
 	Build: func(pr Params) *schedule.Schedule {
 		return halvingReduceScatter(pr, true)
 	},

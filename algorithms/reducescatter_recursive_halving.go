@@ -23,6 +23,8 @@ var reduceScatterRecursiveHalving = &Algorithm{
 	Commutative: true,
 	Summary:     "halve the window with partners p/2, p/4, ..., 1 away",
 	Cost:        "lg p·α + (p-1)/p·n(β+γ)",
+	// Partners p'/2 apart first: the tree only while p' = 2.
+	Canonical: func(p Params) bool { return p.P <= 3 },
 	Build: func(pr Params) *schedule.Schedule {
 		return halvingReduceScatter(pr, false)
 	},
