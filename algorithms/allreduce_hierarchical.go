@@ -57,6 +57,7 @@ var allreduceHierarchical = hierarchical(Algorithm{
 	Collective: Allreduce,
 	Summary:    "reduce-scatter in each node, allreduce of each slice across nodes (a leader per local rank), allgather in each node",
 	Cost:       "2(k-1)α' + 2(k-1)/k·nβ' + 2lg N·α + 2(N-1)/(Nk)·nβ + (p-1)/p·nγ",
+	Canonical:  hierarchicalCanonical,
 	Restrict:   restrictHierarchical(Allreduce),
 }, buildAllreduceHierarchical)
 
@@ -64,7 +65,7 @@ var allreduceHierarchical = hierarchical(Algorithm{
 func buildAllreduceHierarchical(pr Params, ph phases) *schedule.Schedule {
 	m, n, comm := pr.Nodes, pr.Count, pr.Commutative
 	if flatNodes(m) {
-		return flatFor(Allreduce, pr.P, ph.intraSmall, comm).Build(pr)
+		return ph.flat(Allreduce, pr.P, ph.intraSmall, comm).Build(pr)
 	}
 	node, local := m.Node(pr.Rank), m.Local(pr.Rank)
 	k, N, L := m.Size(node), m.NumNodes(), minPerNode(m)
@@ -80,12 +81,12 @@ func buildAllreduceHierarchical(pr Params, ph phases) *schedule.Schedule {
 
 	// Reduce-scatter phase: local rank l gets slice l of the node's sum
 	// in scratch.
-	rsAlg := func(k int) *Algorithm { return flatFor(ReduceScatter, k, ph.intraSmall, comm) }
+	rsAlg := func(k int) *Algorithm { return ph.flat(ReduceScatter, k, ph.intraSmall, comm) }
 	e := embedding{ranks: nodeRanks, in: in.place(0), out: tmp.place(0), tmp: tmp.place(big)}
 	e.run(&b, rsAlg(k), Params{P: k, Rank: local, Counts: sliceCounts(k, slice, L), Commutative: comm}, intraRounds(m, rsAlg))
 
 	// Allreduce phase: the holders of each slice, one per node.
-	arAlg := flatFor(Allreduce, N, ph.interSmall, comm)
+	arAlg := ph.flat(Allreduce, N, ph.interSmall, comm)
 	if local < L {
 		e := embedding{ranks: sliceGroup(m, local), in: tmp.place(0), out: out.place(slices.Displs[local]), tmp: tmp.place(big)}
 		e.run(&b, arAlg, Params{P: N, Rank: node, Count: mine, Commutative: comm}, flatRounds(arAlg, N))

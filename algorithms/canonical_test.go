@@ -57,7 +57,7 @@ func TestCanonicalEveryAlgorithm(t *testing.T) {
 						}
 					}
 					// Tight: where it does not say so, it does not.
-					params := algorithms.Params{P: p, Count: 2*p + 1, Commutative: true}
+					params := algorithms.Params{P: p, Count: 2*p + 1, Commutative: true, Reproducible: true}
 					if c != algorithms.Allreduce && c != algorithms.Reduce {
 						params.Count, params.Counts = 0, make([]int, p)
 						for i := range params.Counts {
@@ -88,6 +88,51 @@ func TestCanonicalAlgorithmAtEveryP(t *testing.T) {
 			}
 			if !ok {
 				t.Errorf("%s at p=%d: no algorithm computes T(0,p)", c, p)
+			}
+		}
+	}
+}
+
+// The hierarchical reductions in reproducible mode: canonical on nodes of
+// 2^s consecutive ranks (the last possibly short), and said not to be, and
+// not, on other maps.
+func TestCanonicalHierarchical(t *testing.T) {
+	maps := []struct {
+		m    *algorithms.NodeMap
+		want bool
+	}{
+		{algorithms.BlockNodeMap(8, 2), true},
+		{algorithms.BlockNodeMap(12, 4), true},
+		{algorithms.BlockNodeMap(40, 8), true},
+		{algorithms.BlockNodeMap(14, 4), true}, // last node of 2
+		{algorithms.BlockNodeMap(9, 3), false},
+		{algorithms.NodeMapOf([]int{0, 1, 0, 1, 0, 1, 0, 1}), false},
+	}
+	for _, c := range []algorithms.Collective{algorithms.Allreduce, algorithms.ReduceScatter, algorithms.ReduceScatterBlock} {
+		a, err := algorithms.Lookup(c, "hierarchical")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range maps {
+			p := tc.m.P()
+			for _, n := range []int{1, p + 1, 3000, 40000} {
+				params := algorithms.Params{P: p, Count: n, Nodes: tc.m, Commutative: true, Reproducible: true}
+				if c != algorithms.Allreduce {
+					params.Count, params.Counts = 0, make([]int, p)
+					for i := range params.Counts {
+						params.Counts[i] = n/p + i%3
+					}
+				}
+				if got := a.Reproducible(params); got != tc.want {
+					t.Errorf("%s on %s: Reproducible %v, want %v", c, tc.m, got, tc.want)
+				}
+				err := check.Canonical(a, params)
+				if tc.want && err != nil {
+					t.Errorf("%s on %s n=%d: %v", c, tc.m, n, err)
+				}
+				if !tc.want && err == nil && n > 1 {
+					t.Errorf("%s on %s n=%d: computes T(0,p) but does not say so", c, tc.m, n)
+				}
 			}
 		}
 	}

@@ -44,6 +44,12 @@ var textbooks = map[string]textbook{
 	"MPI_Reduce_scatter_block/pairwise":           {pMinus1, shareOf, shareOf},
 	"MPI_Reduce_scatter_block/recursive_halving":  {lg, shareOf, shareOf},
 	"MPI_Reduce_scatter_block/recursive_doubling": {lg, shareOf, shareOf},
+	// The canonical ones: pairwise_tree has ring's counts; the binomial
+	// reduce-scatter's rank p/2 sends the vector, then a quarter less a block.
+	"MPI_Allreduce/pairwise_tree_ring":       {twoPm1, twoShares, shareOf},
+	"MPI_Allreduce/reduce_bcast":             {twoLgP, nLgP, nLgP},
+	"MPI_Reduce_scatter_block/pairwise_tree": {pMinus1, shareOf, shareOf},
+	"MPI_Reduce_scatter_block/binomial":      {twoLgP, func(p, n int) int64 { return int64(n + (p/2-1)*n/p) }, nLgP},
 }
 
 // The model executor's counts must equal the textbook's for p a power of two.

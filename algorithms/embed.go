@@ -119,6 +119,12 @@ func flatRounds(a *Algorithm, q int) int {
 		return fold + lg
 	case allgatherBruck:
 		return schedule.Log2(ceilPow2(q))
+	case allreduceReduceBcast, reduceScatterBinomial:
+		return 2 * schedule.Log2(ceilPow2(q)) // reduce, then broadcast or scatter
+	case allreducePairwiseTreeRing:
+		return 2 * (q - 1)
+	case reduceScatterPairwiseTree:
+		return q - 1
 	}
 	panic("algorithms: no round count for " + a.Collective.String() + " " + a.Name)
 }

@@ -33,7 +33,10 @@ const smallElems = 1024
 // message lengths proportional to the counts. So this one rule, phasesOf,
 // is what the model asks about (through AtSize) to price a hierarchical
 // algorithm at any size from a handful of plans: one per choice of phases.
-type phases struct{ intraSmall, interSmall bool }
+//
+// In reproducible mode the phases of a reduction run canonical flat
+// algorithms (canonicalFlat) instead of flatFor's.
+type phases struct{ intraSmall, interSmall, reproducible bool }
 
 // phasesOf returns the phases of a call: the intra-node phases work on the
 // whole vector (n elements), the inter-node phase on one of L slices (n/L
@@ -44,7 +47,7 @@ func phasesOf(pr Params) phases {
 	if !flatNodes(pr.Nodes) {
 		L = minPerNode(pr.Nodes)
 	}
-	return phases{small(n), small((n + L - 1) / L)}
+	return phases{small(n), small((n + L - 1) / L), pr.Reproducible}
 }
 
 // small reports whether a phase on n elements runs the latency-bound
@@ -60,11 +63,13 @@ func hierarchical(h Algorithm, build func(pr Params, ph phases) *schedule.Schedu
 	fixed := map[phases]*Algorithm{} // read only once made
 	for _, intra := range []bool{false, true} {
 		for _, inter := range []bool{false, true} {
-			ph := phases{intraSmall: intra, interSmall: inter}
-			f := h
-			f.SizeDependent, f.AtSize = false, nil
-			f.Build = func(pr Params) *schedule.Schedule { return build(pr, ph) }
-			fixed[ph] = &f
+			for _, repro := range []bool{false, true} {
+				ph := phases{intraSmall: intra, interSmall: inter, reproducible: repro}
+				f := h
+				f.SizeDependent, f.AtSize = false, nil
+				f.Build = func(pr Params) *schedule.Schedule { return build(pr, ph) }
+				fixed[ph] = &f
+			}
 		}
 	}
 	h.SizeDependent = true
@@ -106,6 +111,61 @@ func flatFor(c Collective, q int, small, commutative bool) *Algorithm {
 		return allgatherRing
 	}
 	panic("algorithms: no flat algorithm for " + c.String())
+}
+
+// flat returns the flat algorithm a phase of a reduction runs on q ranks:
+// flatFor's, or in reproducible mode a canonical one.
+func (ph phases) flat(c Collective, q int, small, commutative bool) *Algorithm {
+	if ph.reproducible {
+		return canonicalFlat(c, q, small)
+	}
+	return flatFor(c, q, small, commutative)
+}
+
+// canonicalFlat returns a flat algorithm of reduction c that computes the
+// canonical association on q ranks, small or not: recursive doubling,
+// Rabenseifner or the order-preserving reduce-scatter where their fold is
+// the tree (foldCanonical), reduce_bcast or the binomial reduce-scatter
+// (small) and pairwise_tree_ring or pairwise_tree (large) elsewhere.
+func canonicalFlat(c Collective, q int, small bool) *Algorithm {
+	fold := foldCanonical(Params{P: q})
+	switch {
+	case c == Allreduce && small && fold:
+		return allreduceRecursiveDoubling
+	case c == Allreduce && small:
+		return allreduceReduceBcast
+	case c == Allreduce && fold:
+		return allreduceRabenseifner
+	case c == Allreduce:
+		return allreducePairwiseTreeRing
+	case small && fold:
+		return reduceScatterRecursiveDoubling
+	case small:
+		return reduceScatterBinomial
+	}
+	return reduceScatterPairwiseTree
+}
+
+// hierarchicalCanonical is the Canonical of the hierarchical reductions.
+// In reproducible mode their phases are canonical, and the whole is T(0, p)
+// when every node is a subtree of it: nodes of 2^s consecutive ranks, the
+// last one possibly short (or nothing to compose: the flat algorithm).
+func hierarchicalCanonical(p Params) bool {
+	m := p.Nodes
+	if !p.Reproducible || flatNodes(m) {
+		return p.Reproducible
+	}
+	k := m.Size(0)
+	if k&(k-1) != 0 || m.P() != p.P {
+		return false
+	}
+	for j := range m.NumNodes() {
+		rs := m.Ranks(j)
+		if rs[0] != j*k || rs[len(rs)-1] != rs[0]+len(rs)-1 || len(rs) != k && j != m.NumNodes()-1 {
+			return false
+		}
+	}
+	return true
 }
 
 // flatNodes reports whether a node map leaves nothing to compose: unknown

@@ -44,6 +44,7 @@ var reduceScatterHierarchical = hierarchical(Algorithm{
 	Collective: ReduceScatter,
 	Summary:    "reduce-scatter in each node, reduce-scatter of each slice across nodes (a leader per local rank), blocks handed out in each node",
 	Cost:       "(k-1)α' + (k-1)/k·n(β'+γ) + (N-1)α + (N-1)/(Nk)·n(β+γ) + nδ",
+	Canonical:  hierarchicalCanonical,
 	Restrict:   restrictHierarchical(ReduceScatter),
 }, buildReduceScatterHierarchical)
 
@@ -53,7 +54,7 @@ func buildReduceScatterHierarchical(pr Params, ph phases) *schedule.Schedule {
 	m, bl, comm := pr.Nodes, pr.Blocks(), pr.Commutative
 	n, r := bl.Total, pr.Rank
 	if flatNodes(m) {
-		return flatFor(ReduceScatter, pr.P, ph.intraSmall, comm).Build(pr)
+		return ph.flat(ReduceScatter, pr.P, ph.intraSmall, comm).Build(pr)
 	}
 	ns := newNodeSlices(m, bl)
 	node, local := m.Node(r), m.Local(r)
@@ -81,13 +82,13 @@ func buildReduceScatterHierarchical(pr Params, ph phases) *schedule.Schedule {
 	// Intra-node phase: local rank l gets the group vector of slice l,
 	// reduced over the node.
 	group := func(l int) int { _, n := ns.group(l); return n }
-	rsAlg := func(k int) *Algorithm { return flatFor(ReduceScatter, k, ph.intraSmall, comm) }
+	rsAlg := func(k int) *Algorithm { return ph.flat(ReduceScatter, k, ph.intraSmall, comm) }
 	e := embedding{ranks: nodeRanks, in: src, out: tmp.place(grp), tmp: tmp.place(sub)}
 	e.run(&b, rsAlg(k), Params{P: k, Rank: local, Counts: sliceCounts(k, group, L), Commutative: comm}, intraRounds(m, rsAlg))
 
 	// Inter-node phase: the holders of slice l reduce-scatter its group
 	// vector; each keeps its own node's slice.
-	interAlg := flatFor(ReduceScatter, N, ph.interSmall, comm)
+	interAlg := ph.flat(ReduceScatter, N, ph.interSmall, comm)
 	if local < L {
 		e := embedding{ranks: sliceGroup(m, local), in: tmp.place(grp), out: tmp.place(res), tmp: tmp.place(sub)}
 		e.run(&b, interAlg, Params{P: N, Rank: node, Counts: ns.groupCounts(local), Commutative: comm}, flatRounds(interAlg, N))
