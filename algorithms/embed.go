@@ -111,8 +111,8 @@ func flatRounds(a *Algorithm, q int) int {
 		return 2 * (q - 1)
 	case reduceScatterRing, reduceScatterPairwise, allgatherRing:
 		return q - 1
-	case reduceScatterRecursiveHalving:
-		return fold/2 + lg + 1 // fold, halving, unfold (also a local copy)
+	case reduceScatterRecursiveHalving, reduceScatterRecursiveDoublingExchange:
+		return fold/2 + lg + 1 // fold, halving, unfold (also a local copy or the exchange)
 	case reduceScatterRecursiveDoubling:
 		return 1 + lg + 1 // bit-reversing copy or fold, halving, unfold
 	case allgatherRecursiveDoubling:

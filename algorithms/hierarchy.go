@@ -124,9 +124,10 @@ func (ph phases) flat(c Collective, q int, small, commutative bool) *Algorithm {
 
 // canonicalFlat returns a flat algorithm of reduction c that computes the
 // canonical association on q ranks, small or not: recursive doubling,
-// Rabenseifner or the order-preserving reduce-scatter where their fold is
-// the tree (foldCanonical), reduce_bcast or the binomial reduce-scatter
-// (small) and pairwise_tree_ring or pairwise_tree (large) elsewhere.
+// Rabenseifner or the order-preserving reduce-scatters (recursive_doubling
+// small, recursive_doubling_exchange large) where their fold is the tree
+// (foldCanonical), reduce_bcast or the binomial reduce-scatter (small) and
+// pairwise_tree_ring or pairwise_tree (large) elsewhere.
 func canonicalFlat(c Collective, q int, small bool) *Algorithm {
 	fold := foldCanonical(Params{P: q})
 	switch {
@@ -142,6 +143,8 @@ func canonicalFlat(c Collective, q int, small bool) *Algorithm {
 		return reduceScatterRecursiveDoubling
 	case small:
 		return reduceScatterBinomial
+	case fold:
+		return reduceScatterRecursiveDoublingExchange
 	}
 	return reduceScatterPairwiseTree
 }
