@@ -1,11 +1,18 @@
 package algorithms_test
 
 import (
+	"encoding/binary"
+	"math"
 	"math/rand/v2"
+	"sync"
 	"testing"
 
 	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/executor/check"
+	"github.com/gocoll/gocoll/executor/host"
+	"github.com/gocoll/gocoll/ops"
+	"github.com/gocoll/gocoll/transport"
+	"github.com/gocoll/gocoll/transport/inproc"
 )
 
 // reducing returns the collectives whose algorithms say whether they are
@@ -136,4 +143,119 @@ func TestCanonicalHierarchical(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Real float64 sums through the host executor on goroutine ranks: every
+// schedule algorithm that may run in reproducible mode returns, on every
+// rank, the bits of T(0, p) computed directly, for data whose sums depend
+// on the association (checked: a right-to-left sum differs somewhere).
+func TestCanonicalRealFloat64(t *testing.T) {
+	sum, _ := ops.Lookup(ops.Sum, ops.Double)
+	le := binary.LittleEndian
+	for _, p := range []int{3, 5, 6, 7, 8, 12, 13} {
+		rng := rand.New(rand.NewPCG(uint64(p), 14))
+		for _, c := range []algorithms.Collective{algorithms.Allreduce, algorithms.ReduceScatter, algorithms.ReduceScatterBlock} {
+			for _, n := range []int{1, p + 1, 1003} {
+				params := algorithms.Params{P: p, Count: n, Commutative: true, Reproducible: true}
+				if c != algorithms.Allreduce {
+					params.Count, params.Counts = 0, make([]int, p)
+					for i := range params.Counts {
+						params.Counts[i] = n / p
+						if c == algorithms.ReduceScatter {
+							params.Counts[i] = rng.IntN(2*n/p + 2)
+						}
+					}
+				}
+				total := params.Total()
+				in := make([][]float64, p)
+				for r := range in {
+					in[r] = make([]float64, total)
+					for i := range in[r] {
+						in[r][i] = (rng.Float64() - 0.5) * math.Ldexp(1, rng.IntN(60)-30)
+					}
+				}
+				var tree func(i, lo, hi int) float64
+				tree = func(i, lo, hi int) float64 {
+					if hi-lo == 1 {
+						return in[lo][i]
+					}
+					m := algorithms.CanonicalSplit(lo, hi)
+					return tree(i, lo, m) + tree(i, m, hi)
+				}
+				want := make([]float64, total)
+				differs := false
+				for i := range want {
+					want[i] = tree(i, 0, p)
+					s := 0.0
+					for r := p - 1; r >= 0; r-- {
+						s += in[r][i]
+					}
+					differs = differs || s != want[i]
+				}
+				if total > 100 && !differs {
+					t.Fatalf("p=%d n=%d: data whose sum does not depend on the association", p, n)
+				}
+				for _, a := range algorithms.All(c) {
+					if a.Direct || a.Check(params) != nil {
+						continue
+					}
+					outs := runHost(t, a, params, in, host.Kernel(sum))
+					bl := params.Blocks()
+					for r, got := range outs {
+						lo, m := 0, total
+						if c != algorithms.Allreduce {
+							lo, m = bl.Displs[r], bl.Counts[r]
+						}
+						for i := range m {
+							if g := le.Uint64(got[8*i:]); g != math.Float64bits(want[lo+i]) {
+								t.Fatalf("%s %s p=%d n=%d: rank %d element %d is %v, T(0,p) is %v", c, a.Name, p, n, r, lo+i, math.Float64frombits(g), want[lo+i])
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// runHost runs algorithm a on goroutine ranks with float64 inputs in and
+// returns each rank's output bytes.
+func runHost(t *testing.T, a *algorithms.Algorithm, params algorithms.Params, in [][]float64, kernel host.Kernel) [][]byte {
+	p := params.P
+	eps := inproc.New(p)
+	defer func() {
+		for _, ep := range eps {
+			ep.Close()
+		}
+	}()
+	ranks := make([]int, p)
+	for r := range ranks {
+		ranks[r] = r
+	}
+	outs, errs := make([][]byte, p), make([]error, p)
+	var wg sync.WaitGroup
+	for r := range p {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pr := params
+			pr.Rank = r
+			s := a.Build(pr)
+			src := make([]byte, 8*len(in[r]))
+			for i, x := range in[r] {
+				binary.LittleEndian.PutUint64(src[8*i:], math.Float64bits(x))
+			}
+			outs[r] = make([]byte, len(src))
+			hc := &host.Call{Sched: s, In: src, Out: outs[r], Scratch: make([]byte, s.ScratchLen*8), ElemSize: 8, Reduce: kernel,
+				T: eps[r], Ranks: ranks, Tag: transport.Tag{Context: 1, Seq: 1}}
+			errs[r] = (&host.Executor{}).Run(hc)
+		}()
+	}
+	wg.Wait()
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("%s %s rank %d: %v", a.Collective, a.Name, r, err)
+		}
+	}
+	return outs
 }
