@@ -7,15 +7,14 @@ import "github.com/gocoll/gocoll/schedule"
 //
 // The binomial tree's partial results cover ranks r..r+2^k-1, so rank 0
 // ends with T(0, p), the canonical association, on any p, and every rank
-// gets those very bits: this is the reproducible allreduce for short
-// messages where recursive doubling's fold is not the tree (p = 5, 9, 10,
-// 11, 13, ...).
+// gets those very bits; rank order is kept. tree_doubling does the same in
+// half the rounds for a commutative op; this one serves the others.
 //
 //	restrictions: none (any p, any count, any op)
 //	cost:         2⌈lg p⌉α + 2⌈lg p⌉·nβ + ⌈lg p⌉·nγ
 //	memory:       2n elements of scratch
-//	wins:         short messages in reproducible mode when p is not of
-//	              the form 2^a - 2^b.
+//	wins:         short messages in reproducible mode with a
+//	              non-commutative op, when p is not of the form 2^a - 2^b.
 //	reference:    the reduce + broadcast allreduce, Thakur, Rabenseifner,
 //	              Gropp (2005).
 var allreduceReduceBcast = &Algorithm{

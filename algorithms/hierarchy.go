@@ -126,7 +126,7 @@ func (ph phases) flat(c Collective, q int, small, commutative bool) *Algorithm {
 // canonical association on q ranks, small or not: recursive doubling,
 // Rabenseifner or the order-preserving reduce-scatters (recursive_doubling
 // small, recursive_doubling_exchange large) where their fold is the tree
-// (foldCanonical), reduce_bcast or the binomial reduce-scatter (small) and
+// (foldCanonical), tree_doubling or the binomial reduce-scatter (small) and
 // pairwise_tree_ring or pairwise_tree (large) elsewhere.
 func canonicalFlat(c Collective, q int, small bool) *Algorithm {
 	fold := foldCanonical(Params{P: q})
@@ -134,7 +134,7 @@ func canonicalFlat(c Collective, q int, small bool) *Algorithm {
 	case c == Allreduce && small && fold:
 		return allreduceRecursiveDoubling
 	case c == Allreduce && small:
-		return allreduceReduceBcast
+		return allreduceTreeDoubling
 	case c == Allreduce && fold:
 		return allreduceRabenseifner
 	case c == Allreduce:
