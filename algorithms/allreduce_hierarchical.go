@@ -16,6 +16,9 @@ import "github.com/gocoll/gocoll/schedule"
 // 1024 elements, Rabenseifner beyond; recursive halving or doubling, ring
 // or pairwise for the reduce-scatter; recursive doubling, Bruck or ring for
 // the allgather), embedded with its peers renumbered (embed.go).
+// In reproducible mode (Params.Reproducible) the reductions run canonical
+// flat algorithms (canonicalFlat) instead, and the result is T(0, p) where
+// every node is a subtree of the tree: nodes of 2^s consecutive ranks.
 //
 // Without a node map, on one node, or with one rank per node there is
 // nothing to compose: the algorithm is flatFor's allreduce on all ranks.

@@ -75,6 +75,18 @@ func TestCanonicalEveryAlgorithm(t *testing.T) {
 						t.Errorf("p=%d: computes T(0,p) but does not say so", p)
 					}
 				}
+				if testing.Short() {
+					return
+				}
+				for _, p := range []int{96, 127, 128, 1000, 1024} {
+					params := canonicalCases(c, p, rng)[5] // 2p+1 elements
+					params.Commutative, params.Reproducible = true, true
+					if a.Reproducible(params) {
+						if err := check.Canonical(a, params); err != nil {
+							t.Fatalf("%s: %v", describe(params), err)
+						}
+					}
+				}
 			})
 		}
 	}

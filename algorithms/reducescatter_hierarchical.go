@@ -22,6 +22,9 @@ import "github.com/gocoll/gocoll/schedule"
 // (flatFor: recursive halving, or recursive doubling for a non-commutative
 // op, up to 1024 elements; ring or pairwise beyond), embedded with its
 // peers renumbered (embed.go).
+// In reproducible mode (Params.Reproducible) the reductions run canonical
+// flat algorithms (canonicalFlat) instead, and the result is T(0, p) where
+// every node is a subtree of the tree: nodes of 2^s consecutive ranks.
 //
 // Without a node map, on one node, or with one rank per node there is
 // nothing to compose: the algorithm is flatFor's reduce-scatter on all
