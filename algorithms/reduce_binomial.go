@@ -7,8 +7,9 @@ import "github.com/gocoll/gocoll/schedule"
 // In round k every rank whose number is a multiple of 2^(k+1) receives the
 // partial result of rank r + 2^k and reduces it on the right of its own:
 // each partial result covers consecutive ranks, so rank order is kept and
-// non-commutative ops work. Rank 0 ends with the result and, if it is not
-// the root, sends it there in one more round.
+// non-commutative ops work, and the result is the canonical association
+// of reproducible mode (canonical.go). Rank 0 ends with the result and, if
+// it is not the root, sends it there in one more round.
 //
 //	restrictions: none (any p, any count, any op)
 //	cost:         ceil(lg p) (alpha + n beta + n gamma), plus alpha + n beta
@@ -19,7 +20,8 @@ var reduceBinomial = &Algorithm{
 	Collective: Reduce,
 	Summary:    "binomial tree to rank 0 in rank order, then to the root",
 	Cost:       "⌈lg p⌉(α + nβ + nγ)",
-	Canonical:  func(Params) bool { return true }, // the tree is T(0, p) on any p
+	// Round k combines [r, r+2^k) with [r+2^k, r+2^(k+1)): T's subtrees.
+	Canonical: func(Params) bool { return true },
 	Build: func(pr Params) *schedule.Schedule {
 		p, r, n := pr.P, pr.Rank, pr.Count
 		var b schedule.Builder

@@ -72,7 +72,10 @@ func (c *Comm) reduce(a Args) error {
 		}
 		in = a.Send[:n]
 	}
-	p := algorithms.Params{P: c.Size(), Rank: c.rank, Root: a.Root, Count: a.Count, Commutative: a.Op.commutative(), InPlace: a.InPlace}
+	p := algorithms.Params{P: c.Size(), Rank: c.rank, Root: a.Root, Count: a.Count, Commutative: a.Op.commutative(), InPlace: a.InPlace, Reproducible: c.reproducible(a)}
+	if wide, ok := wideType(p, a); ok {
+		return c.runWide(call, algorithms.Reduce, a, p, in, out, len(out), wide)
+	}
 	return c.run(call, algorithms.Reduce, "", a.own, int64(n), p, in, out, size, kernel)
 }
 
