@@ -14,7 +14,7 @@ import "github.com/gocoll/gocoll/schedule"
 //
 //	restrictions: none (any p, any count, any op)
 //	cost:         2(p-1)α + 2(p-1)/p·nβ + (p-1)/p·nγ
-//	memory:       p blocks of scratch (n elements)
+//	memory:       about 2 lg p blocks of scratch
 //	wins:         large messages in reproducible mode when p is not of
 //	              the form 2^a - 2^b.
 //	reference:    Thakur, Rabenseifner, Gropp (2005), sections 4.4 and 4.1.
