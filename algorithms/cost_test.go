@@ -50,6 +50,7 @@ var textbooks = map[string]textbook{
 	"MPI_Allreduce/reduce_bcast":             {twoLgP, nLgP, nLgP},
 	"MPI_Allreduce/tree_doubling":            {lg, nLgP, nLgP},
 	"MPI_Reduce_scatter_block/pairwise_tree": {pMinus1, shareOf, shareOf},
+	"MPI_Reduce_scatter_block/tree_doubling": {lg, nLgP, nLgP},
 	// The exchange round moves a block where bitReverse(i) != i: not at p = 2.
 	"MPI_Reduce_scatter_block/recursive_doubling_exchange": {func(p int) int { return lg(p) + min(p/4, 1) }, func(p, n int) int64 { return int64((p-1)*n/p + min(p/4, 1)*n/p) }, shareOf},
 	"MPI_Reduce_scatter_block/binomial":                    {twoLgP, func(p, n int) int64 { return int64(n + (p/2-1)*n/p) }, nLgP},

@@ -119,7 +119,7 @@ func flatRounds(a *Algorithm, q int) int {
 		return fold + lg
 	case allgatherBruck:
 		return schedule.Log2(ceilPow2(q))
-	case allreduceTreeDoubling:
+	case allreduceTreeDoubling, reduceScatterTreeDoubling:
 		return schedule.Log2(ceilPow2(q))
 	case allreduceReduceBcast, reduceScatterBinomial:
 		return 2 * schedule.Log2(ceilPow2(q)) // reduce, then broadcast or scatter

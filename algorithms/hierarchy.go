@@ -126,7 +126,7 @@ func (ph phases) flat(c Collective, q int, small, commutative bool) *Algorithm {
 // canonical association on q ranks, small or not: recursive doubling,
 // Rabenseifner or the order-preserving reduce-scatters (recursive_doubling
 // small, recursive_doubling_exchange large) where their fold is the tree
-// (foldCanonical), tree_doubling or the binomial reduce-scatter (small) and
+// (foldCanonical), tree_doubling (small) and
 // pairwise_tree_ring or pairwise_tree (large) elsewhere.
 func canonicalFlat(c Collective, q int, small bool) *Algorithm {
 	fold := foldCanonical(Params{P: q})
@@ -142,7 +142,7 @@ func canonicalFlat(c Collective, q int, small bool) *Algorithm {
 	case small && fold:
 		return reduceScatterRecursiveDoubling
 	case small:
-		return reduceScatterBinomial
+		return reduceScatterTreeDoubling
 	case fold:
 		return reduceScatterRecursiveDoublingExchange
 	}

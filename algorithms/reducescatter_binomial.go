@@ -8,14 +8,14 @@ import "github.com/gocoll/gocoll/schedule"
 // The binomial tree's partial results cover ranks r..r+2^k-1, so rank 0
 // ends with T(0, p), the canonical association, on any p. In the scatter
 // rank v's subtree is ranks v..v+2^k-1, whose blocks are consecutive: each
-// round sends one span. This is the reproducible reduce-scatter for short
-// messages where the order-preserving one's fold is not the tree.
+// round sends one span; rank order is kept. tree_doubling does the same in
+// half the rounds for a commutative op; this one serves the others.
 //
 //	restrictions: none (any p, irregular counts, any op)
 //	cost:         2⌈lg p⌉α + ⌈lg p⌉·nβ + (p-1)/p·nβ + ⌈lg p⌉·nγ
 //	memory:       2n elements of scratch
-//	wins:         short messages in reproducible mode when p is not of
-//	              the form 2^a - 2^b.
+//	wins:         short messages in reproducible mode with a
+//	              non-commutative op, when p is not of the form 2^a - 2^b.
 var reduceScatterBinomial = &Algorithm{
 	Name:       "binomial",
 	Collective: ReduceScatter,
