@@ -42,17 +42,39 @@ type phases struct{ intraSmall, interSmall, reproducible bool }
 // whole vector (n elements), the inter-node phase on one of L slices (n/L
 // rounded up), L the number of ranks of the smallest node (1 where there is
 // nothing to compose: flatNodes).
+//
+// In reproducible mode the rule also weighs the ranks of a phase
+// (canonicalSmall): the ranks of the largest node within, the nodes across.
 func phasesOf(pr Params) phases {
 	n, L := pr.Total(), 1
-	if !flatNodes(pr.Nodes) {
-		L = minPerNode(pr.Nodes)
+	m, k, N := pr.Nodes, pr.P, 1
+	if !flatNodes(m) {
+		L, k, N = minPerNode(m), m.MaxPerNode(), m.NumNodes()
 	}
-	return phases{small(n), small((n + L - 1) / L), pr.Reproducible}
+	slice := (n + L - 1) / L
+	if pr.Reproducible {
+		return phases{canonicalSmall(n, k), canonicalSmall(slice, N), true}
+	}
+	return phases{small(n), small(slice), false}
 }
 
 // small reports whether a phase on n elements runs the latency-bound
 // algorithm.
 func small(n int) bool { return n <= smallElems }
+
+// canonicalSmall is small for a canonical phase on q ranks. Where q is not
+// 2^a - 2^b the bandwidth-optimal canonical algorithms take q-1 rounds,
+// not lg q, so tree doubling (⌈lg q⌉ rounds moving up to twice the vector)
+// stays cheaper up to a size that grows with q: while 2n(lg q - 1) <=
+// smallElems(2(q-1) - lg q), smallElems being about where a round costs
+// as much as moving the vector.
+func canonicalSmall(n, q int) bool {
+	if foldCanonical(Params{P: q}) {
+		return small(n)
+	}
+	lg := schedule.Log2(ceilPow2(q))
+	return 2*n*(lg-1) <= smallElems*(2*(q-1)-lg)
+}
 
 // hierarchical completes the registry entry h of a hierarchical algorithm
 // whose schedule build(pr, ph) builds with phases ph: Build picks the
