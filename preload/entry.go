@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/gocoll/gocoll/algorithms"
@@ -57,11 +58,20 @@ func gc_go_start() (rc C.int) {
 		fmt.Fprintf(os.Stderr, "gocoll: %v; every collective call fails (LD_PRELOAD mode)\n", err)
 		return -1
 	}
-	n := registerHandles(func(h C.gc_handle) (int64, int64, bool) {
+	hh := registerHandles(func(h C.gc_handle) (int64, int64, bool) {
 		var lb, ext C.int64_t
 		ok := C.gc_type_extent(h, &lb, &ext) == 0
 		return int64(lb), int64(ext), ok
 	})
+	probeStart := time.Now()
+	var saved [2]C.gc_handle
+	C.gc_errors_return(&saved[0])
+	wrong := probeHost(hh, flavor, C.GoString(C.gc_library_version()), hostReduce)
+	C.gc_errors_restore(&saved[0])
+	probeTime := time.Since(probeStart)
+	for _, w := range wrong {
+		excludeHost(w.op, w.t, hostWrong)
+	}
 	for i, cl := range algorithms.Collectives {
 		if c.tuner.Forced(cl) == tuner.Native {
 			C.gc_forced_native[i] = 1
@@ -80,8 +90,17 @@ func gc_go_start() (rc C.int) {
 		C.gc_cuda = 1
 	}
 	if c.debug {
+		rank := int(C.gc_world_rank())
 		fmt.Fprintf(os.Stderr, "gocoll: rank %d: preloaded over %s (%s), %d datatypes, %d measured rules, %s\n",
-			int(C.gc_world_rank()), flavor, C.GoString(C.gc_library_version()), n, len(measuredRules[flavor]), c.cudaNote())
+			rank, flavor, C.GoString(C.gc_library_version()), len(hh.types), len(measuredRules[flavor]), c.cudaNote())
+		// One write: the lines of ranks sharing stderr stay whole.
+		var b strings.Builder
+		fmt.Fprintf(&b, "gocoll: rank %d: host MPI probed in %.1f ms (MPI_Reduce_local, %d datatype and %d op handles): wrong on %d (op, datatype) pairs, which gocoll runs\n",
+			rank, probeTime.Seconds()*1e3, len(hh.types), len(hh.ops), len(wrong))
+		for _, w := range wrong {
+			fmt.Fprintf(&b, "gocoll: rank %d: %s: %s\n", rank, hostWrong.why(w.op, w.t), w.what)
+		}
+		os.Stderr.WriteString(b.String())
 	}
 	return 0
 }
@@ -145,6 +164,15 @@ func decide(c *C.struct_gc_call, shared bool, nodes *algorithms.NodeMap) C.int {
 		c.how = 1
 	default:
 		c.how = 2
+	}
+	if ch.Native && c.excluded != 0 {
+		// The host must not run this pair (host.go): gocoll's best
+		// instead, whatever the reason it chose the host.
+		if ch, err = cfg.gocollOnly.Choose(q); err != nil {
+			fmt.Fprintf(os.Stderr, "gocoll: rank %d: %s: %v\n", int(c.cs.rank), q.Collective, err)
+			return -2
+		}
+		c.how = 3
 	}
 	if ch.Native {
 		if cfg.debug {
@@ -246,6 +274,10 @@ func gc_go_run(c *C.struct_gc_call) (rc C.int) {
 	}
 	if err == nil {
 		a.Algorithm = cfg.names[c.coll][c.alg]
+		if cfg.debug && c.how == 3 {
+			fmt.Fprintf(os.Stderr, "gocoll: rank %d: %s -> gocoll (%s)\n",
+				st.rank, cl, exclusion(c.excluded).why(ops.Op(c.op), ops.Type(c._type)))
+		}
 		if cfg.debug {
 			// The form of a hierarchical call (shm or schedule), as coll
 			// says it where it prints the line itself.
@@ -282,6 +314,8 @@ func how(c *C.struct_gc_call, cl algorithms.Collective, st *commState) string {
 		return "tuned"
 	case 1:
 		return "forced"
+	case 3:
+		return "tuned without the host: " + exclusion(c.excluded).why(ops.Op(c.op), ops.Type(c._type))
 	}
 	forced := cfg.tuner.Forced(cl)
 	if a, err := algorithms.Lookup(cl, forced); err == nil {
