@@ -42,6 +42,9 @@ type config struct {
 	timeout   time.Duration
 	// fault, for tests: panic inside the fault-th collective gocoll runs.
 	fault int64
+	// exclude, for tests: (ops.Op, ops.Type) pairs this rank keeps from
+	// the host (GOCOLL_PRELOAD_EXCLUDE).
+	exclude [][2]uint8
 	// names are each collective's algorithms in the order the C half's
 	// decision cache indexes them.
 	names [4][]string
@@ -115,6 +118,11 @@ func loadConfig(env func(string) string, flavor string) (*config, error) {
 			return nil, fmt.Errorf("GOCOLL_PRELOAD_FAULT=%s: want a call number (1, 2, ...)", v)
 		}
 		c.fault = n
+	}
+	if v := env("GOCOLL_PRELOAD_EXCLUDE"); v != "" {
+		if c.exclude, err = parseExclude(v); err != nil {
+			return nil, err
+		}
 	}
 	return c, nil
 }

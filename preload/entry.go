@@ -72,6 +72,9 @@ func gc_go_start() (rc C.int) {
 	for _, w := range wrong {
 		excludeHost(w.op, w.t, hostWrong)
 	}
+	for _, x := range c.exclude {
+		excludeHost(ops.Op(x[0]), ops.Type(x[1]), testExclude)
+	}
 	for i, cl := range algorithms.Collectives {
 		if c.tuner.Forced(cl) == tuner.Native {
 			C.gc_forced_native[i] = 1

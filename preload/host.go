@@ -36,7 +36,10 @@ import (
 // must not run a pair.
 type exclusion uint8
 
-const hostWrong exclusion = C.GC_X_WRONG
+const (
+	hostWrong   exclusion = C.GC_X_WRONG
+	testExclude exclusion = C.GC_X_TEST
+)
 
 // excludeHost keeps every call of op on t from the host's collective,
 // for reason (GOCOLL_<COLL>_ALGORITHM=native still sends it there).
@@ -52,7 +55,10 @@ func (x exclusion) why(op ops.Op, t ops.Type) string {
 	if x&hostWrong != 0 {
 		s = append(s, fmt.Sprintf("host MPI wrong for %v on %v", op, t))
 	}
-	if rest := x &^ hostWrong; rest != 0 {
+	if x&testExclude != 0 {
+		s = append(s, fmt.Sprintf("GOCOLL_PRELOAD_EXCLUDE names %v on %v on a rank", op, t))
+	}
+	if rest := x &^ (hostWrong | testExclude); rest != 0 {
 		s = append(s, fmt.Sprintf("host excluded (reasons %#x) for %v on %v", uint8(rest), op, t))
 	}
 	return strings.Join(s, "; ")
@@ -71,25 +77,35 @@ type wrongPair struct {
 // one more).
 var probeLengths = []int{1, 3, 33, 257}
 
-// knownWrong are the datatypes on which a host, by flavor and version,
-// aborts the process at every reduction: the probe cannot try them, so it
-// skips them and excludes every op on them. TestHostTable proves each
-// entry against the real host.
+// knownWrong are the pairs on which a host, by flavor and version, is
+// wrong where the probe cannot see it: MPICH 4.0 aborts the process at
+// every reduction on MPIX_C_FLOAT16 (the probe would too), Open MPI 4.1's
+// collectives multiply complex numbers wrongly from 3 ranks on although
+// its MPI_Reduce_local is right. They are excluded without probing.
+// TestHostTable (tests/preload) proves each entry against the real host.
 var knownWrong = []struct {
-	flavor, version string // version: the start of the number after "Version:"
-	t               ops.Type
+	flavor, version string // version: the start of the number after "Version:" or "Open MPI v"
+	op              ops.Op // OpNull: every op
+	types           func(ops.Type) bool
 	what            string
 }{
-	{"mpich", "4.0.", ops.Float16, "aborts: MPI_Reduce_local and the collectives fail an assertion in typerep_yaksa_pack.c"},
+	{"mpich", "4.0.", ops.OpNull, func(t ops.Type) bool { return t == ops.Float16 },
+		"aborts: MPI_Reduce_local and the collectives fail an assertion in typerep_yaksa_pack.c"},
+	{"openmpi", "4.1.", ops.Prod, func(t ops.Type) bool { return t.Class() == ops.ClassComplex },
+		"its collectives are wrong from 3 ranks on (its MPI_Reduce_local is right)"},
 }
 
-// knownWrongOn returns what knownWrong says of t on the host flavor whose
-// MPI_Get_library_version is version, or "".
-func knownWrongOn(flavor, version string, t ops.Type) string {
-	_, v, _ := strings.Cut(version, "Version:")
-	v = strings.TrimSpace(v)
+// knownWrongOn returns what knownWrong says of op on t on the host
+// flavor whose MPI_Get_library_version is version, or "".
+func knownWrongOn(flavor, version string, op ops.Op, t ops.Type) string {
+	v := version
+	for _, mark := range []string{"Version:", "Open MPI v"} {
+		if _, rest, ok := strings.Cut(version, mark); ok {
+			v = strings.TrimSpace(rest)
+		}
+	}
 	for _, k := range knownWrong {
-		if k.flavor == flavor && k.t == t && strings.HasPrefix(v, k.version) {
+		if k.flavor == flavor && (k.op == ops.OpNull || k.op == op) && k.types(t) && strings.HasPrefix(v, k.version) {
 			return k.what
 		}
 	}
@@ -99,15 +115,15 @@ func knownWrongOn(flavor, version string, t ops.Type) string {
 // probeHost compares the host's MPI_Reduce_local with gocoll's kernel on
 // every registered (op, datatype handle) pair gocoll reduces; reduce runs
 // the host's, returning its error code. The values depend only on the
-// pair, so every rank probes the same. Datatypes knownWrongOn the host
-// are not tried: every op on them is wrong.
+// pair, so every rank probes the same. Pairs knownWrongOn the host are
+// not tried, and wrong.
 func probeHost(hh hostHandles, flavor, version string, reduce func(in, inout []byte, n int, dt, op C.gc_handle) int) []wrongPair {
 	var wrong []wrongPair
 	seen := map[[2]uint8]bool{}
 	for _, th := range hh.types {
 		for _, oh := range hh.ops {
 			k, err := ops.Lookup(oh.o, th.t)
-			if what := knownWrongOn(flavor, version, th.t); err == nil && what != "" {
+			if what := knownWrongOn(flavor, version, oh.o, th.t); err == nil && what != "" {
 				if !seen[[2]uint8{uint8(oh.o), uint8(th.t)}] {
 					seen[[2]uint8{uint8(oh.o), uint8(th.t)}] = true
 					wrong = append(wrong, wrongPair{oh.o, th.t, what})
@@ -350,4 +366,31 @@ func putFloat(p []byte, k fieldKind, v float64) {
 // hostReduce is the host's MPI_Reduce_local, for probeHost.
 func hostReduce(in, inout []byte, n int, dt, op C.gc_handle) int {
 	return int(C.gc_reduce_local(unsafe.Pointer(&in[0]), unsafe.Pointer(&inout[0]), C.int64_t(n), dt, op))
+}
+
+// parseExclude reads GOCOLL_PRELOAD_EXCLUDE: op:datatype pairs, by their
+// MPI names, separated by commas.
+func parseExclude(v string) ([][2]uint8, error) {
+	var pairs [][2]uint8
+	for _, item := range strings.Split(v, ",") {
+		on, tn, _ := strings.Cut(strings.TrimSpace(item), ":")
+		o, t := byName(ops.Ops(), on), byName(ops.Types(), tn)
+		if o == 0 || t == 0 {
+			return nil, fmt.Errorf("GOCOLL_PRELOAD_EXCLUDE=%s: %q: want op:datatype, such as MPI_SUM:MPI_INT", v, item)
+		}
+		pairs = append(pairs, [2]uint8{uint8(o), uint8(t)})
+	}
+	return pairs, nil
+}
+
+func byName[T interface {
+	~uint8
+	String() string
+}](all []T, name string) T {
+	for _, x := range all {
+		if x.String() == name {
+			return x
+		}
+	}
+	return 0
 }

@@ -83,7 +83,10 @@ enum { GC_K_HOST = 0, GC_K_HOST_CACHED = 1, GC_K_CACHED = 2, GC_K_FALLBACK = 3, 
  */
 #define GC_NOPS 16
 #define GC_NTYPES 128
-enum { GC_X_WRONG = 1 }; /* the host's reduction gives a wrong result (host.go's probe) */
+enum {
+    GC_X_WRONG = 1, /* the host's reduction gives a wrong result (host.go's probe) */
+    GC_X_TEST = 2,  /* GOCOLL_PRELOAD_EXCLUDE names the pair on this rank (tests) */
+};
 void gc_exclude_host(int op, int type, int reasons);
 void gc_set_agree_op(gc_handle bor); /* the host's MPI_BOR, which agrees the tables */
 
