@@ -77,13 +77,15 @@ type hostHandles struct {
 	ops   []opHandle
 }
 
+// A host handle as a plain integer (C's gc_handle), which tests can
+// make up.
 type typeHandle struct {
-	h C.gc_handle
+	h uint64
 	t ops.Type
 }
 
 type opHandle struct {
-	h C.gc_handle
+	h uint64
 	o ops.Op
 }
 
@@ -103,14 +105,14 @@ func registerHandles(extent func(C.gc_handle) (lb, ext int64, ok bool)) hostHand
 			return
 		}
 		C.gc_register_type(h, C.int(t), C.int(t.Size()))
-		hh.types = append(hh.types, typeHandle{h, t})
+		hh.types = append(hh.types, typeHandle{uint64(h), t})
 	}
 	regOp := func(h C.gc_handle, o ops.Op) {
 		if h == 0 {
 			return
 		}
 		C.gc_register_op(h, C.int(o))
-		hh.ops = append(hh.ops, opHandle{h, o})
+		hh.ops = append(hh.ops, opHandle{uint64(h), o})
 		if o == ops.Bor {
 			C.gc_set_agree_op(h)
 		}

@@ -10,7 +10,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"strings"
 	"unsafe"
 
@@ -117,7 +116,7 @@ func knownWrongOn(flavor, version string, op ops.Op, t ops.Type) string {
 // the host's, returning its error code. The values depend only on the
 // pair, so every rank probes the same. Pairs knownWrongOn the host are
 // not tried, and wrong.
-func probeHost(hh hostHandles, flavor, version string, reduce func(in, inout []byte, n int, dt, op C.gc_handle) int) []wrongPair {
+func probeHost(hh hostHandles, flavor, version string, reduce func(in, inout []byte, n int, dt, op uint64) int) []wrongPair {
 	var wrong []wrongPair
 	seen := map[[2]uint8]bool{}
 	for _, th := range hh.types {
@@ -144,13 +143,14 @@ func probeHost(hh hostHandles, flavor, version string, reduce func(in, inout []b
 
 // probePair returns "" if the host reduces op on the datatype as gocoll
 // does at every probe length, or what differs.
-func probePair(k ops.Kernel, th typeHandle, oh opHandle, reduce func(in, inout []byte, n int, dt, op C.gc_handle) int) string {
+func probePair(k ops.Kernel, th typeHandle, oh opHandle, reduce func(in, inout []byte, n int, dt, op uint64) int) string {
 	size, fields := th.t.Size(), layout(th.t)
-	r := rand.New(rand.NewPCG(uint64(oh.o), uint64(th.t)))
+	r := splitmix(uint64(oh.o)<<8 | uint64(th.t))
+	rp := &r
 	for _, n := range probeLengths {
 		in, inout := make([]byte, n*size), make([]byte, n*size)
-		fill(in, th.t, oh.o, fields, r)
-		fill(inout, th.t, oh.o, fields, r)
+		fill(in, th.t, oh.o, fields, rp)
+		fill(inout, th.t, oh.o, fields, rp)
 		want := make([]byte, len(in))
 		k(want, in, inout) // MPI_Reduce_local: inout = in op inout
 		got := bytes.Clone(inout)
@@ -252,30 +252,33 @@ func layout(t ops.Type) []field {
 // times powers of two, so that sums and products of two are exact in
 // every format and every correct implementation agrees bit for bit; no
 // NaN or -0, on which implementations may differ.
-func fill(b []byte, t ops.Type, op ops.Op, fields []field, r *rand.Rand) {
+func fill(b []byte, t ops.Type, op ops.Op, fields []field, r *splitmix) {
 	size := t.Size()
 	logical := op == ops.Land || op == ops.Lor || op == ops.Lxor
 	order := op == ops.Max || op == ops.Min
 	for at := 0; at < len(b); at += size {
 		for _, f := range fields {
-			p := b[at+f.off:]
+			p, x := b[at+f.off:], r.next()
 			switch f.kind {
 			case fInt:
-				lo, hi := extreme(r, min(f.size, 8)), extreme(r, 8)
-				if logical && r.IntN(2) == 0 {
+				lo, hi := extreme(x, min(f.size, 8)), uint64(0)
+				if f.size > 8 {
+					hi = extreme(r.next(), 8)
+				}
+				if logical && x>>63 == 0 {
 					lo, hi = 0, 0
 				}
 				putInt(p[:f.size], lo, hi)
 			case fIndex:
-				putInt(p[:f.size], uint64(int64(r.IntN(5)-2)), 0)
+				putInt(p[:f.size], uint64(int64(x%5)-2), 0)
 			case fBool:
-				putInt(p[:f.size], uint64(r.IntN(2)), 0)
+				putInt(p[:f.size], x%2, 0)
 			default:
-				v := float64(r.IntN(31) - 15)
+				v := float64(int64(x%31) - 15)
 				if t.Class() == ops.ClassPair {
-					v = float64(r.IntN(7) - 3) // ties
+					v = float64(int64(x%7) - 3) // ties
 				} else if order {
-					v = math.Ldexp(v, r.IntN(21)-10)
+					v = math.Ldexp(v, int(x>>32%21)-10)
 				}
 				putFloat(p, f.kind, v)
 			}
@@ -283,14 +286,15 @@ func fill(b []byte, t ops.Type, op ops.Op, fields []field, r *rand.Rand) {
 	}
 }
 
-// extreme returns an integer of size bytes (1..8): mostly one of the
-// values at which signed and unsigned arithmetic and comparisons part.
-func extreme(r *rand.Rand, size int) uint64 {
+// extreme returns an integer of size bytes (1..8) from the random x:
+// mostly one of the values at which signed and unsigned arithmetic and
+// comparisons part.
+func extreme(x uint64, size int) uint64 {
 	bits := uint(8 * size)
 	ones := uint64(math.MaxUint64) >> (64 - bits)
 	top := uint64(1) << (bits - 1)
 	var v uint64
-	switch r.IntN(14) {
+	switch x >> 40 % 14 {
 	case 0:
 		v = 0
 	case 1:
@@ -314,7 +318,7 @@ func extreme(r *rand.Rand, size int) uint64 {
 	case 10:
 		v = top >> 1
 	default:
-		v = r.Uint64()
+		v = x
 	}
 	return v & ones
 }
@@ -364,8 +368,8 @@ func putFloat(p []byte, k fieldKind, v float64) {
 }
 
 // hostReduce is the host's MPI_Reduce_local, for probeHost.
-func hostReduce(in, inout []byte, n int, dt, op C.gc_handle) int {
-	return int(C.gc_reduce_local(unsafe.Pointer(&in[0]), unsafe.Pointer(&inout[0]), C.int64_t(n), dt, op))
+func hostReduce(in, inout []byte, n int, dt, op uint64) int {
+	return int(C.gc_reduce_local(unsafe.Pointer(&in[0]), unsafe.Pointer(&inout[0]), C.int64_t(n), C.gc_handle(dt), C.gc_handle(op)))
 }
 
 // parseExclude reads GOCOLL_PRELOAD_EXCLUDE: op:datatype pairs, by their
@@ -393,4 +397,16 @@ func byName[T interface {
 		}
 	}
 	return 0
+}
+
+// splitmix is a small fast random source (SplitMix64): the probe's values
+// need to be spread, not unpredictable, and the same on every rank.
+type splitmix uint64
+
+func (s *splitmix) next() uint64 {
+	*s += 0x9e3779b97f4a7c15
+	z := uint64(*s)
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
 }
