@@ -175,7 +175,7 @@ func decide(c *C.struct_gc_call, shared bool, nodes *algorithms.NodeMap) C.int {
 			fmt.Fprintf(os.Stderr, "gocoll: rank %d: %s: %v\n", int(c.cs.rank), q.Collective, err)
 			return -2
 		}
-		c.how = 3
+		c.how |= C.GC_HOW_CORRECTED
 	}
 	if ch.Native {
 		if cfg.debug {
@@ -277,7 +277,7 @@ func gc_go_run(c *C.struct_gc_call) (rc C.int) {
 	}
 	if err == nil {
 		a.Algorithm = cfg.names[c.coll][c.alg]
-		if cfg.debug && c.how == 3 {
+		if cfg.debug && c.how&C.GC_HOW_CORRECTED != 0 {
 			fmt.Fprintf(os.Stderr, "gocoll: rank %d: %s -> gocoll (%s)\n",
 				st.rank, cl, exclusion(c.excluded).why(ops.Op(c.op), ops.Type(c._type)))
 		}
@@ -288,7 +288,7 @@ func gc_go_run(c *C.struct_gc_call) (rc C.int) {
 			fmt.Fprintf(os.Stderr, "gocoll: rank %d: %s comm=%s bytes=%d p=%d algorithm=%s (%s)%s%s\n",
 				st.rank, cl, st.name, int64(c.bytes), st.size, a.Algorithm, how(c, cl, st), form, memory)
 		}
-		if c.how == 2 { // coll sees the preload's choice as forced
+		if c.how&3 == 2 { // coll sees the preload's choice as forced
 			counters.Add(calls[c.coll], counters.Fallback)
 		}
 		switch cl {
@@ -306,10 +306,18 @@ func gc_go_run(c *C.struct_gc_call) (rc C.int) {
 }
 
 // how is the debug line's "tuned" (with the rule or model estimate that
-// decided) or "forced".
+// decided), "forced", or "tuned (forced X cannot run: why)"; a call the
+// host must not run says why ("tuned without the host: ...").
 func how(c *C.struct_gc_call, cl algorithms.Collective, st *commState) string {
-	switch c.how {
+	corrected := ""
+	if c.how&C.GC_HOW_CORRECTED != 0 {
+		corrected = exclusion(c.excluded).why(ops.Op(c.op), ops.Type(c._type))
+	}
+	switch c.how & 3 {
 	case 0:
+		if corrected != "" {
+			return "tuned without the host: " + corrected
+		}
 		// Which rule or model estimate decided (asked again: debug only).
 		if ch, err := cfg.choose(query(c, st.c.Shared(), st.nodes)); err == nil && ch.Why != "" {
 			return "tuned: " + ch.Why
@@ -317,16 +325,17 @@ func how(c *C.struct_gc_call, cl algorithms.Collective, st *commState) string {
 		return "tuned"
 	case 1:
 		return "forced"
-	case 3:
-		return "tuned without the host: " + exclusion(c.excluded).why(ops.Op(c.op), ops.Type(c._type))
+	}
+	if corrected != "" {
+		corrected = "; without the host: " + corrected
 	}
 	forced := cfg.tuner.Forced(cl)
 	if a, err := algorithms.Lookup(cl, forced); err == nil {
 		if r := a.Check(query(c, st.c.Shared(), st.nodes).Params); r != nil {
-			return fmt.Sprintf("tuned (forced %s cannot run: %v)", forced, r)
+			return fmt.Sprintf("tuned (forced %s cannot run: %v%s)", forced, r, corrected)
 		}
 	}
-	return "tuned"
+	return "tuned" + corrected
 }
 
 // checkDevice makes sure that gocoll's classification (coll.Comm.Memory)

@@ -64,7 +64,7 @@ enum {
  * the collective and skipped the checks (read alone as
  * "<call>.fast_remembered" by gocoll_test_counter), GC_K_CORRECTED
  * calls gocoll ran because the host is excluded on their (op, datatype)
- * (how 3, below; package counters' Corrected). Each thread
+ * (GC_HOW_CORRECTED, below; package counters' Corrected). Each thread
  * counts in a block of its own (shim.c); gc_counter sums them with
  * gc_counters, where the Go tests set values.
  */
@@ -78,9 +78,10 @@ enum { GC_K_HOST = 0, GC_K_HOST_CACHED = 1, GC_K_CACHED = 2, GC_K_FALLBACK = 3, 
  * of its ranks' tables, agreed at its first call (shim.c, comm_state), so
  * that its ranks never disagree about a call's route. A call of a pair
  * with a reason set never goes to the host's collective by the tuner's
- * choice (how 3, counted as GC_K_CORRECTED); GOCOLL_<COLL>_ALGORITHM=native
+ * choice (GC_HOW_CORRECTED, counted as GC_K_CORRECTED); GOCOLL_<COLL>_ALGORITHM=native
  * still sends it there.
  */
+#define GC_HOW_CORRECTED 4
 #define GC_NOPS 16
 #define GC_NTYPES 128
 enum {
@@ -99,8 +100,9 @@ void gc_set_agree_op(gc_handle bor); /* the host's MPI_BOR, which agrees the tab
 struct gc_decision {
     int64_t bytes;      /* -1: empty */
     int8_t commutative;
-    int8_t how;         /* 0 tuned, 1 forced, 2 tuned after a forced one could not run,
-                         * 3 tuned among gocoll's algorithms: the host is excluded (GC_X_*) */
+    int8_t how;         /* 0 tuned, 1 forced, 2 tuned after a forced one could not run;
+                         * plus GC_HOW_CORRECTED: the tuner chose the host, which is
+                         * excluded on the pair (GC_X_*), so it chose among gocoll's */
     int8_t excluded;    /* the call's GC_X_* reasons, part of the key */
     int16_t alg;        /* index in the collective's sorted algorithm names; -1 native */
 };

@@ -454,7 +454,7 @@ static int ran_engine(struct gc_call *c, int *rc) {
     if ((*rc = engine(c)) == GOCOLL_SHM_DECLINE) return 0;
     c->engine = 1;
     count(c->coll, GC_K_FAST);
-    if (c->how == 3) count(c->coll, GC_K_CORRECTED);
+    if (c->how & GC_HOW_CORRECTED) count(c->coll, GC_K_CORRECTED);
     if (c->remembered) count(c->coll, GC_K_FAST_MEMO);
     if (c->cached) count(c->coll, GC_K_CACHED);
     if (*rc > 0) {
@@ -477,7 +477,7 @@ static int ran(struct gc_call *c, int *why, int *rc) {
     if (!c->device && c->alg == gc_shm_alg[c->coll] && ran_engine(c, rc)) return 1;
     if ((*rc = run(c)) >= 0) {
         if (c->cached) count(c->coll, GC_K_CACHED);
-        if (c->how == 3) count(c->coll, GC_K_CORRECTED);
+        if (c->how & GC_HOW_CORRECTED) count(c->coll, GC_K_CORRECTED);
         return 1;
     }
     *why = *rc == -2 ? GC_R_TUNED : GC_R_SETUP;
@@ -517,7 +517,7 @@ struct memo {
     uint64_t gen; /* decide_gen when remembered */
     int size;     /* the communicator's size: reduce-scatter sums that many counts */
     int fallback; /* the host was the tuner's choice after a forced algorithm could not run */
-    int how;      /* the decision's how (an engine call's 3 is counted again) */
+    int how;      /* the decision's how (an engine call's GC_HOW_CORRECTED is counted again) */
     /* A call the engine ran (below): what it needs to run it again. */
     int engine, type, elem, op_code;
     struct gc_comm *cs;
