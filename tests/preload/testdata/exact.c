@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum kind { I8, U8, I16, U16, I32, U32, I64, U64, BOOL8, LOG32, F16, F32, F64, F80, CF, CD, CLD,
+enum kind { I8, U8, I16, U16, I32, U32, I64, U64, BOOL8, LOG32, F16, F32, F64, F80, F128, CF, CD, CLD,
             P_FI, P_DI, P_LI, P_II, P_SI, P_LDI, P_FF, P_DD };
 enum { INTS = 1, FINT = 2 }; /* C integer (logical ops too), Fortran integer */
 
@@ -47,7 +47,8 @@ static struct type types[] = {
     T(MPI_INTEGER, I32, 4, FINT), T(MPI_INTEGER1, I8, 1, FINT), T(MPI_INTEGER2, I16, 2, FINT),
     T(MPI_INTEGER8, I64, 8, FINT), T(MPI_BYTE, U8, 1, 0), T(MPI_C_BOOL, BOOL8, 1, 0), T(MPI_LOGICAL, LOG32, 4, 0),
     T(MPI_FLOAT, F32, 4, 0), T(MPI_DOUBLE, F64, 8, 0), T(MPI_LONG_DOUBLE, F80, 16, 0), T(MPI_REAL, F32, 4, 0),
-    T(MPI_DOUBLE_PRECISION, F64, 8, 0), T(MPI_C_FLOAT_COMPLEX, CF, 8, 0), T(MPI_C_DOUBLE_COMPLEX, CD, 16, 0),
+    T(MPI_DOUBLE_PRECISION, F64, 8, 0), T(MPI_REAL16, F128, 16, 0), /* gfortran's REAL(16): binary128 */
+    T(MPI_C_FLOAT_COMPLEX, CF, 8, 0), T(MPI_C_DOUBLE_COMPLEX, CD, 16, 0),
     T(MPI_C_LONG_DOUBLE_COMPLEX, CLD, 32, 0), T(MPI_CXX_FLOAT_COMPLEX, CF, 8, 0), T(MPI_CXX_DOUBLE_COMPLEX, CD, 16, 0),
     T(MPI_CXX_LONG_DOUBLE_COMPLEX, CLD, 32, 0), T(MPI_COMPLEX, CF, 8, 0), T(MPI_DOUBLE_COMPLEX, CD, 16, 0),
     T(MPI_CXX_BOOL, BOOL8, 1, 0), T(MPI_INTEGER4, I32, 4, FINT), T(MPI_REAL4, F32, 4, 0), T(MPI_REAL8, F64, 8, 0),
@@ -70,7 +71,7 @@ static MPI_Op mpiop(enum op o) {
 
 static int is_int(enum kind k) { return k <= U64; }
 static int is_signed(enum kind k) { return k == I8 || k == I16 || k == I32 || k == I64; }
-static int is_float(enum kind k) { return k >= F16 && k <= F80; }
+static int is_float(enum kind k) { return k >= F16 && k <= F128; }
 static int is_complex(enum kind k) { return k >= CF && k <= CLD; }
 static int is_pair(enum kind k) { return k >= P_FI; }
 
@@ -152,6 +153,7 @@ static long double get_float(const void *p, enum kind k) {
     case F16: return from_half(*(const uint16_t *)p);
     case F32: case CF: case P_FI: case P_FF: return *(const float *)p;
     case F64: case CD: case P_DI: case P_DD: return *(const double *)p;
+    case F128: return (long double)*(const __float128 *)p;
     default: return *(const long double *)p;
     }
 }
@@ -161,6 +163,7 @@ static void put_float(void *p, enum kind k, long double v) {
     case F16: *(uint16_t *)p = to_half((float)v); break;
     case F32: case CF: case P_FI: case P_FF: *(float *)p = (float)v; break;
     case F64: case CD: case P_DI: case P_DD: *(double *)p = (double)v; break;
+    case F128: *(__float128 *)p = (__float128)v; break;
     default: *(long double *)p = v;
     }
 }
