@@ -118,22 +118,20 @@ func knownWrongOn(flavor, version string, op ops.Op, t ops.Type) string {
 // not tried, and wrong.
 func probeHost(hh hostHandles, flavor, version string, reduce func(in, inout []byte, n int, dt, op uint64) int) []wrongPair {
 	var wrong []wrongPair
-	seen := map[[2]uint8]bool{}
+	seen := map[[2]uint8]bool{} // a datatype may have several handles
 	for _, th := range hh.types {
 		for _, oh := range hh.ops {
+			key := [2]uint8{uint8(oh.o), uint8(th.t)}
 			k, err := ops.Lookup(oh.o, th.t)
-			if what := knownWrongOn(flavor, version, oh.o, th.t); err == nil && what != "" {
-				if !seen[[2]uint8{uint8(oh.o), uint8(th.t)}] {
-					seen[[2]uint8{uint8(oh.o), uint8(th.t)}] = true
-					wrong = append(wrong, wrongPair{oh.o, th.t, what})
-				}
+			if err != nil || seen[key] {
 				continue
 			}
-			if err != nil || seen[[2]uint8{uint8(oh.o), uint8(th.t)}] {
-				continue
+			what := knownWrongOn(flavor, version, oh.o, th.t)
+			if what == "" {
+				what = probePair(k, th, oh, reduce)
 			}
-			if what := probePair(k, th, oh, reduce); what != "" {
-				seen[[2]uint8{uint8(oh.o), uint8(th.t)}] = true
+			if what != "" {
+				seen[key] = true
 				wrong = append(wrong, wrongPair{oh.o, th.t, what})
 			}
 		}
@@ -146,11 +144,10 @@ func probeHost(hh hostHandles, flavor, version string, reduce func(in, inout []b
 func probePair(k ops.Kernel, th typeHandle, oh opHandle, reduce func(in, inout []byte, n int, dt, op uint64) int) string {
 	size, fields := th.t.Size(), layout(th.t)
 	r := splitmix(uint64(oh.o)<<8 | uint64(th.t))
-	rp := &r
 	for _, n := range probeLengths {
 		in, inout := make([]byte, n*size), make([]byte, n*size)
-		fill(in, th.t, oh.o, fields, rp)
-		fill(inout, th.t, oh.o, fields, rp)
+		fill(in, th.t, oh.o, fields, &r)
+		fill(inout, th.t, oh.o, fields, &r)
 		want := make([]byte, len(in))
 		k(want, in, inout) // MPI_Reduce_local: inout = in op inout
 		got := bytes.Clone(inout)
