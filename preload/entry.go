@@ -75,8 +75,22 @@ func gc_go_start() (rc C.int) {
 	for _, x := range c.exclude {
 		excludeHost(ops.Op(x[0]), ops.Type(x[1]), testExclude)
 	}
+	if c.coll.Reproducible {
+		// The same on every rank (the environment): no agreement needed.
+		for _, t := range ops.Types() {
+			for _, op := range ops.Ops() {
+				if ops.OrderDependent(op, t) {
+					excludeHost(op, t, reproducible)
+				}
+			}
+		}
+		C.gc_user_excluded = C.GC_X_REPRODUCIBLE
+	}
 	for i, cl := range algorithms.Collectives {
-		if c.tuner.Forced(cl) == tuner.Native {
+		// In reproducible mode a forced native comes to the tuner, which
+		// runs it on the host where the order does not matter and falls
+		// back (GOCOLL_FALLBACK) where it does.
+		if c.tuner.Forced(cl) == tuner.Native && !c.coll.Reproducible {
 			C.gc_forced_native[i] = 1
 		}
 	}
@@ -120,7 +134,8 @@ func query(c *C.struct_gc_call, shared bool, nodes *algorithms.NodeMap) tuner.Qu
 		Collective: algorithms.Collective(c.coll),
 		Bytes:      int64(c.bytes),
 		Params: algorithms.Params{P: int(c.cs.size), Rank: int(c.cs.rank), Commutative: c.commutative != 0,
-			SharedMemory: shared && c.cs.size > 1, DeviceMemory: c.device != 0, Nodes: nodes},
+			SharedMemory: shared && c.cs.size > 1, DeviceMemory: c.device != 0, Nodes: nodes,
+			Reproducible: exclusion(c.excluded)&reproducible != 0},
 	}
 }
 
@@ -168,7 +183,7 @@ func decide(c *C.struct_gc_call, shared bool, nodes *algorithms.NodeMap) C.int {
 	default:
 		c.how = 2
 	}
-	if ch.Native && c.excluded != 0 {
+	if ch.Native && c.excluded != 0 && ch.How != "forced" {
 		// The host must not run this pair (host.go): gocoll's best
 		// instead, whatever the reason it chose the host.
 		if ch, err = cfg.gocollOnly.Choose(q); err != nil {

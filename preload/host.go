@@ -38,6 +38,9 @@ type exclusion uint8
 const (
 	hostWrong   exclusion = C.GC_X_WRONG
 	testExclude exclusion = C.GC_X_TEST
+	// reproducible: GOCOLL_REPRODUCIBLE=1 asks for the canonical order,
+	// and the host's is unknown.
+	reproducible exclusion = C.GC_X_REPRODUCIBLE
 )
 
 // excludeHost keeps every call of op on t from the host's collective,
@@ -57,7 +60,10 @@ func (x exclusion) why(op ops.Op, t ops.Type) string {
 	if x&testExclude != 0 {
 		s = append(s, fmt.Sprintf("GOCOLL_PRELOAD_EXCLUDE names %v on %v on a rank", op, t))
 	}
-	if rest := x &^ (hostWrong | testExclude); rest != 0 {
+	if x&reproducible != 0 {
+		s = append(s, fmt.Sprintf("GOCOLL_REPRODUCIBLE=1 and %v on %v depends on the order, which the host does not promise", op, t))
+	}
+	if rest := x &^ (hostWrong | testExclude | reproducible); rest != 0 {
 		s = append(s, fmt.Sprintf("host excluded (reasons %#x) for %v on %v", uint8(rest), op, t))
 	}
 	return strings.Join(s, "; ")

@@ -87,7 +87,11 @@ enum { GC_K_HOST = 0, GC_K_HOST_CACHED = 1, GC_K_CACHED = 2, GC_K_FALLBACK = 3, 
 enum {
     GC_X_WRONG = 1, /* the host's reduction gives a wrong result (host.go's probe) */
     GC_X_TEST = 2,  /* GOCOLL_PRELOAD_EXCLUDE names the pair on this rank (tests) */
+    GC_X_REPRODUCIBLE = 4, /* GOCOLL_REPRODUCIBLE=1 and the result depends on the order */
 };
+/* The reasons of a commutative user-defined op (which gocoll cannot know
+ * exact): GC_X_REPRODUCIBLE in reproducible mode, else 0 (set by Go). */
+extern int gc_user_excluded;
 void gc_exclude_host(int op, int type, int reasons);
 void gc_set_agree_op(gc_handle bor); /* the host's MPI_BOR, which agrees the tables */
 

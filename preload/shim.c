@@ -80,6 +80,7 @@ static uint8_t allowed[32][128];
  * the host's MPI_BOR, with which a communicator's ranks agree on them. */
 static uint8_t excluded[GC_NOPS][GC_NTYPES];
 static H agree_op;
+int gc_user_excluded;
 
 void gc_exclude_host(int op, int type, int reasons) {
     if (op >= 0 && op < GC_NOPS && type >= 0 && type < GC_NTYPES) excluded[op][type] |= (uint8_t)reasons;
@@ -291,6 +292,7 @@ static int why_reduce(struct gc_call *c, H dt, H op) {
     int commute = 0;
     if (gc_p.Op_commutative(op, &commute) != 0) return GC_R_OP;
     c->op = 0, c->commutative = commute != 0;
+    c->excluded = c->commutative ? gc_user_excluded : 0;
     return GC_R_NONE;
 }
 
