@@ -85,3 +85,34 @@ func f32ToBF16(f float32) uint16 {
 	b += 0x7fff + (b>>16)&1
 	return uint16(b >> 16)
 }
+
+// Widening and narrowing whole buffers, for Reductions that accumulate
+// 16-bit floats in float32: dst holds float32s, src the 16-bit values.
+
+func widenF16(dst, src []byte) {
+	d, s := view2[float32, uint16](dst, src)
+	for i := range d {
+		d[i] = f16ToF32(s[i])
+	}
+}
+
+func narrowF16(dst, src []byte) {
+	d, s := view2[uint16, float32](dst, src)
+	for i := range d {
+		d[i] = f32ToF16(s[i])
+	}
+}
+
+func widenBF16(dst, src []byte) {
+	d, s := view2[uint32, uint16](dst, src)
+	for i := range d {
+		d[i] = uint32(s[i]) << 16
+	}
+}
+
+func narrowBF16(dst, src []byte) {
+	d, s := view2[uint16, float32](dst, src)
+	for i := range d {
+		d[i] = f32ToBF16(s[i])
+	}
+}

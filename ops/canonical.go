@@ -1,0 +1,202 @@
+package ops
+
+import "fmt"
+
+// A Reduction combines the contributions of p ranks, x0 .. x(p-1), element
+// by element, in the canonical association of reproducible mode
+// (algorithms/canonical.go):
+//
+//	T(lo, hi) = x(lo)                        if hi-lo == 1
+//	T(lo, hi) = T(lo, lo+h) op T(lo+h, hi)   h: the largest power of two < hi-lo
+//
+// the result being T(0, p): adjacent pairs, then pairs of pairs, an odd
+// one out passing up. The left operand is always the lower ranks, so the
+// association also serves ops that are not commutative (MPI asks every op
+// to be associative). MPI_SUM and MPI_PROD on float16, bfloat16 and
+// MPI_COMPLEX4 accumulate in float32 (complex64 for MPI_COMPLEX4) along T
+// and round to 16 bits once, at the end: the inputs widen exactly, and the
+// rounding is the kernels' (nearest, ties to even).
+//
+// Reduce keeps a stack of partial results, one per level of T, for a
+// cache-sized chunk of elements at a time, and reads every contribution
+// once: the p-1 kernel calls of a left-to-right fold, in the order of a
+// binary counter.
+type Reduction struct {
+	k    Kernel // combines two accumulators
+	size int    // bytes of an element of the datatype
+	wide *widening
+}
+
+// widening is how 16-bit floats accumulate in float32: each contribution
+// widens into a float32 buffer, the float32 kernel combines, and the
+// result narrows once.
+type widening struct {
+	widen, narrow func(dst, src []byte) // between 2-byte and 4-byte parts
+}
+
+var (
+	wideF16  = &widening{widenF16, narrowF16}
+	wideBF16 = &widening{widenBF16, narrowBF16}
+)
+
+// chunkBytes is the accumulator bytes Reduce combines at a time: its
+// stack of partials (one chunk per level of T) stays in the L1 cache.
+const chunkBytes = 2048
+
+// UserReduction combines with k, on elements of size bytes, in the
+// canonical association. It panics if size is not positive.
+func UserReduction(k Kernel, size int) Reduction {
+	if size <= 0 {
+		panic("ops: UserReduction with a non-positive element size")
+	}
+	return Reduction{k: k, size: size}
+}
+
+// ReductionOf returns the Reduction of a predefined op on a predefined
+// datatype, or Lookup's error.
+func ReductionOf(op Op, t Type) (Reduction, error) {
+	k, err := Lookup(op, t)
+	if err != nil {
+		return Reduction{}, err
+	}
+	r := Reduction{k: k, size: t.Size()}
+	if op != Sum && op != Prod {
+		return r, nil
+	}
+	switch t.kind() {
+	case kF16:
+		r.k, r.wide = active.table[op][kF32], wideF16
+	case kBF16:
+		r.k, r.wide = active.table[op][kF32], wideBF16
+	case kC16:
+		r.k, r.wide = active.table[op][kC64], wideF16
+	}
+	return r, nil
+}
+
+// Size returns the bytes of an element.
+func (r Reduction) Size() int { return r.size }
+
+// Kernel returns the pairwise kernel of a Reduction without widening (the
+// one it was made from); nil for one that widens.
+func (r Reduction) Kernel() Kernel {
+	if r.wide != nil {
+		return nil
+	}
+	return r.k
+}
+
+// ScratchLen returns the scratch bytes Reduce needs for p contributions.
+func (r Reduction) ScratchLen(p int) int {
+	levels := 1
+	for n := 1; n < p; n *= 2 {
+		levels++
+	}
+	return levels * r.chunk()
+}
+
+// chunk is the bytes of accumulators combined at a time: whole elements.
+func (r Reduction) chunk() int {
+	acc := r.size
+	if r.wide != nil {
+		acc *= 2
+	}
+	return max(chunkBytes/acc, 1) * acc
+}
+
+// Reduce sets dst to T(0, p) of part(0) .. part(p-1), each as long as dst
+// (whole elements), which it must not overlap. scratch is the caller's to
+// reuse between calls: Reduce returns it, grown to ScratchLen(p) if it was
+// shorter.
+func (r Reduction) Reduce(dst []byte, p int, part func(q int) []byte, scratch []byte) []byte {
+	if p == 1 {
+		copy(dst, part(0))
+		return scratch
+	}
+	if need := r.ScratchLen(p); len(scratch) < need {
+		scratch = make([]byte, need)
+	}
+	chunk := r.chunk()
+	in := chunk // bytes of contributions per chunk
+	if r.wide != nil {
+		in /= 2
+	}
+	var stack [64]partial
+	for lo := 0; lo < len(dst); lo += in {
+		hi := min(lo+in, len(dst))
+		r.tree(dst[lo:hi], p, part, lo, hi, stack[:0], scratch, chunk)
+	}
+	return scratch
+}
+
+// partial is T over n contributions, held in b.
+type partial struct {
+	b []byte
+	n int
+}
+
+// tree reduces bytes [lo, hi) of every part into d (dst[lo:hi]). Level i
+// of the stack holds its partial in scratch's chunk i, or, without
+// widening, at level 0 in d itself, and a contribution that has not been
+// combined yet in place (part(q)), so that nothing is copied.
+func (r Reduction) tree(d []byte, p int, part func(q int) []byte, lo, hi int, stack []partial, scratch []byte, chunk int) {
+	n := hi - lo
+	accLen := n
+	if r.wide != nil {
+		accLen *= 2
+	}
+	buf := func(i int) []byte {
+		if i == 0 && r.wide == nil {
+			return d
+		}
+		return scratch[i*chunk : i*chunk+accLen]
+	}
+	for q := range p {
+		x := part(q)[lo:hi]
+		if r.wide != nil {
+			b := buf(len(stack))
+			r.wide.widen(b, x)
+			x = b
+		}
+		cur := partial{x, 1}
+		for len(stack) > 0 && stack[len(stack)-1].n == cur.n {
+			top := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			b := buf(len(stack))
+			r.k(b, top.b, cur.b)
+			cur = partial{b, 2 * cur.n}
+		}
+		stack = append(stack, cur)
+	}
+	// The stack holds T over its contributions' binary digits, largest
+	// first: T(0, p) folds them from the right.
+	cur := stack[len(stack)-1].b
+	for i := len(stack) - 2; i >= 0; i-- {
+		b := buf(i)
+		r.k(b, stack[i].b, cur)
+		cur = b
+	}
+	if r.wide != nil {
+		r.wide.narrow(d, cur)
+	}
+}
+
+// CanonicalReduce sets dst to T(0, len(parts)) of parts under a
+// predefined op, as a Reduction computes it: the reference of
+// reproducible mode. Every part must be as long as dst.
+func CanonicalReduce(op Op, t Type, dst []byte, parts [][]byte) error {
+	r, err := ReductionOf(op, t)
+	if err != nil {
+		return err
+	}
+	if len(parts) == 0 {
+		return fmt.Errorf("ops: CanonicalReduce of no contributions")
+	}
+	for _, x := range parts {
+		if len(x) != len(dst) || len(dst)%r.size != 0 {
+			return fmt.Errorf("ops: CanonicalReduce of %d-byte parts into %d bytes of %v", len(x), len(dst), t)
+		}
+	}
+	r.Reduce(dst, len(parts), func(q int) []byte { return parts[q] }, nil)
+	return nil
+}
