@@ -197,7 +197,9 @@ func TestUserReductionOrder(t *testing.T) {
 	}
 }
 
-func le32(b []byte) uint32 { return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24 }
+func le32(b []byte) uint32 {
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+}
 
 func ExampleCanonicalReduce() {
 	parts := [][]byte{f64s(1e16), f64s(1), f64s(-1e16), f64s(1)}
