@@ -26,8 +26,7 @@ func BenchmarkCollectives(b *testing.B) {
 }
 
 func benchOne(b *testing.B, p, slot, size int, name string) {
-	k, _ := ops.Lookup(ops.Sum, ops.Double)
-	kernel := Kernel(k)
+	red, _ := ops.ReductionOf(ops.Sum, ops.Double)
 	x := intranodetest.NewExchange(p)
 	b.SetBytes(int64(size))
 	var wg sync.WaitGroup
@@ -50,11 +49,11 @@ func benchOne(b *testing.B, p, slot, size int, name string) {
 			call := func() {
 				switch name {
 				case "allreduce":
-					g.Allreduce(in, out, 8, kernel)
+					g.Allreduce(in, out, red)
 				case "allgather":
 					g.Allgather(in[:size/p], out, counts, 8)
 				default:
-					g.ReduceScatter(in, out[:size/p], counts, 8, kernel)
+					g.ReduceScatter(in, out[:size/p], counts, red)
 				}
 			}
 			call()
