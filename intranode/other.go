@@ -34,12 +34,12 @@ func Attach(x Exchange, rank, p int, opts Options) (*Group, error) {
 	return nil, errors.New("intranode: needs Linux")
 }
 
-func (g *Group) Close() error                                                    { return nil }
-func (g *Group) Barrier() error                                                  { return nil }
+func (g *Group) Close() error                                                 { return nil }
+func (g *Group) Barrier() error                                               { return nil }
 func (g *Group) Allreduce(in, out []byte, r ops.Reduction) error              { return nil }
 func (g *Group) ReduceScatter(in, out []byte, c []int, r ops.Reduction) error { return nil }
-func (g *Group) Allgather(in, out []byte, c []int, elem int) error               { return nil }
-func (g *Group) Bcast(buf []byte, root int) error                                { return nil }
+func (g *Group) Allgather(in, out []byte, c []int, elem int) error            { return nil }
+func (g *Group) Bcast(buf []byte, root int) error                             { return nil }
 
 // Layout is not available off Linux.
 type Layout struct {
