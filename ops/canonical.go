@@ -23,6 +23,7 @@ import "fmt"
 // binary counter.
 type Reduction struct {
 	k    Kernel // combines two accumulators
+	pair Kernel // combines two elements: T(0, 2), rounded once
 	size int    // bytes of an element of the datatype
 	wide *widening
 }
@@ -41,7 +42,7 @@ var (
 
 // chunkBytes is the accumulator bytes Reduce combines at a time: its
 // stack of partials (one chunk per level of T) stays in the L1 cache.
-const chunkBytes = 2048
+const chunkBytes = 8192
 
 // UserReduction combines with k, on elements of size bytes, in the
 // canonical association. It panics if size is not positive.
@@ -49,7 +50,7 @@ func UserReduction(k Kernel, size int) Reduction {
 	if size <= 0 {
 		panic("ops: UserReduction with a non-positive element size")
 	}
-	return Reduction{k: k, size: size}
+	return Reduction{k: k, pair: k, size: size}
 }
 
 // ReductionOf returns the Reduction of a predefined op on a predefined
@@ -59,7 +60,7 @@ func ReductionOf(op Op, t Type) (Reduction, error) {
 	if err != nil {
 		return Reduction{}, err
 	}
-	r := Reduction{k: k, size: t.Size()}
+	r := Reduction{k: k, pair: k, size: t.Size()}
 	if op != Sum && op != Prod {
 		return r, nil
 	}
@@ -109,8 +110,16 @@ func (r Reduction) chunk() int {
 // reuse between calls: Reduce returns it, grown to ScratchLen(p) if it was
 // shorter.
 func (r Reduction) Reduce(dst []byte, p int, part func(q int) []byte, scratch []byte) []byte {
-	if p == 1 {
+	switch {
+	case p == 1:
 		copy(dst, part(0))
+		return scratch
+	case p == 2: // the pairwise kernel rounds once too
+		r.pair(dst, part(0), part(1))
+		return scratch
+	case p == 3 && r.wide == nil: // (x0 op x1) op x2: a fold
+		r.k(dst, part(0), part(1))
+		r.k(dst, dst, part(2))
 		return scratch
 	}
 	if need := r.ScratchLen(p); len(scratch) < need {
@@ -121,63 +130,57 @@ func (r Reduction) Reduce(dst []byte, p int, part func(q int) []byte, scratch []
 	if r.wide != nil {
 		in /= 2
 	}
-	var stack [64]partial
 	for lo := 0; lo < len(dst); lo += in {
-		hi := min(lo+in, len(dst))
-		r.tree(dst[lo:hi], p, part, lo, hi, stack[:0], scratch, chunk)
+		r.tree(dst[lo:min(lo+in, len(dst))], p, part, lo, scratch, chunk)
 	}
 	return scratch
 }
 
-// partial is T over n contributions, held in b.
-type partial struct {
-	b []byte
-	n int
-}
-
-// tree reduces bytes [lo, hi) of every part into d (dst[lo:hi]). Level i
-// of the stack holds its partial in scratch's chunk i, or, without
-// widening, at level 0 in d itself, and a contribution that has not been
-// combined yet in place (part(q)), so that nothing is copied.
-func (r Reduction) tree(d []byte, p int, part func(q int) []byte, lo, hi int, stack []partial, scratch []byte, chunk int) {
-	n := hi - lo
-	accLen := n
+// tree reduces bytes [lo, lo+len(d)) of every part into d. Level i of the
+// stack holds T over count[i] contributions: a part not combined yet, read
+// in place (leaf[i] >= 0: its rank), or a partial in scratch's chunk i
+// (leaf[i] < 0), at level 0 in d itself unless it widens.
+func (r Reduction) tree(d []byte, p int, part func(q int) []byte, lo int, scratch []byte, chunk int) {
+	hi := lo + len(d)
+	acc := len(d)
 	if r.wide != nil {
-		accLen *= 2
+		acc *= 2
 	}
-	buf := func(i int) []byte {
+	var count, leaf [64]int32
+	at := func(i int) []byte { // level i's bytes
+		if leaf[i] >= 0 {
+			return part(int(leaf[i]))[lo:hi]
+		}
 		if i == 0 && r.wide == nil {
 			return d
 		}
-		return scratch[i*chunk : i*chunk+accLen]
+		return scratch[i*chunk : i*chunk+acc]
 	}
+	top := 0 // levels in use
 	for q := range p {
-		x := part(q)[lo:hi]
+		leaf[top], count[top] = int32(q), 1
 		if r.wide != nil {
-			b := buf(len(stack))
-			r.wide.widen(b, x)
-			x = b
+			r.wide.widen(scratch[top*chunk:top*chunk+acc], part(q)[lo:hi])
+			leaf[top] = -1
 		}
-		cur := partial{x, 1}
-		for len(stack) > 0 && stack[len(stack)-1].n == cur.n {
-			top := stack[len(stack)-1]
-			stack = stack[:len(stack)-1]
-			b := buf(len(stack))
-			r.k(b, top.b, cur.b)
-			cur = partial{b, 2 * cur.n}
+		top++
+		for top > 1 && count[top-2] == count[top-1] { // two equal subtrees: combine
+			a, b := at(top-2), at(top-1)
+			leaf[top-2] = -1
+			r.k(at(top-2), a, b)
+			count[top-2] *= 2
+			top--
 		}
-		stack = append(stack, cur)
 	}
-	// The stack holds T over its contributions' binary digits, largest
-	// first: T(0, p) folds them from the right.
-	cur := stack[len(stack)-1].b
-	for i := len(stack) - 2; i >= 0; i-- {
-		b := buf(i)
-		r.k(b, stack[i].b, cur)
-		cur = b
+	// The levels hold T over p's binary digits, largest first: T(0, p)
+	// folds them from the right.
+	for ; top > 1; top-- {
+		a, b := at(top-2), at(top-1)
+		leaf[top-2] = -1
+		r.k(at(top-2), a, b)
 	}
 	if r.wide != nil {
-		r.wide.narrow(d, cur)
+		r.wide.narrow(d, scratch[:acc])
 	}
 }
 
