@@ -35,10 +35,16 @@ type widening struct {
 	widen, narrow func(dst, src []byte) // between 2-byte and 4-byte parts
 }
 
-var (
-	wideF16  = &widening{widenF16, narrowF16}
-	wideBF16 = &widening{widenBF16, narrowBF16}
-)
+// wideF16 and wideBF16 are the active level's (assembly on amd64).
+var wideF16, wideBF16 = widenings(active.isa)
+
+func widenings(level isa) (f16, bf16 *widening) {
+	f16, bf16 = asmWidenings(level)
+	if f16 == nil {
+		f16, bf16 = &widening{widenF16, narrowF16}, &widening{widenBF16, narrowBF16}
+	}
+	return f16, bf16
+}
 
 // chunkBytes is the accumulator bytes Reduce combines at a time: its
 // stack of partials (one chunk per level of T) stays in the L1 cache.

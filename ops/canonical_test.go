@@ -89,7 +89,8 @@ func putLE(b []byte, v uint64, n int) {
 	}
 }
 
-// CanonicalReduce computes T(0, p) exactly as the definition says, for
+// CanonicalReduce computes T(0, p) exactly as the definition says (on a
+// sample of the elements), for
 // p = 1..9 and 17, at counts around Reduce's chunks, on every
 // floating-point type whose sum and product depend on the association.
 func TestCanonicalReduce(t *testing.T) {
@@ -115,7 +116,7 @@ func TestCanonicalReduce(t *testing.T) {
 					if err := CanonicalReduce(op, c.t, got, parts); err != nil {
 						t.Fatal(err)
 					}
-					for i := range n {
+					for _, i := range sample(n, per, rng) {
 						v := modelT(c, op, parts, i, 0, p)
 						var want []byte
 						for _, x := range v[:1+btoi(c.complex)] {
@@ -130,6 +131,21 @@ func TestCanonicalReduce(t *testing.T) {
 			}
 		}
 	}
+}
+
+// sample picks the elements the model checks: those at both ends and
+// around each chunk boundary, and some at random (the model is slow).
+func sample(n, per int, rng *rand.Rand) []int {
+	var is []int
+	for at := 0; at <= n; at += per {
+		for i := max(at-2, 0); i < min(at+2, n); i++ {
+			is = append(is, i)
+		}
+	}
+	for range 20 {
+		is = append(is, rng.IntN(n))
+	}
+	return append(is, n-1)
 }
 
 func btoi(b bool) int {
@@ -217,4 +233,39 @@ func leU64(b []byte) uint64 {
 		v = v<<8 | uint64(b[j])
 	}
 	return v
+}
+
+// The conversions of every level give the portable ones' bits: widening
+// every 16-bit value, narrowing float32s of every exponent (NaNs,
+// infinities and subnormals included), at lengths around the vectors.
+func TestWidenings(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	halves := make([]byte, 2<<16+6) // every value, and a tail
+	for i := range 1<<16 + 3 {
+		putLE(halves[2*i:], uint64(i), 2)
+	}
+	floats := make([]byte, 4*(1<<16+5))
+	for at := 0; at < len(floats); at += 4 {
+		putLE(floats[at:], rng.Uint64(), 4)
+	}
+	goF16, goBF16 := widenings(isaGo)
+	for _, l := range supportedISAs() {
+		f16, bf16 := widenings(l)
+		for _, pair := range [][2]*widening{{goF16, f16}, {goBF16, bf16}} {
+			for _, n := range []int{1, 7, 8, 31, 33, 1 << 16, 1<<16 + 3} {
+				want, got := make([]byte, 4*n), make([]byte, 4*n)
+				pair[0].widen(want, halves[:2*n])
+				pair[1].widen(got, halves[:2*n])
+				if !bytes.Equal(got, want) {
+					t.Errorf("%v: widening %d values differs from Go's", l, n)
+				}
+				want, got = make([]byte, 2*n), make([]byte, 2*n)
+				pair[0].narrow(want, floats[:4*n])
+				pair[1].narrow(got, floats[:4*n])
+				if !bytes.Equal(got, want) {
+					t.Errorf("%v: narrowing %d values differs from Go's", l, n)
+				}
+			}
+		}
+	}
 }

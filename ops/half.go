@@ -89,10 +89,16 @@ func f32ToBF16(f float32) uint16 {
 // Widening and narrowing whole buffers, for Reductions that accumulate
 // 16-bit floats in float32: dst holds float32s, src the 16-bit values.
 
+// widenF16 quiets signalling NaNs, as the F16C instruction does (the
+// first operation on them would).
 func widenF16(dst, src []byte) {
 	d, s := view2[float32, uint16](dst, src)
 	for i := range d {
-		d[i] = f16ToF32(s[i])
+		f := f16ToF32(s[i])
+		if f != f {
+			f = math.Float32frombits(math.Float32bits(f) | 0x40_0000)
+		}
+		d[i] = f
 	}
 }
 
