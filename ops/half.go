@@ -122,3 +122,11 @@ func narrowBF16(dst, src []byte) {
 		d[i] = f32ToBF16(s[i])
 	}
 }
+
+// Float16FromFloat32, Float16ToFloat32, BFloat16FromFloat32 and
+// BFloat16ToFloat32 are the kernels' conversions (nearest even when
+// narrowing; widening is exact), for tools and tests outside the package.
+func Float16FromFloat32(f float32) uint16  { return f32ToF16(f) }
+func Float16ToFloat32(h uint16) float32    { return f16ToF32(h) }
+func BFloat16FromFloat32(f float32) uint16 { return f32ToBF16(f) }
+func BFloat16ToFloat32(h uint16) float32   { return bf16ToF32(h) }
