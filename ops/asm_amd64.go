@@ -517,6 +517,38 @@ func narrowF16AVX2K(dst, src []byte) {
 }
 
 //go:noescape
+func sumF16To32AVX2(dst, a, b *byte, n int)
+
+func sumF16To32AVX2K(dst, a, b []byte) {
+	n := len(a)
+	if v := n &^ (16 - 1); v > 0 {
+		_, _ = dst[2*n-1], b[n-1]
+		sumF16To32AVX2(&dst[0], &a[0], &b[0], v)
+		if v < n {
+			sumF16To32(dst[2*v:], a[v:], b[v:])
+		}
+		return
+	}
+	sumF16To32(dst, a, b)
+}
+
+//go:noescape
+func prodF16To32AVX2(dst, a, b *byte, n int)
+
+func prodF16To32AVX2K(dst, a, b []byte) {
+	n := len(a)
+	if v := n &^ (16 - 1); v > 0 {
+		_, _ = dst[2*n-1], b[n-1]
+		prodF16To32AVX2(&dst[0], &a[0], &b[0], v)
+		if v < n {
+			prodF16To32(dst[2*v:], a[v:], b[v:])
+		}
+		return
+	}
+	prodF16To32(dst, a, b)
+}
+
+//go:noescape
 func sumBF16AVX2(dst, a, b *byte, n int)
 
 func sumBF16AVX2K(dst, a, b []byte) {
@@ -613,6 +645,38 @@ func narrowBF16AVX2K(dst, src []byte) {
 }
 
 //go:noescape
+func sumBF16To32AVX2(dst, a, b *byte, n int)
+
+func sumBF16To32AVX2K(dst, a, b []byte) {
+	n := len(a)
+	if v := n &^ (16 - 1); v > 0 {
+		_, _ = dst[2*n-1], b[n-1]
+		sumBF16To32AVX2(&dst[0], &a[0], &b[0], v)
+		if v < n {
+			sumBF16To32(dst[2*v:], a[v:], b[v:])
+		}
+		return
+	}
+	sumBF16To32(dst, a, b)
+}
+
+//go:noescape
+func prodBF16To32AVX2(dst, a, b *byte, n int)
+
+func prodBF16To32AVX2K(dst, a, b []byte) {
+	n := len(a)
+	if v := n &^ (16 - 1); v > 0 {
+		_, _ = dst[2*n-1], b[n-1]
+		prodBF16To32AVX2(&dst[0], &a[0], &b[0], v)
+		if v < n {
+			prodBF16To32(dst[2*v:], a[v:], b[v:])
+		}
+		return
+	}
+	prodBF16To32(dst, a, b)
+}
+
+//go:noescape
 func bandAVX2(dst, a, b *byte, n int)
 
 func bandAVX2K(dst, a, b []byte) {
@@ -703,10 +767,14 @@ var vecAVX2 = []vecEntry{
 
 // convAVX2 holds the AVX2 conversions.
 var convAVX2 = convEntry{
-	widenF16:   widenF16AVX2K,
-	narrowF16:  narrowF16AVX2K,
-	widenBF16:  widenBF16AVX2K,
-	narrowBF16: narrowBF16AVX2K,
+	widenF16:     widenF16AVX2K,
+	narrowF16:    narrowF16AVX2K,
+	sumF16To32:   sumF16To32AVX2K,
+	prodF16To32:  prodF16To32AVX2K,
+	widenBF16:    widenBF16AVX2K,
+	narrowBF16:   narrowBF16AVX2K,
+	sumBF16To32:  sumBF16To32AVX2K,
+	prodBF16To32: prodBF16To32AVX2K,
 }
 
 //go:noescape
@@ -1302,6 +1370,38 @@ func narrowF16AVX512K(dst, src []byte) {
 }
 
 //go:noescape
+func sumF16To32AVX512(dst, a, b *byte, n int)
+
+func sumF16To32AVX512K(dst, a, b []byte) {
+	n := len(a)
+	if v := n &^ (32 - 1); v > 0 {
+		_, _ = dst[2*n-1], b[n-1]
+		sumF16To32AVX512(&dst[0], &a[0], &b[0], v)
+		if v < n {
+			sumF16To32(dst[2*v:], a[v:], b[v:])
+		}
+		return
+	}
+	sumF16To32(dst, a, b)
+}
+
+//go:noescape
+func prodF16To32AVX512(dst, a, b *byte, n int)
+
+func prodF16To32AVX512K(dst, a, b []byte) {
+	n := len(a)
+	if v := n &^ (32 - 1); v > 0 {
+		_, _ = dst[2*n-1], b[n-1]
+		prodF16To32AVX512(&dst[0], &a[0], &b[0], v)
+		if v < n {
+			prodF16To32(dst[2*v:], a[v:], b[v:])
+		}
+		return
+	}
+	prodF16To32(dst, a, b)
+}
+
+//go:noescape
 func sumBF16AVX512(dst, a, b *byte, n int)
 
 func sumBF16AVX512K(dst, a, b []byte) {
@@ -1395,6 +1495,38 @@ func narrowBF16AVX512K(dst, src []byte) {
 		return
 	}
 	narrowBF16(dst, src)
+}
+
+//go:noescape
+func sumBF16To32AVX512(dst, a, b *byte, n int)
+
+func sumBF16To32AVX512K(dst, a, b []byte) {
+	n := len(a)
+	if v := n &^ (32 - 1); v > 0 {
+		_, _ = dst[2*n-1], b[n-1]
+		sumBF16To32AVX512(&dst[0], &a[0], &b[0], v)
+		if v < n {
+			sumBF16To32(dst[2*v:], a[v:], b[v:])
+		}
+		return
+	}
+	sumBF16To32(dst, a, b)
+}
+
+//go:noescape
+func prodBF16To32AVX512(dst, a, b *byte, n int)
+
+func prodBF16To32AVX512K(dst, a, b []byte) {
+	n := len(a)
+	if v := n &^ (32 - 1); v > 0 {
+		_, _ = dst[2*n-1], b[n-1]
+		prodBF16To32AVX512(&dst[0], &a[0], &b[0], v)
+		if v < n {
+			prodBF16To32(dst[2*v:], a[v:], b[v:])
+		}
+		return
+	}
+	prodBF16To32(dst, a, b)
 }
 
 //go:noescape
@@ -1493,8 +1625,12 @@ var vecAVX512 = []vecEntry{
 
 // convAVX512 holds the AVX512 conversions.
 var convAVX512 = convEntry{
-	widenF16:   widenF16AVX512K,
-	narrowF16:  narrowF16AVX512K,
-	widenBF16:  widenBF16AVX512K,
-	narrowBF16: narrowBF16AVX512K,
+	widenF16:     widenF16AVX512K,
+	narrowF16:    narrowF16AVX512K,
+	sumF16To32:   sumF16To32AVX512K,
+	prodF16To32:  prodF16To32AVX512K,
+	widenBF16:    widenBF16AVX512K,
+	narrowBF16:   narrowBF16AVX512K,
+	sumBF16To32:  sumBF16To32AVX512K,
+	prodBF16To32: prodBF16To32AVX512K,
 }

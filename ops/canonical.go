@@ -22,17 +22,20 @@ import "fmt"
 // once: the p-1 kernel calls of a left-to-right fold, in the order of a
 // binary counter.
 type Reduction struct {
-	k    Kernel // combines two accumulators
-	pair Kernel // combines two elements: T(0, 2), rounded once
-	size int    // bytes of an element of the datatype
-	wide *widening
+	k      Kernel // combines two accumulators
+	pair   Kernel // combines two elements: T(0, 2), rounded once
+	size   int    // bytes of an element of the datatype
+	wide   *widening
+	leaves Kernel // widening: combines two contributions into an accumulator; nil: widen them first
 }
 
-// widening is how 16-bit floats accumulate in float32: each contribution
-// widens into a float32 buffer, the float32 kernel combines, and the
-// result narrows once.
+// widening is how 16-bit floats accumulate in float32: pairs of
+// contributions combine straight into float32s (sum, prod), a contribution
+// left over widens into a float32 buffer, the float32 kernel combines
+// partials, and the result narrows once.
 type widening struct {
 	widen, narrow func(dst, src []byte) // between 2-byte and 4-byte parts
+	sum, prod     Kernel                // two 16-bit operands, a float32 result
 }
 
 // wideF16 and wideBF16 are the active level's (assembly on amd64).
@@ -41,7 +44,8 @@ var wideF16, wideBF16 = widenings(active.isa)
 func widenings(level isa) (f16, bf16 *widening) {
 	f16, bf16 = asmWidenings(level)
 	if f16 == nil {
-		f16, bf16 = &widening{widenF16, narrowF16}, &widening{widenBF16, narrowBF16}
+		f16 = &widening{widenF16, narrowF16, sumF16To32, prodF16To32}
+		bf16 = &widening{widenBF16, narrowBF16, sumBF16To32, prodBF16To32}
 	}
 	return f16, bf16
 }
@@ -77,6 +81,15 @@ func ReductionOf(op Op, t Type) (Reduction, error) {
 		r.k, r.wide = active.table[op][kF32], wideBF16
 	case kC16:
 		r.k, r.wide = active.table[op][kC64], wideF16
+	}
+	if r.wide != nil {
+		r.leaves = r.wide.sum
+		if op == Prod {
+			r.leaves = r.wide.prod
+		}
+		if t.kind() == kC16 && op == Prod {
+			r.leaves = nil // a complex product: widen, then the complex64 kernel
+		}
 	}
 	return r, nil
 }
@@ -143,9 +156,9 @@ func (r Reduction) Reduce(dst []byte, p int, part func(q int) []byte, scratch []
 }
 
 // tree reduces bytes [lo, lo+len(d)) of every part into d. Level i of the
-// stack holds T over count[i] contributions: a part not combined yet, read
-// in place (leaf[i] >= 0: its rank), or a partial in scratch's chunk i
-// (leaf[i] < 0), at level 0 in d itself unless it widens.
+// stack holds T over count[i] contributions: a contribution not combined
+// yet, read in place (leaf[i] >= 0: its rank), or a partial in scratch's
+// chunk i (leaf[i] < 0), at level 0 in d itself unless it widens.
 func (r Reduction) tree(d []byte, p int, part func(q int) []byte, lo int, scratch []byte, chunk int) {
 	hi := lo + len(d)
 	acc := len(d)
@@ -153,27 +166,43 @@ func (r Reduction) tree(d []byte, p int, part func(q int) []byte, lo int, scratc
 		acc *= 2
 	}
 	var count, leaf [64]int32
-	at := func(i int) []byte { // level i's bytes
-		if leaf[i] >= 0 {
-			return part(int(leaf[i]))[lo:hi]
-		}
+	level := func(i int) []byte { // level i's partial
 		if i == 0 && r.wide == nil {
 			return d
 		}
 		return scratch[i*chunk : i*chunk+acc]
 	}
+	at := func(i int) []byte { // level i's bytes: its contribution, or its partial
+		if leaf[i] >= 0 {
+			return part(int(leaf[i]))[lo:hi]
+		}
+		return level(i)
+	}
+	// combine sets level i to level i op level i+1, widening a
+	// contribution first where the kernel needs float32s.
+	combine := func(i int) {
+		switch {
+		case r.wide == nil:
+			r.k(level(i), at(i), at(i+1))
+		case leaf[i] >= 0 && leaf[i+1] >= 0 && r.leaves != nil:
+			r.leaves(level(i), at(i), at(i+1))
+		default:
+			for _, j := range [2]int{i, i + 1} {
+				if leaf[j] >= 0 {
+					r.wide.widen(level(j), at(j))
+					leaf[j] = -1
+				}
+			}
+			r.k(level(i), level(i), level(i+1))
+		}
+		leaf[i] = -1
+	}
 	top := 0 // levels in use
 	for q := range p {
 		leaf[top], count[top] = int32(q), 1
-		if r.wide != nil {
-			r.wide.widen(scratch[top*chunk:top*chunk+acc], part(q)[lo:hi])
-			leaf[top] = -1
-		}
 		top++
-		for top > 1 && count[top-2] == count[top-1] { // two equal subtrees: combine
-			a, b := at(top-2), at(top-1)
-			leaf[top-2] = -1
-			r.k(at(top-2), a, b)
+		for top > 1 && count[top-2] == count[top-1] { // two equal subtrees
+			combine(top - 2)
 			count[top-2] *= 2
 			top--
 		}
@@ -181,12 +210,10 @@ func (r Reduction) tree(d []byte, p int, part func(q int) []byte, lo int, scratc
 	// The levels hold T over p's binary digits, largest first: T(0, p)
 	// folds them from the right.
 	for ; top > 1; top-- {
-		a, b := at(top-2), at(top-1)
-		leaf[top-2] = -1
-		r.k(at(top-2), a, b)
+		combine(top - 2)
 	}
 	if r.wide != nil {
-		r.wide.narrow(d, scratch[:acc])
+		r.wide.narrow(d, level(0))
 	}
 }
 

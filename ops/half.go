@@ -130,3 +130,38 @@ func Float16FromFloat32(f float32) uint16  { return f32ToF16(f) }
 func Float16ToFloat32(h uint16) float32    { return f16ToF32(h) }
 func BFloat16FromFloat32(f float32) uint16 { return f32ToBF16(f) }
 func BFloat16ToFloat32(h uint16) float32   { return bf16ToF32(h) }
+
+// Pairs of 16-bit floats combined into float32s, unrounded: a Reduction's
+// first level, straight from two contributions.
+
+func sumF16To32(dst, a, b []byte) {
+	d, x := view2[float32, uint16](dst, a)
+	_, y := view2[float32, uint16](dst, b)
+	for i := range d {
+		d[i] = f16ToF32(x[i]) + f16ToF32(y[i])
+	}
+}
+
+func prodF16To32(dst, a, b []byte) {
+	d, x := view2[float32, uint16](dst, a)
+	_, y := view2[float32, uint16](dst, b)
+	for i := range d {
+		d[i] = f16ToF32(x[i]) * f16ToF32(y[i])
+	}
+}
+
+func sumBF16To32(dst, a, b []byte) {
+	d, x := view2[float32, uint16](dst, a)
+	_, y := view2[float32, uint16](dst, b)
+	for i := range d {
+		d[i] = bf16ToF32(x[i]) + bf16ToF32(y[i])
+	}
+}
+
+func prodBF16To32(dst, a, b []byte) {
+	d, x := view2[float32, uint16](dst, a)
+	_, y := view2[float32, uint16](dst, b)
+	for i := range d {
+		d[i] = bf16ToF32(x[i]) * bf16ToF32(y[i])
+	}
+}

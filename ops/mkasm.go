@@ -43,6 +43,7 @@ type kernel struct {
 	elem  string   // in memory: "int" (any integer), "f32", "f64", "f16", "bf16"
 	calc  string   // an instruction "OP b, a, a", or "fmax", "fmin"
 	tail  string   // the Go kernel for the elements after the last vector
+	to32  bool     // 16-bit operands, a float32 result (Reductions' leaves)
 }
 
 // wide reports whether the kernel computes in float32 on 16-bit elements:
@@ -68,7 +69,7 @@ func (k kernel) fsuffix() string {
 func kernels(l level) []kernel {
 	var ks []kernel
 	add := func(name, op, elem, calc, tail string, kinds ...string) {
-		ks = append(ks, kernel{name, op, kinds, elem, calc, tail})
+		ks = append(ks, kernel{name, op, kinds, elem, calc, tail, false})
 	}
 	ints := []struct {
 		name, gotyp string
@@ -119,6 +120,10 @@ func kernels(l level) []kernel {
 		// (Reductions that accumulate in float32): no op, no table entry.
 		add("widen"+h.name, "", h.elem, "widen", "widen"+h.name)
 		add("narrow"+h.name, "", h.elem, "narrow", "narrow"+h.name)
+		for _, op := range []struct{ name, calc string }{{"sum", "VADDPS"}, {"prod", "VMULPS"}} {
+			ks = append(ks, kernel{name: op.name + h.name + "To32", elem: h.elem, calc: op.calc,
+				tail: op.name + h.name + "To32", to32: true})
+		}
 	}
 	bitKinds := []string{"kByte", "kI8", "kU8", "kI16", "kU16", "kI32", "kU32", "kI64", "kU64", "kI128"}
 	q := ""
@@ -162,11 +167,14 @@ func main() {
 			name := k.name + l.name
 			writeFunc(&s, l, k, name)
 			fmt.Fprintf(&g, "//go:noescape\nfunc %s(dst, a, b *byte, n int)\n\n", name)
-			switch k.calc {
-			case "widen":
+			switch {
+			case k.to32:
+				fmt.Fprintf(&g, to32Wrapper, name, k.step(l), k.tail)
+				fmt.Fprintf(&conv, "\t%s: %sK,\n", k.name, name)
+			case k.calc == "widen":
 				fmt.Fprintf(&g, widenWrapper, name, k.step(l), k.tail)
 				fmt.Fprintf(&conv, "\t%s: %sK,\n", k.name, name)
-			case "narrow":
+			case k.calc == "narrow":
 				fmt.Fprintf(&g, narrowWrapper, name, k.step(l), k.tail)
 				fmt.Fprintf(&conv, "\t%s: %sK,\n", k.name, name)
 			default:
@@ -236,6 +244,23 @@ const narrowWrapper = `func %[1]sK(dst, src []byte) {
 		return
 	}
 	%[3]s(dst, src)
+}
+
+`
+
+// to32Wrapper combines 16-bit floats into float32s: n counts the bytes of
+// an operand.
+const to32Wrapper = `func %[1]sK(dst, a, b []byte) {
+	n := len(a)
+	if v := n &^ (%[2]d - 1); v > 0 {
+		_, _ = dst[2*n-1], b[n-1]
+		%[1]s(&dst[0], &a[0], &b[0], v)
+		if v < n {
+			%[3]s(dst[2*v:], a[v:], b[v:])
+		}
+		return
+	}
+	%[3]s(dst, a, b)
 }
 
 `
@@ -361,6 +386,10 @@ func writeLanes(w *bytes.Buffer, l level, k kernel, n int) {
 
 	// Store.
 	dst := src("DI")
+	if k.to32 {
+		emit("VMOVUPS %s, %s", res, f32("DI"))
+		return
+	}
 	switch k.elem {
 	case "int":
 		emit(l.mov+" %s, %s", res, dst)
