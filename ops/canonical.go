@@ -1,6 +1,9 @@
 package ops
 
-import "fmt"
+import (
+	"fmt"
+	"math/bits"
+)
 
 // A Reduction combines the contributions of p ranks, x0 .. x(p-1), element
 // by element, in the canonical association of reproducible mode
@@ -108,11 +111,7 @@ func (r Reduction) Kernel() Kernel {
 
 // ScratchLen returns the scratch bytes Reduce needs for p contributions.
 func (r Reduction) ScratchLen(p int) int {
-	levels := 1
-	for n := 1; n < p; n *= 2 {
-		levels++
-	}
-	return levels * r.chunk()
+	return (bits.Len(uint(max(p-1, 0))) + 1) * r.chunk() // ceil(log2 p) + 1 levels
 }
 
 // chunk is the bytes of accumulators combined at a time: whole elements.

@@ -34,7 +34,7 @@ func asmKernel(level isa, op Op, k kind) Kernel {
 // convEntry holds a level's conversions between 16-bit floats and float32
 // buffers (mkasm.go writes one per level).
 type convEntry struct {
-	widenF16, narrowF16, widenBF16, narrowBF16 func(dst, src []byte)
+	widenF16, narrowF16, widenBF16, narrowBF16         func(dst, src []byte)
 	sumF16To32, prodF16To32, sumBF16To32, prodBF16To32 Kernel
 }
 
