@@ -143,76 +143,91 @@ func (r Reduction) Reduce(dst []byte, p int, part func(q int) []byte, scratch []
 	if need := r.ScratchLen(p); len(scratch) < need {
 		scratch = make([]byte, need)
 	}
-	chunk := r.chunk()
-	in := chunk // bytes of contributions per chunk
+	t := tree{r: r, part: part, scratch: scratch, stride: r.chunk()}
+	in := r.chunk() // bytes of contributions per chunk
 	if r.wide != nil {
 		in /= 2
 	}
 	for lo := 0; lo < len(dst); lo += in {
-		r.tree(dst[lo:min(lo+in, len(dst))], p, part, lo, scratch, chunk)
+		t.reduce(dst[lo:min(lo+in, len(dst))], p, lo)
 	}
 	return scratch
 }
 
-// tree reduces bytes [lo, lo+len(d)) of every part into d. Level i of the
-// stack holds T over count[i] contributions: a contribution not combined
-// yet, read in place (leaf[i] >= 0: its rank), or a partial in scratch's
-// chunk i (leaf[i] < 0), at level 0 in d itself unless it widens.
-func (r Reduction) tree(d []byte, p int, part func(q int) []byte, lo int, scratch []byte, chunk int) {
-	hi := lo + len(d)
-	acc := len(d)
-	if r.wide != nil {
-		acc *= 2
+// tree is Reduce's state. Level i of its stack holds T over count[i]
+// contributions: a contribution not combined yet, read in place (leaf[i]
+// >= 0: its rank), or a partial in scratch's chunk i (leaf[i] < 0), at
+// level 0 in d itself unless it widens. (Methods, not closures: they
+// inline, and a chunk of a few KiB costs little more than its kernels.)
+type tree struct {
+	r           Reduction
+	part        func(q int) []byte
+	scratch, d  []byte
+	stride, acc int // bytes between levels, and of a partial in this chunk
+	lo, hi      int // the chunk's bytes in the parts
+	count, leaf [64]int32
+}
+
+// level is level i's partial.
+func (t *tree) level(i int) []byte {
+	if i == 0 && t.r.wide == nil {
+		return t.d
 	}
-	var count, leaf [64]int32
-	level := func(i int) []byte { // level i's partial
-		if i == 0 && r.wide == nil {
-			return d
-		}
-		return scratch[i*chunk : i*chunk+acc]
+	return t.scratch[i*t.stride : i*t.stride+t.acc]
+}
+
+// at is level i's bytes: its contribution, or its partial.
+func (t *tree) at(i int) []byte {
+	if t.leaf[i] >= 0 {
+		return t.part(int(t.leaf[i]))[t.lo:t.hi]
 	}
-	at := func(i int) []byte { // level i's bytes: its contribution, or its partial
-		if leaf[i] >= 0 {
-			return part(int(leaf[i]))[lo:hi]
-		}
-		return level(i)
-	}
-	// combine sets level i to level i op level i+1, widening a
-	// contribution first where the kernel needs float32s.
-	combine := func(i int) {
-		switch {
-		case r.wide == nil:
-			r.k(level(i), at(i), at(i+1))
-		case leaf[i] >= 0 && leaf[i+1] >= 0 && r.leaves != nil:
-			r.leaves(level(i), at(i), at(i+1))
-		default:
-			for _, j := range [2]int{i, i + 1} {
-				if leaf[j] >= 0 {
-					r.wide.widen(level(j), at(j))
-					leaf[j] = -1
-				}
+	return t.level(i)
+}
+
+// combine sets level i to level i op level i+1, widening a contribution
+// first where the kernel needs float32s.
+func (t *tree) combine(i int) {
+	r := t.r
+	switch {
+	case r.wide == nil:
+		r.k(t.level(i), t.at(i), t.at(i+1))
+	case t.leaf[i] >= 0 && t.leaf[i+1] >= 0 && r.leaves != nil:
+		r.leaves(t.level(i), t.at(i), t.at(i+1))
+	default:
+		for _, j := range [2]int{i, i + 1} {
+			if t.leaf[j] >= 0 {
+				r.wide.widen(t.level(j), t.at(j))
+				t.leaf[j] = -1
 			}
-			r.k(level(i), level(i), level(i+1))
 		}
-		leaf[i] = -1
+		r.k(t.level(i), t.level(i), t.level(i+1))
+	}
+	t.leaf[i] = -1
+}
+
+// reduce sets d to T(0, p) of bytes [lo, lo+len(d)) of every part.
+func (t *tree) reduce(d []byte, p, lo int) {
+	t.d, t.lo, t.hi, t.acc = d, lo, lo+len(d), len(d)
+	if t.r.wide != nil {
+		t.acc *= 2
 	}
 	top := 0 // levels in use
 	for q := range p {
-		leaf[top], count[top] = int32(q), 1
+		t.leaf[top], t.count[top] = int32(q), 1
 		top++
-		for top > 1 && count[top-2] == count[top-1] { // two equal subtrees
-			combine(top - 2)
-			count[top-2] *= 2
+		for top > 1 && t.count[top-2] == t.count[top-1] { // two equal subtrees
+			t.combine(top - 2)
+			t.count[top-2] *= 2
 			top--
 		}
 	}
 	// The levels hold T over p's binary digits, largest first: T(0, p)
 	// folds them from the right.
 	for ; top > 1; top-- {
-		combine(top - 2)
+		t.combine(top - 2)
 	}
-	if r.wide != nil {
-		r.wide.narrow(d, level(0))
+	if t.r.wide != nil {
+		t.r.wide.narrow(d, t.level(0))
 	}
 }
 
