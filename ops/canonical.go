@@ -100,15 +100,6 @@ func ReductionOf(op Op, t Type) (Reduction, error) {
 // Size returns the bytes of an element.
 func (r Reduction) Size() int { return r.size }
 
-// Kernel returns the pairwise kernel of a Reduction without widening (the
-// one it was made from); nil for one that widens.
-func (r Reduction) Kernel() Kernel {
-	if r.wide != nil {
-		return nil
-	}
-	return r.k
-}
-
 // ScratchLen returns the scratch bytes Reduce needs for p contributions.
 func (r Reduction) ScratchLen(p int) int {
 	return (bits.Len(uint(max(p-1, 0))) + 1) * r.chunk() // ceil(log2 p) + 1 levels
