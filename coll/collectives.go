@@ -273,7 +273,7 @@ func (c *Comm) run(call string, coll algorithms.Collective, force string, own bo
 		counters.Ran(cl, choice.Alg, choice.Fallback)
 	}
 	if choice.Alg.Direct {
-		return c.runDirect(call, coll, p, in, out, size, kernel)
+		return c.runDirect(call, coll, p, in, out, size, kernel, g...)
 	}
 	if h != nil {
 		return c.runHierarchical(call, coll, h, p, in, out, size, kernel)

@@ -67,17 +67,27 @@ func (c *Comm) inherit(parent *Comm) {
 	}
 }
 
-// runDirect runs a collective with the shm algorithm.
-func (c *Comm) runDirect(call string, coll algorithms.Collective, p algorithms.Params, in, out []byte, size int, kernel ops.Kernel) error {
-	g := c.shared
+// runDirect runs a collective with the shm algorithm. g names a
+// predefined op and datatype (16-bit floats then accumulate in float32);
+// without it the kernel combines.
+func (c *Comm) runDirect(call string, coll algorithms.Collective, p algorithms.Params, in, out []byte, size int, kernel ops.Kernel, g ...gpuOp) error {
+	var r ops.Reduction
+	if kernel != nil {
+		r = ops.UserReduction(kernel, size)
+		if len(g) > 0 && g[0].op.Valid() {
+			if wide, err := ops.ReductionOf(g[0].op, g[0].typ); err == nil {
+				r = wide
+			}
+		}
+	}
 	var err error
 	switch coll {
 	case algorithms.Allreduce:
-		err = g.Allreduce(in, out, size, intranode.Kernel(kernel))
+		err = c.shared.Allreduce(in, out, r)
 	case algorithms.ReduceScatter, algorithms.ReduceScatterBlock:
-		err = g.ReduceScatter(in, out, p.Counts, size, intranode.Kernel(kernel))
+		err = c.shared.ReduceScatter(in, out, p.Counts, r)
 	case algorithms.Allgather:
-		err = g.Allgather(in, out, p.Counts, size)
+		err = c.shared.Allgather(in, out, p.Counts, size)
 	default:
 		err = fmt.Errorf("no shm algorithm for %s", coll)
 	}

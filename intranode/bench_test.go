@@ -3,6 +3,7 @@
 package intranode
 
 import (
+	"bytes"
 	"fmt"
 	"sync"
 	"testing"
@@ -25,9 +26,31 @@ func BenchmarkCollectives(b *testing.B) {
 	}
 }
 
+// BenchmarkReductions runs allreduce and reduce_scatter of MPI_SUM on 4
+// and 8 goroutine ranks (more than the cores here: the engine's crowded
+// waits), on doubles and float16s: the cost of the canonical association
+// and of float16's float32 accumulation.
+func BenchmarkReductions(b *testing.B) {
+	for _, typ := range []ops.Type{ops.Double, ops.Float16} {
+		for _, p := range []int{4, 8} {
+			for _, size := range []int{16 << 10, 128 << 10, 1 << 20} {
+				for _, name := range []string{"allreduce", "reduce_scatter"} {
+					b.Run(fmt.Sprintf("%v/p=%d/%s/%dK", typ, p, name, size>>10), func(b *testing.B) {
+						benchType(b, p, DefaultSlot, size, name, typ)
+					})
+				}
+			}
+		}
+	}
+}
+
 func benchOne(b *testing.B, p, slot, size int, name string) {
-	k, _ := ops.Lookup(ops.Sum, ops.Double)
-	kernel := Kernel(k)
+	benchType(b, p, slot, size, name, ops.Double)
+}
+
+func benchType(b *testing.B, p, slot, size int, name string, typ ops.Type) {
+	red, _ := ops.ReductionOf(ops.Sum, typ)
+	elem := typ.Size()
 	x := intranodetest.NewExchange(p)
 	b.SetBytes(int64(size))
 	var wg sync.WaitGroup
@@ -45,16 +68,19 @@ func benchOne(b *testing.B, p, slot, size int, name string) {
 				return
 			}
 			defer g.Close()
-			in, out := make([]byte, size), make([]byte, size)
-			counts := []int{size / 8 / p, size / 8 / p}
+			in, out := bytes.Repeat([]byte{0x3c}, size), make([]byte, size) // normal numbers
+			counts := make([]int, p)
+			for q := range counts {
+				counts[q] = size / elem / p
+			}
 			call := func() {
 				switch name {
 				case "allreduce":
-					g.Allreduce(in, out, 8, kernel)
+					g.Allreduce(in, out, red)
 				case "allgather":
 					g.Allgather(in[:size/p], out, counts, 8)
 				default:
-					g.ReduceScatter(in, out[:size/p], counts, 8, kernel)
+					g.ReduceScatter(in, out[:size/p], counts, red)
 				}
 			}
 			call()

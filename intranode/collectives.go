@@ -2,8 +2,7 @@
 
 package intranode
 
-// Kernel sets dst = a op b element by element; dst may be a or b.
-type Kernel func(dst, a, b []byte)
+import "github.com/gocoll/gocoll/ops"
 
 // Barrier returns once every rank has entered it.
 func (g *Group) Barrier() error {
@@ -11,19 +10,14 @@ func (g *Group) Barrier() error {
 	return g.waitAll()
 }
 
-// reduceInOrder sets dst = slot 0 op slot 1 op ... op slot p-1 of set s,
-// each restricted to [lo, hi): rank order, so non-commutative ops work.
-// If own is not nil it stands for this rank's slot (already cut to
-// [lo, hi)): the rank's own input, which then need not go through its slot.
-func (g *Group) reduceInOrder(dst []byte, s, lo, hi int, k Kernel, own []byte) {
-	if g.p == 1 {
-		copy(dst, g.part(s, 0, lo, hi, own))
-		return
-	}
-	k(dst, g.part(s, 0, lo, hi, own), g.part(s, 1, lo, hi, own))
-	for q := 2; q < g.p; q++ {
-		k(dst, dst, g.part(s, q, lo, hi, own))
-	}
+// reduce sets dst to the canonical association T(0, p) of slots 0 .. p-1
+// of set s, each restricted to [lo, hi) (ops.Reduction): rank order kept,
+// so non-commutative ops work, and the same bits as every algorithm that
+// runs in reproducible mode. If own is not nil it stands for this rank's
+// slot (already cut to [lo, hi)): the rank's own input, which then need
+// not go through its slot.
+func (g *Group) reduce(dst []byte, s, lo, hi int, r ops.Reduction, own []byte) {
+	g.scratch = r.Reduce(dst, g.p, func(q int) []byte { return g.part(s, q, lo, hi, own) }, g.scratch)
 }
 
 // part is [lo, hi) of rank q's slot in set s, or own for this rank.
@@ -50,12 +44,12 @@ func split(n, elem, p, q int) (lo, hi int) {
 // rank into out on every rank; in may be out.
 //
 // A message that fits a slot takes one step: every rank copies it into its
-// slot, and every rank reduces all slots, in rank order. A larger one goes
+// slot, and every rank reduces all slots. A larger one goes
 // in chunks of p slices: every rank copies its chunk in, reduces one slice
 // of it from all ranks into the shared result, and, one step later,
 // copies the whole result out.
-func (g *Group) Allreduce(in, out []byte, elem int, k Kernel) error {
-	n := len(in)
+func (g *Group) Allreduce(in, out []byte, r ops.Reduction) error {
+	n, elem := len(in), r.Size()
 	if n <= g.slot {
 		copy(g.slotBuf(g.next(), g.rank), in)
 		g.publish()
@@ -63,7 +57,7 @@ func (g *Group) Allreduce(in, out []byte, elem int, k Kernel) error {
 			return err
 		}
 		s := g.set()
-		g.reduceInOrder(out[:n], s, 0, n, k, nil)
+		g.reduce(out[:n], s, 0, n, r, nil)
 		return nil
 	}
 	chunk := g.slot / elem * elem
@@ -81,7 +75,7 @@ func (g *Group) Allreduce(in, out []byte, elem int, k Kernel) error {
 		}
 		s := g.set()
 		res := g.resultBuf(s)
-		g.reduceInOrder(res[lo:hi], s, lo, hi, k, in[off+lo:off+hi])
+		g.reduce(res[lo:hi], s, lo, hi, r, in[off+lo:off+hi])
 		g.publish() // this step's buffers are the next set; the result stays in res
 		if err := g.waitAll(); err != nil {
 			return err
@@ -118,7 +112,8 @@ func (g *Group) displacements(counts []int) (displ []int, longest int) {
 // Each step moves one piece of every block: every rank copies its pieces
 // into its slot, then reduces its own block's piece from all slots,
 // straight into out.
-func (g *Group) ReduceScatter(in, out []byte, counts []int, elem int, k Kernel) error {
+func (g *Group) ReduceScatter(in, out []byte, counts []int, r ops.Reduction) error {
+	elem := r.Size()
 	displ, longest := g.displacements(counts)
 	piece := max(g.slot/g.p/elem, 1) // elements of each block per step
 	mine := counts[g.rank]
@@ -143,7 +138,7 @@ func (g *Group) ReduceScatter(in, out []byte, counts []int, elem int, k Kernel) 
 		}
 		s := g.set()
 		lo, hi := g.rank*piece*elem, (g.rank*piece+n)*elem
-		g.reduceInOrder(out[at*elem:(at+n)*elem], s, lo, hi, k, nil)
+		g.reduce(out[at*elem:(at+n)*elem], s, lo, hi, r, nil)
 	}
 	return nil
 }

@@ -13,6 +13,11 @@
 // published step k+1, that is, finished reading step k: no slot is ever
 // overwritten while someone reads it.
 //
+// Whoever reduces an element reads all p contributions from the slots and
+// combines them in the canonical association T(0, p) (ops.Reduction; the
+// C half alike), so that every count and path gives the bits reproducible
+// mode requires, 16-bit floats accumulated in float32 and rounded once.
+//
 // Allgather of blocks of 32 KiB and more (1 MiB when there are more
 // ranks than cores) takes two steps whatever the size: each rank publishes
 // the address of its block, reads every peer's block straight from the

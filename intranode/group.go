@@ -88,7 +88,8 @@ type Group struct {
 	crowded      bool
 	epoch        time.Time
 	lastCheck    time.Duration
-	displ        []int // reused by displacements
+	displ        []int  // reused by displacements
+	scratch      []byte // reused by reduce
 
 	cma       bool  // Allgather may read peers' blocks with process_vm_readv
 	cmaErr    error // why not, when it may not

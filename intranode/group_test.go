@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gocoll/gocoll/intranode/intranodetest"
+	"github.com/gocoll/gocoll/ops"
 	"github.com/gocoll/gocoll/transport"
 )
 
@@ -49,7 +50,7 @@ func input(r, n int) []byte {
 }
 
 // reference folds the inputs of all ranks in rank order.
-func reference(p, n int, k Kernel) []byte {
+func reference(p, n int, k ops.Kernel) []byte {
 	acc := input(0, n)
 	for q := 1; q < p; q++ {
 		k(acc, acc, input(q, n))
@@ -67,17 +68,18 @@ func TestCollectives(t *testing.T) {
 				t.Run(fmt.Sprintf("p=%d/slot=%d/n=%d", p, slot, n), func(t *testing.T) {
 					run(t, p, slot, func(g *Group) error {
 						r := g.Rank()
-						for _, k := range []Kernel{sum64, affine} {
+						for _, k := range []ops.Kernel{sum64, affine} {
+							red := ops.UserReduction(k, 8)
 							want := reference(p, n, k)
 							out := make([]byte, 8*n)
-							if err := g.Allreduce(input(r, n), out, 8, k); err != nil {
+							if err := g.Allreduce(input(r, n), out, red); err != nil {
 								return err
 							}
 							if !bytes.Equal(out, want) {
 								return errors.New("allreduce differs from the reference")
 							}
 							buf := input(r, n)
-							if err := g.Allreduce(buf, buf, 8, k); err != nil {
+							if err := g.Allreduce(buf, buf, red); err != nil {
 								return err
 							}
 							if !bytes.Equal(buf, want) {
@@ -96,14 +98,14 @@ func TestCollectives(t *testing.T) {
 								lo += c
 							}
 							mine := make([]byte, 8*counts[r])
-							if err := g.ReduceScatter(input(r, n), mine, counts, 8, k); err != nil {
+							if err := g.ReduceScatter(input(r, n), mine, counts, red); err != nil {
 								return err
 							}
 							if !bytes.Equal(mine, want[8*lo:8*(lo+counts[r])]) {
 								return errors.New("reduce-scatter differs")
 							}
 							ip := input(r, n)
-							if err := g.ReduceScatter(ip, ip, counts, 8, k); err != nil {
+							if err := g.ReduceScatter(ip, ip, counts, red); err != nil {
 								return err
 							}
 							if !bytes.Equal(ip[:8*counts[r]], want[8*lo:8*(lo+counts[r])]) {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"time"
 	"unsafe"
+
+	"github.com/gocoll/gocoll/ops"
 )
 
 // Exchange is what Attach needs from the communicator it serves.
@@ -24,9 +26,6 @@ type Options struct {
 	CMAMin  int
 }
 
-// Kernel sets dst = a op b element by element.
-type Kernel func(dst, a, b []byte)
-
 // Group is not available off Linux.
 type Group struct{}
 
@@ -35,12 +34,12 @@ func Attach(x Exchange, rank, p int, opts Options) (*Group, error) {
 	return nil, errors.New("intranode: needs Linux")
 }
 
-func (g *Group) Close() error                                                    { return nil }
-func (g *Group) Barrier() error                                                  { return nil }
-func (g *Group) Allreduce(in, out []byte, elem int, k Kernel) error              { return nil }
-func (g *Group) ReduceScatter(in, out []byte, c []int, elem int, k Kernel) error { return nil }
-func (g *Group) Allgather(in, out []byte, c []int, elem int) error               { return nil }
-func (g *Group) Bcast(buf []byte, root int) error                                { return nil }
+func (g *Group) Close() error                                                 { return nil }
+func (g *Group) Barrier() error                                               { return nil }
+func (g *Group) Allreduce(in, out []byte, r ops.Reduction) error              { return nil }
+func (g *Group) ReduceScatter(in, out []byte, c []int, r ops.Reduction) error { return nil }
+func (g *Group) Allgather(in, out []byte, c []int, elem int) error            { return nil }
+func (g *Group) Bcast(buf []byte, root int) error                             { return nil }
 
 // Layout is not available off Linux.
 type Layout struct {

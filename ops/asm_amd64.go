@@ -485,6 +485,70 @@ func minF16AVX2K(dst, a, b []byte) {
 }
 
 //go:noescape
+func widenF16AVX2(dst, a, b *byte, n int)
+
+func widenF16AVX2K(dst, src []byte) {
+	n := len(src)
+	if v := n &^ (16 - 1); v > 0 {
+		_ = dst[2*n-1]
+		widenF16AVX2(&dst[0], &src[0], nil, v)
+		if v < n {
+			widenF16(dst[2*v:], src[v:])
+		}
+		return
+	}
+	widenF16(dst, src)
+}
+
+//go:noescape
+func narrowF16AVX2(dst, a, b *byte, n int)
+
+func narrowF16AVX2K(dst, src []byte) {
+	n := len(dst)
+	if v := n &^ (16 - 1); v > 0 {
+		_ = src[2*n-1]
+		narrowF16AVX2(&dst[0], &src[0], nil, v)
+		if v < n {
+			narrowF16(dst[v:], src[2*v:])
+		}
+		return
+	}
+	narrowF16(dst, src)
+}
+
+//go:noescape
+func sumF16To32AVX2(dst, a, b *byte, n int)
+
+func sumF16To32AVX2K(dst, a, b []byte) {
+	n := len(a)
+	if v := n &^ (16 - 1); v > 0 {
+		_, _ = dst[2*n-1], b[n-1]
+		sumF16To32AVX2(&dst[0], &a[0], &b[0], v)
+		if v < n {
+			sumF16To32(dst[2*v:], a[v:], b[v:])
+		}
+		return
+	}
+	sumF16To32(dst, a, b)
+}
+
+//go:noescape
+func prodF16To32AVX2(dst, a, b *byte, n int)
+
+func prodF16To32AVX2K(dst, a, b []byte) {
+	n := len(a)
+	if v := n &^ (16 - 1); v > 0 {
+		_, _ = dst[2*n-1], b[n-1]
+		prodF16To32AVX2(&dst[0], &a[0], &b[0], v)
+		if v < n {
+			prodF16To32(dst[2*v:], a[v:], b[v:])
+		}
+		return
+	}
+	prodF16To32(dst, a, b)
+}
+
+//go:noescape
 func sumBF16AVX2(dst, a, b *byte, n int)
 
 func sumBF16AVX2K(dst, a, b []byte) {
@@ -546,6 +610,70 @@ func minBF16AVX2K(dst, a, b []byte) {
 		return
 	}
 	minBF16K(dst, a, b)
+}
+
+//go:noescape
+func widenBF16AVX2(dst, a, b *byte, n int)
+
+func widenBF16AVX2K(dst, src []byte) {
+	n := len(src)
+	if v := n &^ (16 - 1); v > 0 {
+		_ = dst[2*n-1]
+		widenBF16AVX2(&dst[0], &src[0], nil, v)
+		if v < n {
+			widenBF16(dst[2*v:], src[v:])
+		}
+		return
+	}
+	widenBF16(dst, src)
+}
+
+//go:noescape
+func narrowBF16AVX2(dst, a, b *byte, n int)
+
+func narrowBF16AVX2K(dst, src []byte) {
+	n := len(dst)
+	if v := n &^ (16 - 1); v > 0 {
+		_ = src[2*n-1]
+		narrowBF16AVX2(&dst[0], &src[0], nil, v)
+		if v < n {
+			narrowBF16(dst[v:], src[2*v:])
+		}
+		return
+	}
+	narrowBF16(dst, src)
+}
+
+//go:noescape
+func sumBF16To32AVX2(dst, a, b *byte, n int)
+
+func sumBF16To32AVX2K(dst, a, b []byte) {
+	n := len(a)
+	if v := n &^ (16 - 1); v > 0 {
+		_, _ = dst[2*n-1], b[n-1]
+		sumBF16To32AVX2(&dst[0], &a[0], &b[0], v)
+		if v < n {
+			sumBF16To32(dst[2*v:], a[v:], b[v:])
+		}
+		return
+	}
+	sumBF16To32(dst, a, b)
+}
+
+//go:noescape
+func prodBF16To32AVX2(dst, a, b *byte, n int)
+
+func prodBF16To32AVX2K(dst, a, b []byte) {
+	n := len(a)
+	if v := n &^ (16 - 1); v > 0 {
+		_, _ = dst[2*n-1], b[n-1]
+		prodBF16To32AVX2(&dst[0], &a[0], &b[0], v)
+		if v < n {
+			prodBF16To32(dst[2*v:], a[v:], b[v:])
+		}
+		return
+	}
+	prodBF16To32(dst, a, b)
 }
 
 //go:noescape
@@ -635,6 +763,18 @@ var vecAVX2 = []vecEntry{
 	{Band, []kind{kByte, kI8, kU8, kI16, kU16, kI32, kU32, kI64, kU64, kI128}, bandAVX2K},
 	{Bor, []kind{kByte, kI8, kU8, kI16, kU16, kI32, kU32, kI64, kU64, kI128}, borAVX2K},
 	{Bxor, []kind{kByte, kI8, kU8, kI16, kU16, kI32, kU32, kI64, kU64, kI128}, bxorAVX2K},
+}
+
+// convAVX2 holds the AVX2 conversions.
+var convAVX2 = convEntry{
+	widenF16:     widenF16AVX2K,
+	narrowF16:    narrowF16AVX2K,
+	sumF16To32:   sumF16To32AVX2K,
+	prodF16To32:  prodF16To32AVX2K,
+	widenBF16:    widenBF16AVX2K,
+	narrowBF16:   narrowBF16AVX2K,
+	sumBF16To32:  sumBF16To32AVX2K,
+	prodBF16To32: prodBF16To32AVX2K,
 }
 
 //go:noescape
@@ -1198,6 +1338,70 @@ func minF16AVX512K(dst, a, b []byte) {
 }
 
 //go:noescape
+func widenF16AVX512(dst, a, b *byte, n int)
+
+func widenF16AVX512K(dst, src []byte) {
+	n := len(src)
+	if v := n &^ (32 - 1); v > 0 {
+		_ = dst[2*n-1]
+		widenF16AVX512(&dst[0], &src[0], nil, v)
+		if v < n {
+			widenF16(dst[2*v:], src[v:])
+		}
+		return
+	}
+	widenF16(dst, src)
+}
+
+//go:noescape
+func narrowF16AVX512(dst, a, b *byte, n int)
+
+func narrowF16AVX512K(dst, src []byte) {
+	n := len(dst)
+	if v := n &^ (32 - 1); v > 0 {
+		_ = src[2*n-1]
+		narrowF16AVX512(&dst[0], &src[0], nil, v)
+		if v < n {
+			narrowF16(dst[v:], src[2*v:])
+		}
+		return
+	}
+	narrowF16(dst, src)
+}
+
+//go:noescape
+func sumF16To32AVX512(dst, a, b *byte, n int)
+
+func sumF16To32AVX512K(dst, a, b []byte) {
+	n := len(a)
+	if v := n &^ (32 - 1); v > 0 {
+		_, _ = dst[2*n-1], b[n-1]
+		sumF16To32AVX512(&dst[0], &a[0], &b[0], v)
+		if v < n {
+			sumF16To32(dst[2*v:], a[v:], b[v:])
+		}
+		return
+	}
+	sumF16To32(dst, a, b)
+}
+
+//go:noescape
+func prodF16To32AVX512(dst, a, b *byte, n int)
+
+func prodF16To32AVX512K(dst, a, b []byte) {
+	n := len(a)
+	if v := n &^ (32 - 1); v > 0 {
+		_, _ = dst[2*n-1], b[n-1]
+		prodF16To32AVX512(&dst[0], &a[0], &b[0], v)
+		if v < n {
+			prodF16To32(dst[2*v:], a[v:], b[v:])
+		}
+		return
+	}
+	prodF16To32(dst, a, b)
+}
+
+//go:noescape
 func sumBF16AVX512(dst, a, b *byte, n int)
 
 func sumBF16AVX512K(dst, a, b []byte) {
@@ -1259,6 +1463,70 @@ func minBF16AVX512K(dst, a, b []byte) {
 		return
 	}
 	minBF16K(dst, a, b)
+}
+
+//go:noescape
+func widenBF16AVX512(dst, a, b *byte, n int)
+
+func widenBF16AVX512K(dst, src []byte) {
+	n := len(src)
+	if v := n &^ (32 - 1); v > 0 {
+		_ = dst[2*n-1]
+		widenBF16AVX512(&dst[0], &src[0], nil, v)
+		if v < n {
+			widenBF16(dst[2*v:], src[v:])
+		}
+		return
+	}
+	widenBF16(dst, src)
+}
+
+//go:noescape
+func narrowBF16AVX512(dst, a, b *byte, n int)
+
+func narrowBF16AVX512K(dst, src []byte) {
+	n := len(dst)
+	if v := n &^ (32 - 1); v > 0 {
+		_ = src[2*n-1]
+		narrowBF16AVX512(&dst[0], &src[0], nil, v)
+		if v < n {
+			narrowBF16(dst[v:], src[2*v:])
+		}
+		return
+	}
+	narrowBF16(dst, src)
+}
+
+//go:noescape
+func sumBF16To32AVX512(dst, a, b *byte, n int)
+
+func sumBF16To32AVX512K(dst, a, b []byte) {
+	n := len(a)
+	if v := n &^ (32 - 1); v > 0 {
+		_, _ = dst[2*n-1], b[n-1]
+		sumBF16To32AVX512(&dst[0], &a[0], &b[0], v)
+		if v < n {
+			sumBF16To32(dst[2*v:], a[v:], b[v:])
+		}
+		return
+	}
+	sumBF16To32(dst, a, b)
+}
+
+//go:noescape
+func prodBF16To32AVX512(dst, a, b *byte, n int)
+
+func prodBF16To32AVX512K(dst, a, b []byte) {
+	n := len(a)
+	if v := n &^ (32 - 1); v > 0 {
+		_, _ = dst[2*n-1], b[n-1]
+		prodBF16To32AVX512(&dst[0], &a[0], &b[0], v)
+		if v < n {
+			prodBF16To32(dst[2*v:], a[v:], b[v:])
+		}
+		return
+	}
+	prodBF16To32(dst, a, b)
 }
 
 //go:noescape
@@ -1353,4 +1621,16 @@ var vecAVX512 = []vecEntry{
 	{Band, []kind{kByte, kI8, kU8, kI16, kU16, kI32, kU32, kI64, kU64, kI128}, bandAVX512K},
 	{Bor, []kind{kByte, kI8, kU8, kI16, kU16, kI32, kU32, kI64, kU64, kI128}, borAVX512K},
 	{Bxor, []kind{kByte, kI8, kU8, kI16, kU16, kI32, kU32, kI64, kU64, kI128}, bxorAVX512K},
+}
+
+// convAVX512 holds the AVX512 conversions.
+var convAVX512 = convEntry{
+	widenF16:     widenF16AVX512K,
+	narrowF16:    narrowF16AVX512K,
+	sumF16To32:   sumF16To32AVX512K,
+	prodF16To32:  prodF16To32AVX512K,
+	widenBF16:    widenBF16AVX512K,
+	narrowBF16:   narrowBF16AVX512K,
+	sumBF16To32:  sumBF16To32AVX512K,
+	prodBF16To32: prodBF16To32AVX512K,
 }

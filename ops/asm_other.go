@@ -8,3 +8,5 @@ package ops
 func supportedISAs() []isa { return []isa{isaGo} }
 
 func asmKernel(isa, Op, kind) Kernel { return nil }
+
+func asmWidenings(isa) (f16, bf16 *widening) { return nil, nil }

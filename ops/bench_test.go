@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
 )
@@ -80,5 +81,42 @@ func BenchmarkOther(b *testing.B) {
 				k(y, x, y)
 			}
 		})
+	}
+}
+
+// BenchmarkReduction reduces p contributions of a shared-memory slot's
+// size, as the shm engine's owner does: "fold" is the left-to-right fold
+// through the pairwise kernel (x0 op x1, then op x2, ... into dst), "tree"
+// the canonical Reduction. SetBytes is one contribution.
+func BenchmarkReduction(b *testing.B) {
+	for _, typ := range []Type{Double, Float, Float16, BFloat16} {
+		k, _ := Lookup(Sum, typ)
+		r, _ := ReductionOf(Sum, typ)
+		for _, p := range []int{2, 4, 8} {
+			for _, n := range []int{4 << 10, 128 << 10} {
+				parts := make([][]byte, p)
+				for q := range parts {
+					parts[q] = bytes.Repeat([]byte{0x3c + byte(q)}, n) // normal numbers in every type
+				}
+				part := func(q int) []byte { return parts[q] }
+				dst := make([]byte, n)
+				b.Run(fmt.Sprintf("%v/p=%d/%dKiB/fold", typ, p, n>>10), func(b *testing.B) {
+					b.SetBytes(int64(n))
+					for b.Loop() {
+						k(dst, parts[0], parts[1])
+						for q := 2; q < p; q++ {
+							k(dst, dst, parts[q])
+						}
+					}
+				})
+				var scratch []byte
+				b.Run(fmt.Sprintf("%v/p=%d/%dKiB/tree", typ, p, n>>10), func(b *testing.B) {
+					b.SetBytes(int64(n))
+					for b.Loop() {
+						scratch = r.Reduce(dst, p, part, scratch)
+					}
+				})
+			}
+		}
 	}
 }

@@ -81,6 +81,17 @@
 // MPI_SUM and MPI_PROD are not associative, and results may still differ in
 // the last bits between algorithms.
 //
+// # Reductions of p contributions
+//
+// A Reduction (ReductionOf, UserReduction) combines the contributions of p
+// ranks element by element in the canonical association of reproducible
+// mode, T(0, p) (algorithms/canonical.go), through a stack of partials per
+// 8 KiB chunk: the p-1 kernel calls of a fold, in the order of a binary
+// counter. MPI_SUM and MPI_PROD on float16, bfloat16 and MPI_COMPLEX4
+// accumulate in float32 there and round once. CanonicalReduce is the same
+// computation on slices: the reference tests compare reproducible results
+// with. The shm engine (package intranode) reduces with it.
+//
 // # Kernels and their speed
 //
 // A Kernel is a func(dst, a, b []byte); dst may be a or b. The portable

@@ -85,3 +85,83 @@ func f32ToBF16(f float32) uint16 {
 	b += 0x7fff + (b>>16)&1
 	return uint16(b >> 16)
 }
+
+// Widening and narrowing whole buffers, for Reductions that accumulate
+// 16-bit floats in float32: dst holds float32s, src the 16-bit values.
+
+// widenF16 quiets signalling NaNs, as the F16C instruction does (the
+// first operation on them would).
+func widenF16(dst, src []byte) {
+	d, s := view2[float32, uint16](dst, src)
+	for i := range d {
+		f := f16ToF32(s[i])
+		if f != f {
+			f = math.Float32frombits(math.Float32bits(f) | 0x40_0000)
+		}
+		d[i] = f
+	}
+}
+
+func narrowF16(dst, src []byte) {
+	d, s := view2[uint16, float32](dst, src)
+	for i := range d {
+		d[i] = f32ToF16(s[i])
+	}
+}
+
+func widenBF16(dst, src []byte) {
+	d, s := view2[uint32, uint16](dst, src)
+	for i := range d {
+		d[i] = uint32(s[i]) << 16
+	}
+}
+
+func narrowBF16(dst, src []byte) {
+	d, s := view2[uint16, float32](dst, src)
+	for i := range d {
+		d[i] = f32ToBF16(s[i])
+	}
+}
+
+// Float16FromFloat32, Float16ToFloat32, BFloat16FromFloat32 and
+// BFloat16ToFloat32 are the kernels' conversions (nearest even when
+// narrowing; widening is exact), for tools and tests outside the package.
+func Float16FromFloat32(f float32) uint16  { return f32ToF16(f) }
+func Float16ToFloat32(h uint16) float32    { return f16ToF32(h) }
+func BFloat16FromFloat32(f float32) uint16 { return f32ToBF16(f) }
+func BFloat16ToFloat32(h uint16) float32   { return bf16ToF32(h) }
+
+// Pairs of 16-bit floats combined into float32s, unrounded: a Reduction's
+// first level, straight from two contributions.
+
+func sumF16To32(dst, a, b []byte) {
+	d, x := view2[float32, uint16](dst, a)
+	_, y := view2[float32, uint16](dst, b)
+	for i := range d {
+		d[i] = f16ToF32(x[i]) + f16ToF32(y[i])
+	}
+}
+
+func prodF16To32(dst, a, b []byte) {
+	d, x := view2[float32, uint16](dst, a)
+	_, y := view2[float32, uint16](dst, b)
+	for i := range d {
+		d[i] = f16ToF32(x[i]) * f16ToF32(y[i])
+	}
+}
+
+func sumBF16To32(dst, a, b []byte) {
+	d, x := view2[float32, uint16](dst, a)
+	_, y := view2[float32, uint16](dst, b)
+	for i := range d {
+		d[i] = bf16ToF32(x[i]) + bf16ToF32(y[i])
+	}
+}
+
+func prodBF16To32(dst, a, b []byte) {
+	d, x := view2[float32, uint16](dst, a)
+	_, y := view2[float32, uint16](dst, b)
+	for i := range d {
+		d[i] = bf16ToF32(x[i]) * bf16ToF32(y[i])
+	}
+}

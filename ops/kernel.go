@@ -27,3 +27,18 @@ func view[T any](dst, a, b []byte) (d, x, y []T) {
 	y = unsafe.Slice((*T)(unsafe.Pointer(&b[0])), n)
 	return d, x, y
 }
+
+// view2 returns dst and src as slices of D and S with as many elements
+// as src has S (dst must hold them).
+func view2[D, S any](dst, src []byte) (d []D, s []S) {
+	var z S
+	n := len(src) / int(unsafe.Sizeof(z))
+	if n == 0 {
+		return nil, nil
+	}
+	s = unsafe.Slice((*S)(unsafe.Pointer(&src[0])), n)
+	var zd D
+	_ = dst[n*int(unsafe.Sizeof(zd))-1]
+	d = unsafe.Slice((*D)(unsafe.Pointer(&dst[0])), n)
+	return d, s
+}

@@ -30,3 +30,23 @@ func asmKernel(level isa, op Op, k kind) Kernel {
 	}
 	return nil
 }
+
+// convEntry holds a level's conversions between 16-bit floats and float32
+// buffers (mkasm.go writes one per level).
+type convEntry struct {
+	widenF16, narrowF16, widenBF16, narrowBF16         func(dst, src []byte)
+	sumF16To32, prodF16To32, sumBF16To32, prodBF16To32 Kernel
+}
+
+// asmWidenings returns the widenings of a level, or nil for portable Go.
+func asmWidenings(level isa) (f16, bf16 *widening) {
+	c := convAVX2
+	switch level {
+	case isaGo:
+		return nil, nil
+	case isaAVX512:
+		c = convAVX512
+	}
+	return &widening{c.widenF16, c.narrowF16, c.sumF16To32, c.prodF16To32},
+		&widening{c.widenBF16, c.narrowBF16, c.sumBF16To32, c.prodBF16To32}
+}

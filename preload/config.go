@@ -20,12 +20,14 @@ type config struct {
 	// algorithms: GOCOLL_*_ALGORITHM, GOCOLL_TUNING_FILE, then Rules
 	// (the measured crossovers), then tuner.Defaults.
 	tuner *tuner.Tuner
-	// device chooses for calls on CUDA device memory, which gocoll runs
-	// on its device executor: the same forced algorithms, GOCOLL_FALLBACK
-	// and rules, less every native one (the host MPI may not be
-	// CUDA-aware; GOCOLL_*_ALGORITHM=native is honoured in C, before the
-	// tuner is asked). Params.DeviceMemory keeps the shm algorithms out.
-	device *tuner.Tuner
+	// gocollOnly chooses among gocoll's algorithms only: for calls on
+	// CUDA device memory, which gocoll runs on its device executor (the
+	// host MPI may not be CUDA-aware; Params.DeviceMemory keeps the shm
+	// algorithms out), and for calls of a pair the host must not run
+	// (host.go). The same forced algorithms, GOCOLL_FALLBACK and rules,
+	// less every native one (GOCOLL_*_ALGORITHM=native is honoured in C,
+	// before the tuner is asked).
+	gocollOnly *tuner.Tuner
 	// coll is the configuration of gocoll's communicators. Its tuner only
 	// looks up the algorithm the preload tuner chose (passed as
 	// coll.Args.Algorithm), so it reads no environment. Its Device is
@@ -40,6 +42,9 @@ type config struct {
 	timeout   time.Duration
 	// fault, for tests: panic inside the fault-th collective gocoll runs.
 	fault int64
+	// exclude, for tests: (ops.Op, ops.Type) pairs this rank keeps from
+	// the host (GOCOLL_PRELOAD_EXCLUDE).
+	exclude [][2]uint8
 	// names are each collective's algorithms in the order the C half's
 	// decision cache indexes them.
 	names [4][]string
@@ -57,11 +62,11 @@ func loadConfig(env func(string) string, flavor string) (*config, error) {
 	if err != nil {
 		return nil, err
 	}
-	dt, err := deviceTuner(env, measuredRules[flavor])
+	own, err := gocollOnlyTuner(env, measuredRules[flavor])
 	if err != nil {
 		return nil, err
 	}
-	c := &config{tuner: t, device: dt, transport: "auto", timeout: 300 * time.Second}
+	c := &config{tuner: t, gocollOnly: own, transport: "auto", timeout: 300 * time.Second}
 	for i, cl := range algorithms.Collectives {
 		c.names[i] = algorithms.Names(cl)
 	}
@@ -114,13 +119,18 @@ func loadConfig(env func(string) string, flavor string) (*config, error) {
 		}
 		c.fault = n
 	}
+	if v := env("GOCOLL_PRELOAD_EXCLUDE"); v != "" {
+		if c.exclude, err = parseExclude(v); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
 }
 
-// deviceTuner returns the tuner of calls on device memory (config.device):
+// gocollOnlyTuner returns the tuner of calls the host must not run (config.gocollOnly):
 // GOCOLL_TUNING_FILE's rules, then rules (the measured ones), without
 // native, then tuner.Defaults.
-func deviceTuner(env func(string) string, rules []tuner.Rule) (*tuner.Tuner, error) {
+func gocollOnlyTuner(env func(string) string, rules []tuner.Rule) (*tuner.Tuner, error) {
 	var all []tuner.Rule
 	if path := env("GOCOLL_TUNING_FILE"); path != "" {
 		data, err := os.ReadFile(path)
@@ -159,7 +169,7 @@ func deviceTuner(env func(string) string, rules []tuner.Rule) (*tuner.Tuner, err
 // memory (q.Params.DeviceMemory).
 func (c *config) choose(q tuner.Query) (tuner.Choice, error) {
 	if q.Params.DeviceMemory {
-		return c.device.Choose(q)
+		return c.gocollOnly.Choose(q)
 	}
 	return c.tuner.Choose(q)
 }

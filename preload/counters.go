@@ -36,6 +36,7 @@ const (
 	kMemo       = C.GC_K_MEMO
 	kFast       = C.GC_K_FAST
 	kFastMemo   = C.GC_K_FAST_MEMO
+	kCorrected  = C.GC_K_CORRECTED
 	nCounters   = C.GC_NCOUNTERS
 )
 
@@ -67,6 +68,7 @@ func init() {
 	counters.SetSource(counters.Cached, func(c counters.Call) int64 { return cCount(c, kCached, kHostCached, kMemo) })
 	counters.SetSource(counters.Fallback, func(c counters.Call) int64 { return cCount(c, kFallback) })
 	counters.SetSource(counters.Fast, func(c counters.Call) int64 { return cCount(c, kFast) })
+	counters.SetSource(counters.Corrected, func(c counters.Call) int64 { return cCount(c, kCorrected) })
 }
 
 // hostCalls is the number of calls the host MPI ran, over the collectives.

@@ -105,7 +105,10 @@
 // no CUDA runtime (GOCOLL_CUDA=off, or no driver; device.c: if the
 // process has loaded libcuda, cuPointerGetAttribute says so); the
 // communicator could not be set up; or the tuner chose native (never for
-// device memory, see below). User-defined ops are gocoll's: it applies them with
+// device memory, see below, nor for a pair the host is wrong on: host.go
+// probes the host's reductions at the start, the communicator's ranks
+// agree on the exclusions at its first call, and the tuner chooses among
+// gocoll's algorithms for such a call). User-defined ops are gocoll's: it applies them with
 // PMPI_Reduce_local, so C and Fortran functions alike, and honours
 // PMPI_Op_commutative (non-commutative ops are reduced in rank order).
 // With GOCOLL_DEBUG=info each call prints one line, gocoll's
@@ -143,7 +146,8 @@
 // marked (gc_call.device), bypasses the cache, which holds the choices
 // for host memory, and is decided in Go with Params.DeviceMemory by the
 // device tuner: the same GOCOLL_*_ALGORITHM, GOCOLL_FALLBACK, tuning file
-// and measured rules, less every native one, so that it never picks the
+// and measured rules, less every native one (config.gocollOnly, which
+// also serves the calls the host must not run), so that it never picks the
 // host MPI (which may not be CUDA-aware) nor an shm algorithm (the CPU
 // cannot touch device memory); a forced shm algorithm falls back to its
 // choice, as GOCOLL_FALLBACK says. GOCOLL_<COLLECTIVE>_ALGORITHM=native

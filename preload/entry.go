@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/gocoll/gocoll/algorithms"
@@ -57,13 +58,39 @@ func gc_go_start() (rc C.int) {
 		fmt.Fprintf(os.Stderr, "gocoll: %v; every collective call fails (LD_PRELOAD mode)\n", err)
 		return -1
 	}
-	n := registerHandles(func(h C.gc_handle) (int64, int64, bool) {
+	hh := registerHandles(func(h C.gc_handle) (int64, int64, bool) {
 		var lb, ext C.int64_t
 		ok := C.gc_type_extent(h, &lb, &ext) == 0
 		return int64(lb), int64(ext), ok
 	})
+	probeStart := time.Now()
+	var saved [2]C.gc_handle
+	C.gc_errors_return(&saved[0])
+	wrong := probeHost(hh, flavor, C.GoString(C.gc_library_version()), hostReduce)
+	C.gc_errors_restore(&saved[0])
+	probeTime := time.Since(probeStart)
+	for _, w := range wrong {
+		excludeHost(w.op, w.t, hostWrong)
+	}
+	for _, x := range c.exclude {
+		excludeHost(ops.Op(x[0]), ops.Type(x[1]), testExclude)
+	}
+	if c.coll.Reproducible {
+		// The same on every rank (the environment): no agreement needed.
+		for _, t := range ops.Types() {
+			for _, op := range ops.Ops() {
+				if ops.OrderDependent(op, t) {
+					excludeHost(op, t, reproducible)
+				}
+			}
+		}
+		C.gc_user_excluded = C.GC_X_REPRODUCIBLE
+	}
 	for i, cl := range algorithms.Collectives {
-		if c.tuner.Forced(cl) == tuner.Native {
+		// In reproducible mode a forced native comes to the tuner, which
+		// runs it on the host where the order does not matter and falls
+		// back (GOCOLL_FALLBACK) where it does.
+		if c.tuner.Forced(cl) == tuner.Native && !c.coll.Reproducible {
 			C.gc_forced_native[i] = 1
 		}
 	}
@@ -80,8 +107,17 @@ func gc_go_start() (rc C.int) {
 		C.gc_cuda = 1
 	}
 	if c.debug {
+		rank := int(C.gc_world_rank())
 		fmt.Fprintf(os.Stderr, "gocoll: rank %d: preloaded over %s (%s), %d datatypes, %d measured rules, %s\n",
-			int(C.gc_world_rank()), flavor, C.GoString(C.gc_library_version()), n, len(measuredRules[flavor]), c.cudaNote())
+			rank, flavor, C.GoString(C.gc_library_version()), len(hh.types), len(measuredRules[flavor]), c.cudaNote())
+		// One write: the lines of ranks sharing stderr stay whole.
+		var b strings.Builder
+		fmt.Fprintf(&b, "gocoll: rank %d: host MPI probed in %.1f ms (MPI_Reduce_local, %d datatype and %d op handles): wrong on %d (op, datatype) pairs, which gocoll runs\n",
+			rank, probeTime.Seconds()*1e3, len(hh.types), len(hh.ops), len(wrong))
+		for _, w := range wrong {
+			fmt.Fprintf(&b, "gocoll: rank %d: %s: %s\n", rank, hostWrong.why(w.op, w.t), w.what)
+		}
+		os.Stderr.WriteString(b.String())
 	}
 	return 0
 }
@@ -98,7 +134,8 @@ func query(c *C.struct_gc_call, shared bool, nodes *algorithms.NodeMap) tuner.Qu
 		Collective: algorithms.Collective(c.coll),
 		Bytes:      int64(c.bytes),
 		Params: algorithms.Params{P: int(c.cs.size), Rank: int(c.cs.rank), Commutative: c.commutative != 0,
-			SharedMemory: shared && c.cs.size > 1, DeviceMemory: c.device != 0, Nodes: nodes},
+			SharedMemory: shared && c.cs.size > 1, DeviceMemory: c.device != 0, Nodes: nodes,
+			Reproducible: exclusion(c.excluded)&reproducible != 0},
 	}
 }
 
@@ -145,6 +182,15 @@ func decide(c *C.struct_gc_call, shared bool, nodes *algorithms.NodeMap) C.int {
 		c.how = 1
 	default:
 		c.how = 2
+	}
+	if ch.Native && c.excluded != 0 && ch.How != "forced" {
+		// The host must not run this pair (host.go): gocoll's best
+		// instead, whatever the reason it chose the host.
+		if ch, err = cfg.gocollOnly.Choose(q); err != nil {
+			fmt.Fprintf(os.Stderr, "gocoll: rank %d: %s: %v\n", int(c.cs.rank), q.Collective, err)
+			return -2
+		}
+		c.how |= C.GC_HOW_CORRECTED
 	}
 	if ch.Native {
 		if cfg.debug {
@@ -246,6 +292,10 @@ func gc_go_run(c *C.struct_gc_call) (rc C.int) {
 	}
 	if err == nil {
 		a.Algorithm = cfg.names[c.coll][c.alg]
+		if cfg.debug && c.how&C.GC_HOW_CORRECTED != 0 {
+			fmt.Fprintf(os.Stderr, "gocoll: rank %d: %s -> gocoll (%s)\n",
+				st.rank, cl, exclusion(c.excluded).why(ops.Op(c.op), ops.Type(c._type)))
+		}
 		if cfg.debug {
 			// The form of a hierarchical call (shm or schedule), as coll
 			// says it where it prints the line itself.
@@ -253,7 +303,7 @@ func gc_go_run(c *C.struct_gc_call) (rc C.int) {
 			fmt.Fprintf(os.Stderr, "gocoll: rank %d: %s comm=%s bytes=%d p=%d algorithm=%s (%s)%s%s\n",
 				st.rank, cl, st.name, int64(c.bytes), st.size, a.Algorithm, how(c, cl, st), form, memory)
 		}
-		if c.how == 2 { // coll sees the preload's choice as forced
+		if c.how&3 == 2 { // coll sees the preload's choice as forced
 			counters.Add(calls[c.coll], counters.Fallback)
 		}
 		switch cl {
@@ -271,10 +321,18 @@ func gc_go_run(c *C.struct_gc_call) (rc C.int) {
 }
 
 // how is the debug line's "tuned" (with the rule or model estimate that
-// decided) or "forced".
+// decided), "forced", or "tuned (forced X cannot run: why)"; a call the
+// host must not run says why ("tuned without the host: ...").
 func how(c *C.struct_gc_call, cl algorithms.Collective, st *commState) string {
-	switch c.how {
+	corrected := ""
+	if c.how&C.GC_HOW_CORRECTED != 0 {
+		corrected = exclusion(c.excluded).why(ops.Op(c.op), ops.Type(c._type))
+	}
+	switch c.how & 3 {
 	case 0:
+		if corrected != "" {
+			return "tuned without the host: " + corrected
+		}
 		// Which rule or model estimate decided (asked again: debug only).
 		if ch, err := cfg.choose(query(c, st.c.Shared(), st.nodes)); err == nil && ch.Why != "" {
 			return "tuned: " + ch.Why
@@ -283,13 +341,16 @@ func how(c *C.struct_gc_call, cl algorithms.Collective, st *commState) string {
 	case 1:
 		return "forced"
 	}
+	if corrected != "" {
+		corrected = "; without the host: " + corrected
+	}
 	forced := cfg.tuner.Forced(cl)
 	if a, err := algorithms.Lookup(cl, forced); err == nil {
 		if r := a.Check(query(c, st.c.Shared(), st.nodes).Params); r != nil {
-			return fmt.Sprintf("tuned (forced %s cannot run: %v)", forced, r)
+			return fmt.Sprintf("tuned (forced %s cannot run: %v%s)", forced, r, corrected)
 		}
 	}
-	return "tuned"
+	return "tuned" + corrected
 }
 
 // checkDevice makes sure that gocoll's classification (coll.Comm.Memory)

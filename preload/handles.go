@@ -7,6 +7,8 @@ package main
 import "C"
 
 import (
+	"cmp"
+	"slices"
 	"unsafe"
 
 	"github.com/gocoll/gocoll/internal/mpichabi"
@@ -69,13 +71,32 @@ var mpichTypes = func() map[uint32]ops.Type {
 
 var mpichOps = mpichabi.Ops
 
+// hostHandles are the host's handles registered with the C half.
+type hostHandles struct {
+	types []typeHandle
+	ops   []opHandle
+}
+
+// A host handle as a plain integer (C's gc_handle), which tests can
+// make up.
+type typeHandle struct {
+	h uint64
+	t ops.Type
+}
+
+type opHandle struct {
+	h uint64
+	o ops.Op
+}
+
 // registerHandles tells the C half which handles are gocoll's datatypes
 // and ops, and which (op, datatype) pairs gocoll reduces. A datatype is
 // registered only if the host agrees with gocoll on its layout (extent,
 // lower bound 0), so that a platform difference falls back instead of
-// corrupting data. It returns the number of datatypes registered.
-func registerHandles(extent func(C.gc_handle) (lb, ext int64, ok bool)) int {
-	n := 0
+// corrupting data. It returns the handles registered, in a fixed order
+// (by ops.Type and ops.Op, then handle), the same on every rank.
+func registerHandles(extent func(C.gc_handle) (lb, ext int64, ok bool)) hostHandles {
+	var hh hostHandles
 	reg := func(h C.gc_handle, t ops.Type) {
 		if h == 0 {
 			return
@@ -84,23 +105,35 @@ func registerHandles(extent func(C.gc_handle) (lb, ext int64, ok bool)) int {
 			return
 		}
 		C.gc_register_type(h, C.int(t), C.int(t.Size()))
-		n++
+		hh.types = append(hh.types, typeHandle{uint64(h), t})
+	}
+	regOp := func(h C.gc_handle, o ops.Op) {
+		if h == 0 {
+			return
+		}
+		C.gc_register_op(h, C.int(o))
+		hh.ops = append(hh.ops, opHandle{uint64(h), o})
+		if o == ops.Bor {
+			C.gc_set_agree_op(h)
+		}
 	}
 	if C.gc_flavor == C.GC_OMPI {
 		for name, t := range ompiTypes {
 			reg(symHandle(name), t)
 		}
 		for name, o := range ompiOps {
-			C.gc_register_op(symHandle(name), C.int(o))
+			regOp(symHandle(name), o)
 		}
 	} else {
 		for h, t := range mpichTypes {
 			reg(C.gc_handle(h), t)
 		}
 		for h, o := range mpichOps {
-			C.gc_register_op(C.gc_handle(h), C.int(o))
+			regOp(C.gc_handle(h), o)
 		}
 	}
+	slices.SortFunc(hh.types, func(a, b typeHandle) int { return cmp.Or(cmp.Compare(a.t, b.t), cmp.Compare(a.h, b.h)) })
+	slices.SortFunc(hh.ops, func(a, b opHandle) int { return cmp.Or(cmp.Compare(a.o, b.o), cmp.Compare(a.h, b.h)) })
 	for _, o := range ops.Ops() {
 		for _, t := range ops.Types() {
 			if _, err := ops.Lookup(o, t); err == nil {
@@ -108,7 +141,7 @@ func registerHandles(extent func(C.gc_handle) (lb, ext int64, ok bool)) int {
 			}
 		}
 	}
-	return n
+	return hh
 }
 
 func symHandle(name string) C.gc_handle {

@@ -301,3 +301,24 @@ int gc_reduce_local(const void *in, void *inout, int64_t count, gc_handle dt, gc
     }
     return gc_p.Reduce_local(in, inout, (int)count, dt, op);
 }
+
+/* gc_errors_return makes errors raised without a communicator (the
+ * probe's MPI_Reduce_local, host.go) return instead of aborting: they go
+ * to MPI_COMM_WORLD's handler (MPI-3) or MPI_COMM_SELF's (MPI-4), both
+ * saved in saved; gc_errors_restore puts them back. */
+void gc_errors_return(gc_handle saved[2]) {
+    H comms[2] = {gc_c.comm_world, gc_c.comm_self};
+    for (int i = 0; i < 2; i++) {
+        saved[i] = 0;
+        if (gc_p.Comm_get_errhandler(comms[i], &saved[i]) == 0) gc_p.Comm_set_errhandler(comms[i], gc_c.errors_return);
+    }
+}
+
+void gc_errors_restore(gc_handle saved[2]) {
+    H comms[2] = {gc_c.comm_world, gc_c.comm_self};
+    for (int i = 0; i < 2; i++) {
+        if (!saved[i]) continue;
+        gc_p.Comm_set_errhandler(comms[i], saved[i]);
+        gc_p.Errhandler_free(&saved[i]);
+    }
+}

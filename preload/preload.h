@@ -62,12 +62,38 @@ enum {
  * "the engine"; package counters' Fast path, the report's fast=),
  * GC_K_FAST_MEMO those of them that matched the thread's last calls of
  * the collective and skipped the checks (read alone as
- * "<call>.fast_remembered" by gocoll_test_counter). Each thread
+ * "<call>.fast_remembered" by gocoll_test_counter), GC_K_CORRECTED
+ * calls gocoll ran because the host is excluded on their (op, datatype)
+ * (GC_HOW_CORRECTED, below; package counters' Corrected). Each thread
  * counts in a block of its own (shim.c); gc_counter sums them with
  * gc_counters, where the Go tests set values.
  */
 enum { GC_K_HOST = 0, GC_K_HOST_CACHED = 1, GC_K_CACHED = 2, GC_K_FALLBACK = 3, GC_K_MEMO = 4, GC_K_FAST = 5,
-       GC_K_FAST_MEMO = 6, GC_NCOUNTERS = 7 };
+       GC_K_FAST_MEMO = 6, GC_K_CORRECTED = 7, GC_NCOUNTERS = 8 };
+
+/*
+ * The (op, datatype) pairs the host MPI must not run (host.go): one byte
+ * per gocoll op and type (ops.Op, ops.Type), each bit a reason. Go fills
+ * this rank's table at the start; each communicator holds the bitwise OR
+ * of its ranks' tables, agreed at its first call (shim.c, comm_state), so
+ * that its ranks never disagree about a call's route. A call of a pair
+ * with a reason set never goes to the host's collective by the tuner's
+ * choice (GC_HOW_CORRECTED, counted as GC_K_CORRECTED); GOCOLL_<COLL>_ALGORITHM=native
+ * still sends it there.
+ */
+#define GC_HOW_CORRECTED 4
+#define GC_NOPS 16
+#define GC_NTYPES 128
+enum {
+    GC_X_WRONG = 1, /* the host's reduction gives a wrong result (host.go's probe) */
+    GC_X_TEST = 2,  /* GOCOLL_PRELOAD_EXCLUDE names the pair on this rank (tests) */
+    GC_X_REPRODUCIBLE = 4, /* GOCOLL_REPRODUCIBLE=1 and the result depends on the order */
+};
+/* The reasons of a commutative user-defined op (which gocoll cannot know
+ * exact): GC_X_REPRODUCIBLE in reproducible mode, else 0 (set by Go). */
+extern int gc_user_excluded;
+void gc_exclude_host(int op, int type, int reasons);
+void gc_set_agree_op(gc_handle bor); /* the host's MPI_BOR, which agrees the tables */
 
 /*
  * gocoll's state of one user communicator, kept by the host MPI as an
@@ -78,7 +104,10 @@ enum { GC_K_HOST = 0, GC_K_HOST_CACHED = 1, GC_K_CACHED = 2, GC_K_FALLBACK = 3, 
 struct gc_decision {
     int64_t bytes;      /* -1: empty */
     int8_t commutative;
-    int8_t how;         /* 0 tuned, 1 forced, 2 tuned after a forced one could not run */
+    int8_t how;         /* 0 tuned, 1 forced, 2 tuned after a forced one could not run;
+                         * plus GC_HOW_CORRECTED: the tuner chose the host, which is
+                         * excluded on the pair (GC_X_*), so it chose among gocoll's */
+    int8_t excluded;    /* the call's GC_X_* reasons, part of the key */
     int16_t alg;        /* index in the collective's sorted algorithm names; -1 native */
 };
 struct gc_comm {
@@ -87,6 +116,7 @@ struct gc_comm {
     int id;             /* gocoll's communicator (Go side), 0 until set up */
     int native;         /* setup failed: always the host's */
     struct gc_decision cache[GC_NCOLL][GC_CACHE];
+    uint8_t excluded[GC_NOPS][GC_NTYPES]; /* agreed over the ranks at the first call */
     /* The communicator's shared segment, as the engine's C half sees it
      * (shm.base NULL: none, or not yet attached by the Go half). */
     struct gocoll_shm shm;
@@ -107,6 +137,7 @@ struct gc_call {
     int elem;                  /* its size (extent) in bytes */
     int op;                    /* gocoll's ops.Op; 0 for a user-defined op */
     int commutative;
+    int excluded;              /* the pair's GC_X_* reasons: the host must not run it */
     int device;                /* a buffer is CUDA device memory and gocoll's CUDA runtime is on */
     int cached;                /* decided from the communicator's decision cache */
     int engine;                /* the shared-memory engine's C half ran it (shim.c) */
@@ -150,6 +181,8 @@ int gc_irecv(void *buf, int64_t n, int peer, int tag, gc_handle comm, gc_handle 
 int gc_test(gc_handle *req, int *flag, int64_t *n, int *source, int *err, int *cancelled);
 int gc_cancel(gc_handle *req);
 int gc_reduce_local(const void *in, void *inout, int64_t count, gc_handle dt, gc_handle op);
+void gc_errors_return(gc_handle saved[2]);
+void gc_errors_restore(gc_handle saved[2]);
 int gc_errhandler_returns(gc_handle comm);
 int gc_world_rank(void);
 int gc_large_p2p(void);

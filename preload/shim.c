@@ -76,6 +76,18 @@ static struct { H h; int16_t type, size; } types[TSLOTS];
 static struct { H h; int op; } ops[OSLOTS];
 static uint8_t allowed[32][128];
 
+/* This rank's exclusions (preload.h), set by Go before gocoll runs, and
+ * the host's MPI_BOR, with which a communicator's ranks agree on them. */
+static uint8_t excluded[GC_NOPS][GC_NTYPES];
+static H agree_op;
+int gc_user_excluded;
+
+void gc_exclude_host(int op, int type, int reasons) {
+    if (op >= 0 && op < GC_NOPS && type >= 0 && type < GC_NTYPES) excluded[op][type] |= (uint8_t)reasons;
+}
+
+void gc_set_agree_op(gc_handle bor) { agree_op = bor; }
+
 static unsigned slot(H h, unsigned n) { return (unsigned)((h ^ (h >> 7) ^ (h >> 17) ^ (h >> 29)) & (n - 1)); }
 
 void gc_register_type(gc_handle h, int type, int size) {
@@ -229,6 +241,13 @@ static struct gc_comm *comm_state(H comm) {
     gc_p.Comm_rank(comm, &cs->rank);
     gc_p.Comm_size(comm, &cs->size);
     empty_cache(cs);
+    /* Every rank makes its first collective call on comm here, in the
+     * same call: one host allreduce there ORs the ranks' exclusions, so
+     * that a rank whose host differs (another CPU, another SIMD path)
+     * cannot route a call differently. */
+    if (cs->inter || cs->size < 2 || !agree_op ||
+        gc_p.Allreduce(excluded, cs->excluded, (int)sizeof excluded, gc_c.byte, agree_op, comm) != 0)
+        memcpy(cs->excluded, excluded, sizeof excluded);
     if (gc_p.Comm_set_attr(comm, comm_key, cs) != 0) {
         free(cs);
         return NULL;
@@ -264,7 +283,7 @@ static int why_reduce(struct gc_call *c, H dt, H op) {
     int o = op_of(op);
     if (o > 0) {
         if (!allowed[o][c->type]) return GC_R_OP_TYPE;
-        c->op = o, c->commutative = 1;
+        c->op = o, c->commutative = 1, c->excluded = c->cs->excluded[o][c->type];
         return GC_R_NONE;
     }
     if (op == gc_c.op_null || op == gc_c.op_replace || op == gc_c.op_no_op || (gc_flavor == GC_OMPI && op == 0))
@@ -273,6 +292,7 @@ static int why_reduce(struct gc_call *c, H dt, H op) {
     int commute = 0;
     if (gc_p.Op_commutative(op, &commute) != 0) return GC_R_OP;
     c->op = 0, c->commutative = commute != 0;
+    c->excluded = c->commutative ? gc_user_excluded : 0;
     return GC_R_NONE;
 }
 
@@ -316,12 +336,13 @@ static int decide(struct gc_call *c) {
         return c->alg < 0 ? GC_R_TUNED : GC_R_NONE;
     }
     struct gc_decision *d = &c->cs->cache[c->coll][cache_slot(c->bytes)];
-    if (!gc_debug && d->bytes == c->bytes && d->commutative == c->commutative) {
+    if (!gc_debug && d->bytes == c->bytes && d->commutative == c->commutative && d->excluded == c->excluded) {
         c->alg = d->alg, c->how = d->how, c->cached = 1;
     } else {
         c->alg = gc_go_decide(c);
         if (c->alg < -1) return -1; /* the call must fail (reported) */
         d->bytes = c->bytes, d->commutative = (int8_t)c->commutative, d->alg = (int16_t)c->alg, d->how = (int8_t)c->how;
+        d->excluded = (int8_t)c->excluded;
     }
     return c->alg < 0 ? GC_R_TUNED : GC_R_NONE;
 }
@@ -435,6 +456,7 @@ static int ran_engine(struct gc_call *c, int *rc) {
     if ((*rc = engine(c)) == GOCOLL_SHM_DECLINE) return 0;
     c->engine = 1;
     count(c->coll, GC_K_FAST);
+    if (c->how & GC_HOW_CORRECTED) count(c->coll, GC_K_CORRECTED);
     if (c->remembered) count(c->coll, GC_K_FAST_MEMO);
     if (c->cached) count(c->coll, GC_K_CACHED);
     if (*rc > 0) {
@@ -457,6 +479,7 @@ static int ran(struct gc_call *c, int *why, int *rc) {
     if (!c->device && c->alg == gc_shm_alg[c->coll] && ran_engine(c, rc)) return 1;
     if ((*rc = run(c)) >= 0) {
         if (c->cached) count(c->coll, GC_K_CACHED);
+        if (c->how & GC_HOW_CORRECTED) count(c->coll, GC_K_CORRECTED);
         return 1;
     }
     *why = *rc == -2 ? GC_R_TUNED : GC_R_SETUP;
@@ -496,6 +519,7 @@ struct memo {
     uint64_t gen; /* decide_gen when remembered */
     int size;     /* the communicator's size: reduce-scatter sums that many counts */
     int fallback; /* the host was the tuner's choice after a forced algorithm could not run */
+    int how;      /* the decision's how (an engine call's GC_HOW_CORRECTED is counted again) */
     /* A call the engine ran (below): what it needs to run it again. */
     int engine, type, elem, op_code;
     struct gc_comm *cs;
@@ -538,7 +562,7 @@ static void remember(const struct gc_call *c, int why, H dt, H op, int64_t n, ui
     memmove(m + 1, m, (MEMOS - 1) * sizeof *m); /* the older one goes */
     m->comm = c->comm, m->dt = dt, m->op = op, m->n = n, m->gen = gen;
     m->mask = gc_flavor == GC_MPICH ? 0xffffffffu : ~(H)0;
-    m->size = c->cs->size, m->fallback = c->how == 2;
+    m->size = c->cs->size, m->fallback = c->how == 2, m->how = c->how;
     m->engine = c->engine, m->type = c->type, m->elem = c->elem, m->op_code = c->op, m->cs = c->cs;
 }
 
@@ -558,6 +582,7 @@ static int ran_remembered(const struct memo *m, const struct gc_call *call, H co
     c.inplace = c.sbuf == gc_c.in_place;
     if (!c.rbuf || c.rbuf == gc_c.in_place || (!c.inplace && !c.sbuf)) return 0;
     c.cs = m->cs, c.type = m->type, c.elem = m->elem, c.op = m->op_code, c.commutative = 1, c.cached = 1, c.remembered = 1;
+    c.how = m->how;
     c.comm = gc_fix(comm);
     switch (c.coll) {
     case GC_ALLREDUCE: c.bytes = c.count * c.elem; break;

@@ -100,10 +100,14 @@ const (
 	// Cached counts calls decided from a communicator's decision cache
 	// (LD_PRELOAD).
 	Cached
+	// Corrected counts calls gocoll ran where the tuner would have given
+	// them to the host MPI, which is wrong on their (op, datatype)
+	// (LD_PRELOAD).
+	Corrected
 	numPaths
 )
 
-var pathNames = [numPaths]string{"fast", "go", "fallback", "host", "cached"}
+var pathNames = [numPaths]string{"fast", "go", "fallback", "host", "cached", "corrected"}
 
 // String returns the counter's name in reports and keys, e.g. fast.
 func (p Path) String() string {
@@ -204,11 +208,12 @@ type Counts struct {
 	Fallback   int64
 	Host       int64
 	Cached     int64
+	Corrected  int64
 }
 
 // String is the report's form: `MPI_Allreduce fast=10 go=5 ring=3 shm=2`,
 // the keys in that order (fast, go, the algorithms by name, fallback,
-// host, cached), those that are 0 left out except go, and fast where the
+// host, cached, corrected), those that are 0 left out except go, and fast where the
 // process has a fast path (HasFast).
 func (c Counts) String() string {
 	var b strings.Builder
@@ -225,7 +230,7 @@ func (c Counts) String() string {
 	for _, kv := range []struct {
 		k string
 		v int64
-	}{{"fallback", c.Fallback}, {"host", c.Host}, {"cached", c.Cached}} {
+	}{{"fallback", c.Fallback}, {"host", c.Host}, {"cached", c.Cached}, {"corrected", c.Corrected}} {
 		if kv.v != 0 {
 			fmt.Fprintf(&b, " %s=%d", kv.k, kv.v)
 		}
@@ -236,7 +241,7 @@ func (c Counts) String() string {
 // Of returns call c's counters.
 func Of(c Call) Counts {
 	out := Counts{Call: c.String(), HasFast: sources[Fast].Load() != nil, Fast: Get(c, Fast), Go: Get(c, Go), Fallback: Get(c, Fallback),
-		Host: Get(c, Host), Cached: Get(c, Cached)}
+		Host: Get(c, Host), Cached: Get(c, Cached), Corrected: Get(c, Corrected)}
 	for _, a := range algorithms.All(collectives[c]) {
 		if n := table[c][int(numPaths)+a.ID()].Load(); n != 0 {
 			out.Algorithms = append(out.Algorithms, AlgorithmCount{a.Name, n})
@@ -252,7 +257,7 @@ func Snapshot() []Counts {
 	var out []Counts
 	for c := range numCalls {
 		k := Of(c)
-		if k.Fast != 0 || k.Go != 0 || len(k.Algorithms) != 0 || k.Fallback != 0 || k.Host != 0 || k.Cached != 0 {
+		if k.Fast != 0 || k.Go != 0 || len(k.Algorithms) != 0 || k.Fallback != 0 || k.Host != 0 || k.Cached != 0 || k.Corrected != 0 {
 			out = append(out, k)
 		}
 	}

@@ -8,9 +8,10 @@
  * the futex and watches for dead peers and timeouts). Each call takes one
  * step and lays its data out as the Go half's call of the same name does
  * for a message that fits one step, so that a rank whose call went to Go
- * (a derived datatype, say) still meets the others. Reductions run in
- * rank order, as the Go half's do, and MAX/MIN follow package ops: a NaN
- * operand gives the canonical NaN, and max(+0, -0) = +0, min(+0, -0) = -0.
+ * (a derived datatype, say) still meets the others. Reductions combine
+ * the p contributions in the canonical association, as the Go half's do,
+ * and MAX/MIN follow package ops: a NaN operand gives the canonical NaN,
+ * and max(+0, -0) = +0, min(+0, -0) = -0.
  */
 #define _GNU_SOURCE
 #include <limits.h>
@@ -164,16 +165,47 @@ static int reducible(int k, int op) {
     return k > GOCOLL_SHM_K_NONE && k < GOCOLL_SHM_NUM_KINDS && op >= GOCOLL_SHM_OP_SUM && op <= GOCOLL_SHM_OP_MIN;
 }
 
-/* reduce_slots sets out = slot 0 op ... op slot p-1 of set, each cut to
- * bytes [lo, lo+len): rank order. */
-static void reduce_slots(struct gocoll_shm *s, int set, int k, int op, void *out, long lo, long len, int size) {
-    long n = len / size;
+/* The canonical association (package ops, Reduction): T(0, p) of the p
+ * slots, adjacent pairs, pairs of pairs, an odd one passing up, through a
+ * stack of partials per chunk of CHUNK bytes (level 0 in out itself), so
+ * that the C half's results are the Go half's, bit for bit, and every
+ * reproducible algorithm's. LEVELS partials serve any int p. */
+#define CHUNK 512
+#define LEVELS 32
+
+/* reduce_slots sets out = T(0, p) of the slots of set, each cut to bytes
+ * [lo, lo+len); out must not overlap a slot. */
+static void reduce_slots(struct gocoll_shm *s, int set, int k, int op, char *out, long lo, long len, int size) {
     if (s->p == 1) {
         memcpy(out, slot_of(s, set, 0) + lo, len);
         return;
     }
-    combine(k, op, out, slot_of(s, set, 0) + lo, slot_of(s, set, 1) + lo, n);
-    for (int q = 2; q < s->p; q++) combine(k, op, out, out, slot_of(s, set, q) + lo, n);
+    double scratch[LEVELS][CHUNK / sizeof(double)]; /* level i's partial; level 0's is in out */
+    long chunk = CHUNK / size * size;
+    for (long at = 0; at < len; at += chunk) {
+        long n = (len - at < chunk ? len - at : chunk) / size;
+        const char *part[LEVELS + 1];
+        long count[LEVELS + 1];
+        int top = 0;
+#define LEVEL(i) ((i) == 0 ? out + at : (char *)scratch[i])
+        for (int q = 0; q < s->p; q++) {
+            const char *cur = slot_of(s, set, q) + lo + at;
+            long c = 1;
+            while (top > 0 && count[top - 1] == c) { /* two equal subtrees: combine them */
+                top--;
+                combine(k, op, LEVEL(top), part[top], cur, n);
+                cur = LEVEL(top), c *= 2;
+            }
+            part[top] = cur, count[top] = c, top++;
+        }
+        /* Fold the subtrees left, largest first, from the right. */
+        const char *cur = part[top - 1];
+        for (int i = top - 2; i >= 0; i--) {
+            combine(k, op, LEVEL(i), part[i], cur, n);
+            cur = LEVEL(i);
+        }
+#undef LEVEL
+    }
 }
 
 int gocoll_shm_allreduce(struct gocoll_shm *s, const void *in, void *out, long count, int kind, int size, int op) {

@@ -139,7 +139,7 @@ func TestReductionsMatchGo(t *testing.T) {
 			for _, typ := range reduceTypes {
 				size, kind := mpichType(handles[typ])
 				for _, op := range reduceOps {
-					k, err := ops.Lookup(op, typ)
+					red, err := ops.ReductionOf(op, typ)
 					if err != nil {
 						return err
 					}
@@ -149,7 +149,7 @@ func TestReductionsMatchGo(t *testing.T) {
 						in := make([]byte, n*size)
 						fill(in, typ, r, round)
 						want, got := make([]byte, len(in)), make([]byte, len(in))
-						if err := g.Allreduce(in, want, size, intranode.Kernel(k)); err != nil {
+						if err := g.Allreduce(in, want, red); err != nil {
 							return err
 						}
 						if rc := v.allreduce(in, got, n, kind, size, code); rc != 0 {
@@ -175,7 +175,7 @@ func TestReductionsMatchGo(t *testing.T) {
 						fill(in, typ, r, round)
 						mine := counts[r] * size
 						want, got := make([]byte, mine), make([]byte, mine)
-						if err := g.ReduceScatter(in, want, counts, size, intranode.Kernel(k)); err != nil {
+						if err := g.ReduceScatter(in, want, counts, red); err != nil {
 							return err
 						}
 						if rc := v.reduceScatter(in, got, c32, 0, kind, size, code); rc != 0 || !bytes.Equal(got, want) {
@@ -263,6 +263,120 @@ func TestCopiesMatchGo(t *testing.T) {
 				fail("reduce_scatter with a block over a slot's share: rc %d, want Decline", rc)
 			}
 			return g.Barrier()
+		})
+	}
+}
+
+// association fills buf with elements of t whose sum (or product) depends
+// on the association: random signs and fractions, exponents spread over
+// 2^-10 .. 2^10 (sums) or near one (products), finite at p <= 8.
+func association(buf []byte, t ops.Type, op ops.Op, rng *rand.Rand) {
+	part := map[ops.Type]int{ops.Complex4: 2, ops.CFloatComplex: 4, ops.CDoubleComplex: 8}[t]
+	if part == 0 {
+		part = t.Size()
+	}
+	spread := 10
+	if op == ops.Prod {
+		spread = 1
+	}
+	e := func() int { return rng.IntN(2*spread+1) - spread } // unbiased exponent
+	sign := func() uint64 { return uint64(rng.IntN(2)) }
+	for at := 0; at+part <= len(buf); at += part {
+		switch {
+		case part == 8:
+			binary.LittleEndian.PutUint64(buf[at:], sign()<<63|uint64(1023+e())<<52|rng.Uint64()>>12)
+		case part == 4:
+			binary.LittleEndian.PutUint32(buf[at:], uint32(sign()<<31|uint64(127+e())<<23|rng.Uint64()>>41))
+		case t == ops.BFloat16:
+			binary.LittleEndian.PutUint16(buf[at:], uint16(sign()<<15|uint64(127+e())<<7|rng.Uint64()>>57))
+		default: // binary16
+			binary.LittleEndian.PutUint16(buf[at:], uint16(sign()<<15|uint64(15+e())<<10|rng.Uint64()>>54))
+		}
+	}
+}
+
+// Both halves combine the p contributions in the canonical association,
+// bit for bit ops.CanonicalReduce's, for p = 1..8, at counts around the
+// C half's chunks, the Go half's slot and its chunked path, in place and
+// not; 16-bit floats (Go half only: the C half declines them) accumulate
+// in float32 and round once.
+func TestCanonical(t *testing.T) {
+	types := []ops.Type{ops.Double, ops.Float, ops.CDoubleComplex, ops.CFloatComplex, ops.Float16, ops.BFloat16, ops.Complex4}
+	for p := 1; p <= 8; p++ {
+		onRanks(t, p, func(g *intranode.Group, v *view, fail func(string, ...any)) error {
+			r := g.Rank()
+			round := 0
+			for _, typ := range types {
+				size, kind := mpichType(handles[typ])
+				for _, op := range []ops.Op{ops.Sum, ops.Prod} {
+					red, err := ops.ReductionOf(op, typ)
+					if err != nil {
+						return err
+					}
+					slot := g.Slot() / size
+					for _, n := range []int{1, 3, 512/size - 1, 512/size + 1, 4096 / size, slot + 1, 3*slot + 5} {
+						round++
+						parts := make([][]byte, p)
+						for q := range parts {
+							parts[q] = make([]byte, n*size)
+							association(parts[q], typ, op, rand.New(rand.NewPCG(uint64(q), uint64(round))))
+						}
+						want := make([]byte, n*size)
+						if err := ops.CanonicalReduce(op, typ, want, parts); err != nil {
+							return err
+						}
+						in := parts[r]
+						got := make([]byte, len(in))
+						if err := g.Allreduce(in, got, red); err != nil {
+							return err
+						}
+						if !bytes.Equal(got, want) {
+							fail("Go allreduce %v %v n=%d differs from T(0, %d)", typ, op, n, p)
+						}
+						inout := bytes.Clone(in)
+						if err := g.Allreduce(inout, inout, red); err != nil {
+							return err
+						}
+						if !bytes.Equal(inout, want) {
+							fail("Go in-place allreduce %v %v n=%d differs from T(0, %d)", typ, op, n, p)
+						}
+						// reduce_scatter_block of the whole vector, n elements a block.
+						all := make([]byte, 0, p*len(in))
+						for range p {
+							all = append(all, in...)
+						}
+						counts := make([]int, p)
+						for q := range counts {
+							counts[q] = n
+						}
+						mine := make([]byte, len(in))
+						if err := g.ReduceScatter(all, mine, counts, red); err != nil {
+							return err
+						}
+						if !bytes.Equal(mine, want) {
+							fail("Go reduce_scatter %v %v n=%d differs from T(0, %d)", typ, op, n, p)
+						}
+						if kind == 0 || len(in) > 4096 {
+							continue // not the C half's
+						}
+						clear(got)
+						if rc := v.allreduce(in, got, n, kind, size, int(op)); rc != 0 || !bytes.Equal(got, want) {
+							fail("C allreduce %v %v n=%d: rc %d, differs from T(0, %d)", typ, op, n, rc, p)
+						}
+						if n*p*size <= 4096 && n <= g.Slot()/p/size {
+							clear(mine)
+							c32 := make([]int32, p)
+							for q := range c32 {
+								c32[q] = int32(n)
+							}
+							if rc := v.reduceScatter(all, mine, c32, 0, kind, size, int(op)); rc != 0 || !bytes.Equal(mine, want) {
+								fail("C reduce_scatter %v %v n=%d: rc %d, differs from T(0, %d)", typ, op, n, rc, p)
+							}
+						}
+					}
+				}
+			}
+			return nil
 		})
 	}
 }

@@ -4,7 +4,9 @@
 # GOCOLL_DEBUG lines are counted per rank, never cut by the launcher's
 # output forwarding), and, if PRELOAD_TEST_HOSTS=k is set, with
 # GOCOLL_HOST naming one of k emulated hosts (rank mod k), so that ranks
-# of one machine use both of gocoll's transports. Runs under LD_PRELOAD
+# of one machine use both of gocoll's transports; if PRELOAD_TEST_EXCLUDE
+# is set, rank 1 alone gets it as GOCOLL_PRELOAD_EXCLUDE (the ranks must
+# agree on the route all the same). Runs under LD_PRELOAD
 # itself: a shell that never calls MPI must not mind the library.
 dir=$1
 shift
@@ -12,6 +14,10 @@ r=${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}
 if [ -n "$PRELOAD_TEST_HOSTS" ]; then
 	GOCOLL_HOST=host$((r % PRELOAD_TEST_HOSTS))
 	export GOCOLL_HOST
+fi
+if [ -n "$PRELOAD_TEST_EXCLUDE" ] && [ "$r" = 1 ]; then
+	GOCOLL_PRELOAD_EXCLUDE=$PRELOAD_TEST_EXCLUDE
+	export GOCOLL_PRELOAD_EXCLUDE
 fi
 # The file name carries the process id too: no two processes can ever
 # share (and truncate) one file.
