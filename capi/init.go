@@ -15,6 +15,7 @@ import (
 	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/coll"
 	"github.com/gocoll/gocoll/internal/counters"
+	"github.com/gocoll/gocoll/intranode/engine"
 	"github.com/gocoll/gocoll/job"
 	"github.com/gocoll/gocoll/mpierr"
 	"github.com/gocoll/gocoll/p2p"
@@ -101,6 +102,7 @@ func go_Init_thread(required C.int, provided *C.int) (rc C.int) {
 		return initFailed(err)
 	}
 	cfg.JobID, cfg.Timeout = j.JobID, j.Timeout
+	engine.SetCanonical(cfg.Reproducible) // the C fast path's reductions
 	ranks := make([]int, j.Size)
 	for i := range ranks {
 		ranks[i] = i

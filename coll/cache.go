@@ -24,6 +24,8 @@ type cacheKey struct {
 	hash        uint64 // of irregular Counts
 	commutative bool
 	inPlace     bool
+	// reproducible: the hierarchical algorithms fix canonical phases
+	reproducible bool
 }
 
 type cacheEntry struct {
@@ -35,7 +37,7 @@ type cacheEntry struct {
 const maxCached = 512
 
 func (sc *scheduleCache) get(coll algorithms.Collective, a *algorithms.Algorithm, p algorithms.Params) *schedule.Schedule {
-	k := cacheKey{coll: coll, alg: a, count: p.Count, root: p.Root, commutative: p.Commutative, inPlace: p.InPlace}
+	k := cacheKey{coll: coll, alg: a, count: p.Count, root: p.Root, commutative: p.Commutative, inPlace: p.InPlace, reproducible: p.Reproducible}
 	if p.Counts != nil {
 		k.uniform = isUniform(p.Counts)
 		if k.uniform {

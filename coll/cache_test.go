@@ -11,7 +11,7 @@ import (
 // cache must key on each (P and Rank are fixed per communicator). A new
 // field must be added to cacheKey too; this test is the reminder.
 func TestCacheKeyCoversParams(t *testing.T) {
-	covered := map[string]bool{"P": true, "Rank": true, "Root": true, "Count": true, "Counts": true, "Commutative": true, "InPlace": true,
+	covered := map[string]bool{"P": true, "Rank": true, "Root": true, "Count": true, "Counts": true, "Commutative": true, "InPlace": true, "Reproducible": true,
 		"SharedMemory": true, // only decides whether shm may run; no schedule depends on it
 		"DeviceMemory": true, // likewise: the device executor runs the same schedules
 		"Nodes":        true} // fixed per communicator, as P and Rank (SetNodes empties the cache)

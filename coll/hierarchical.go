@@ -185,7 +185,7 @@ func (c *Comm) hierAllreduce(call string, h *hierarchy, p algorithms.Params, in,
 	if p.InPlace {
 		dst = out[:mine*size]
 	}
-	if err := h.node.shmReduceScatter(call, in, dst, counts, size, kernel); err != nil {
+	if err := h.node.shmReduceScatter(call, in, dst, counts, size, kernel, p.Reproducible); err != nil {
 		return err
 	}
 	copy(own, dst)
@@ -263,7 +263,7 @@ func (c *Comm) hierReduceScatter(call string, h *hierarchy, p algorithms.Params,
 				dst = grp[at*size : (at+pj.Counts[local])*size]
 			}
 			at := ns.PartAt(j)
-			if err := h.node.shmReduceScatter(call, in[at*size:(at+pj.Total)*size], dst, counts, size, kernel); err != nil {
+			if err := h.node.shmReduceScatter(call, in[at*size:(at+pj.Total)*size], dst, counts, size, kernel, p.Reproducible); err != nil {
 				return err
 			}
 		}
@@ -273,7 +273,7 @@ func (c *Comm) hierReduceScatter(call string, h *hierarchy, p algorithms.Params,
 			lay = buf[:total*size]
 			ns.Runs(func(at, sl, n int) { copy(lay[sl*size:(sl+n)*size], in[at*size:(at+n)*size]) })
 		}
-		if err := h.node.shmReduceScatter(call, lay, grp, ns.GroupLens(k), size, kernel); err != nil {
+		if err := h.node.shmReduceScatter(call, lay, grp, ns.GroupLens(k), size, kernel, p.Reproducible); err != nil {
 			return err
 		}
 	}
@@ -418,12 +418,12 @@ func nodeCounts(k int, slices []int) []int {
 
 // shmReduceScatter is the engine's reduce-scatter on a node communicator
 // (a copy on a node of one rank, which has no segment).
-func (c *Comm) shmReduceScatter(call string, in, out []byte, counts []int, size int, kernel ops.Kernel) error {
+func (c *Comm) shmReduceScatter(call string, in, out []byte, counts []int, size int, kernel ops.Kernel, reproducible bool) error {
 	if c.Size() == 1 {
 		copy(out, in[:counts[0]*size])
 		return nil
 	}
-	return c.runDirect(call, algorithms.ReduceScatter, algorithms.Params{Counts: counts}, in, out, size, kernel)
+	return c.runDirect(call, algorithms.ReduceScatter, algorithms.Params{Counts: counts, Reproducible: reproducible}, in, out, size, kernel)
 }
 
 // shmAllgather is the engine's allgather on a node communicator (a copy

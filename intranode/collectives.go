@@ -17,7 +17,11 @@ func (g *Group) Barrier() error {
 // slot (already cut to [lo, hi)): the rank's own input, which then need
 // not go through its slot.
 func (g *Group) reduce(dst []byte, s, lo, hi int, r ops.Reduction, own []byte) {
-	g.scratch = r.Reduce(dst, g.p, func(q int) []byte { return g.part(s, q, lo, hi, own) }, g.scratch)
+	g.parts = g.parts[:0]
+	for q := range g.p {
+		g.parts = append(g.parts, g.part(s, q, lo, hi, own))
+	}
+	g.scratch = r.Reduce(dst, g.parts, g.scratch)
 }
 
 // part is [lo, hi) of rank q's slot in set s, or own for this rank.

@@ -88,8 +88,9 @@ type Group struct {
 	crowded      bool
 	epoch        time.Time
 	lastCheck    time.Duration
-	displ        []int  // reused by displacements
-	scratch      []byte // reused by reduce
+	displ        []int    // reused by displacements
+	scratch      []byte   // reused by reduce
+	parts        [][]byte // the slots reduce combines, refilled per call
 
 	cma       bool  // Allgather may read peers' blocks with process_vm_readv
 	cmaErr    error // why not, when it may not

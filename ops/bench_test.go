@@ -98,7 +98,6 @@ func BenchmarkReduction(b *testing.B) {
 				for q := range parts {
 					parts[q] = bytes.Repeat([]byte{0x3c + byte(q)}, n) // normal numbers in every type
 				}
-				part := func(q int) []byte { return parts[q] }
 				dst := make([]byte, n)
 				b.Run(fmt.Sprintf("%v/p=%d/%dKiB/fold", typ, p, n>>10), func(b *testing.B) {
 					b.SetBytes(int64(n))
@@ -113,7 +112,7 @@ func BenchmarkReduction(b *testing.B) {
 				b.Run(fmt.Sprintf("%v/p=%d/%dKiB/tree", typ, p, n>>10), func(b *testing.B) {
 					b.SetBytes(int64(n))
 					for b.Loop() {
-						scratch = r.Reduce(dst, p, part, scratch)
+						scratch = r.Reduce(dst, parts, scratch)
 					}
 				})
 			}

@@ -25,6 +25,7 @@ import (
 // once: the p-1 kernel calls of a left-to-right fold, in the order of a
 // binary counter.
 type Reduction struct {
+	fold   bool   // Folded: x0 op x1 op ... op x(p-1), left to right
 	k      Kernel // combines two accumulators
 	pair   Kernel // combines two elements: T(0, 2), rounded once
 	size   int    // bytes of an element of the datatype
@@ -97,6 +98,16 @@ func ReductionOf(op Op, t Type) (Reduction, error) {
 	return r, nil
 }
 
+// Folded returns r combining left to right, ((x0 op x1) op x2) ..., where
+// the result need not be T(0, p) (outside reproducible mode): a fold costs
+// no bookkeeping, which T's stack of partials does on a message in cache.
+// 16-bit floats keep T and float32, which cost nothing more than their
+// kernels' conversions.
+func (r Reduction) Folded() Reduction {
+	r.fold = r.wide == nil
+	return r
+}
+
 // Size returns the bytes of an element.
 func (r Reduction) Size() int { return r.size }
 
@@ -114,27 +125,32 @@ func (r Reduction) chunk() int {
 	return max(chunkBytes/acc, 1) * acc
 }
 
-// Reduce sets dst to T(0, p) of part(0) .. part(p-1), each as long as dst
-// (whole elements), which it must not overlap. scratch is the caller's to
+// Reduce sets dst to T(0, p) of parts[0] .. parts[p-1], each as long as
+// dst (whole elements), which it must not overlap. (A slice the caller
+// refills, not a function: a closure over the caller's state would be
+// allocated at every call.) scratch is the caller's to
 // reuse between calls: Reduce returns it, grown to ScratchLen(p) if it was
 // shorter.
-func (r Reduction) Reduce(dst []byte, p int, part func(q int) []byte, scratch []byte) []byte {
+func (r Reduction) Reduce(dst []byte, parts [][]byte, scratch []byte) []byte {
+	p := len(parts)
 	switch {
 	case p == 1:
-		copy(dst, part(0))
+		copy(dst, parts[0])
 		return scratch
 	case p == 2: // the pairwise kernel rounds once too
-		r.pair(dst, part(0), part(1))
+		r.pair(dst, parts[0], parts[1])
 		return scratch
-	case p == 3 && r.wide == nil: // (x0 op x1) op x2: a fold
-		r.k(dst, part(0), part(1))
-		r.k(dst, dst, part(2))
+	case p == 3 && r.wide == nil, r.fold: // (x0 op x1) op x2 is T(0, 3)
+		r.k(dst, parts[0], parts[1])
+		for q := 2; q < p; q++ {
+			r.k(dst, dst, parts[q])
+		}
 		return scratch
 	}
 	if need := r.ScratchLen(p); len(scratch) < need {
 		scratch = make([]byte, need)
 	}
-	t := tree{r: r, part: part, scratch: scratch, stride: r.chunk()}
+	t := tree{r: r, parts: parts, scratch: scratch, stride: r.chunk()}
 	in := r.chunk() // bytes of contributions per chunk
 	if r.wide != nil {
 		in /= 2
@@ -152,7 +168,7 @@ func (r Reduction) Reduce(dst []byte, p int, part func(q int) []byte, scratch []
 // inline, and a chunk of a few KiB costs little more than its kernels.)
 type tree struct {
 	r           Reduction
-	part        func(q int) []byte
+	parts       [][]byte
 	scratch, d  []byte
 	stride, acc int // bytes between levels, and of a partial in this chunk
 	lo, hi      int // the chunk's bytes in the parts
@@ -170,7 +186,7 @@ func (t *tree) level(i int) []byte {
 // at is level i's bytes: its contribution, or its partial.
 func (t *tree) at(i int) []byte {
 	if t.leaf[i] >= 0 {
-		return t.part(int(t.leaf[i]))[t.lo:t.hi]
+		return t.parts[t.leaf[i]][t.lo:t.hi]
 	}
 	return t.level(i)
 }
@@ -238,6 +254,6 @@ func CanonicalReduce(op Op, t Type, dst []byte, parts [][]byte) error {
 			return fmt.Errorf("ops: CanonicalReduce of %d-byte parts into %d bytes of %v", len(x), len(dst), t)
 		}
 	}
-	r.Reduce(dst, len(parts), func(q int) []byte { return parts[q] }, nil)
+	r.Reduce(dst, parts, nil)
 	return nil
 }

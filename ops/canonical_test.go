@@ -169,7 +169,7 @@ func TestCanonicalIsNotLeftFold(t *testing.T) {
 			mixed(canonicalCases[map[Type]int{Double: 1, Float16: 4}[typ]].in, Sum, parts[q], rng)
 		}
 		tree := make([]byte, n*typ.Size())
-		r.Reduce(tree, p, func(q int) []byte { return parts[q] }, nil)
+		r.Reduce(tree, parts, nil)
 		fold := bytes.Clone(parts[0])
 		for q := 1; q < p; q++ {
 			k(fold, fold, parts[q])
@@ -206,7 +206,7 @@ func TestUserReductionOrder(t *testing.T) {
 			affine(fold, fold, parts[q])
 		}
 		got := make([]byte, 8*n)
-		UserReduction(affine, 8).Reduce(got, p, func(q int) []byte { return parts[q] }, nil)
+		UserReduction(affine, 8).Reduce(got, parts, nil)
 		if !bytes.Equal(got, fold) {
 			t.Errorf("p=%d: differs from the rank-order fold", p)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/coll"
 	"github.com/gocoll/gocoll/internal/counters"
+	"github.com/gocoll/gocoll/intranode/engine"
 	"github.com/gocoll/gocoll/mpierr"
 	"github.com/gocoll/gocoll/ops"
 	"github.com/gocoll/gocoll/tuner"
@@ -75,6 +76,7 @@ func gc_go_start() (rc C.int) {
 	for _, x := range c.exclude {
 		excludeHost(ops.Op(x[0]), ops.Type(x[1]), testExclude)
 	}
+	engine.SetCanonical(c.coll.Reproducible) // the engine's C half
 	if c.coll.Reproducible {
 		// The same on every rank (the environment): no agreement needed.
 		for _, t := range ops.Types() {

@@ -173,11 +173,21 @@ static int reducible(int k, int op) {
 #define CHUNK 512
 #define LEVELS 32
 
+int gocoll_shm_canonical;
+
 /* reduce_slots sets out = T(0, p) of the slots of set, each cut to bytes
- * [lo, lo+len); out must not overlap a slot. */
+ * [lo, lo+len), or outside reproducible mode (gocoll_shm_canonical 0) the
+ * left-to-right fold, which the Go half's Folded reduction computes too
+ * and which needs no stack; out must not overlap a slot. */
 static void reduce_slots(struct gocoll_shm *s, int set, int k, int op, char *out, long lo, long len, int size) {
     if (s->p == 1) {
         memcpy(out, slot_of(s, set, 0) + lo, len);
+        return;
+    }
+    if (!gocoll_shm_canonical || s->p == 3) { /* ((x0 op x1) op x2) is T(0, 3) */
+        long n = len / size;
+        combine(k, op, out, slot_of(s, set, 0) + lo, slot_of(s, set, 1) + lo, n);
+        for (int q = 2; q < s->p; q++) combine(k, op, out, out, slot_of(s, set, q) + lo, n);
         return;
     }
     double scratch[LEVELS][CHUNK / sizeof(double)]; /* level i's partial; level 0's is in out */

@@ -106,3 +106,14 @@ func (v *view) bcast(buf []byte, root int) int {
 }
 
 func (v *view) barrier() int { return int(C.gocoll_shm_barrier(&v.s)) }
+
+// SetCanonical makes the C half combine contributions in the canonical
+// association of reproducible mode (on) or left to right, as the Go half
+// does for a call that is not reproducible (off, the default). Callers in
+// C set it once, from GOCOLL_REPRODUCIBLE, before their first call.
+func SetCanonical(on bool) {
+	C.gocoll_shm_canonical = 0
+	if on {
+		C.gocoll_shm_canonical = 1
+	}
+}

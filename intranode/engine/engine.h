@@ -39,6 +39,10 @@ void gocoll_shm_init(struct gocoll_shm *s, void *base, int p, int rank, long slo
  * puts it). kind is a GOCOLL_SHM_K_ code, size its bytes, op a
  * GOCOLL_SHM_OP_ code. Every rank of the segment must make the same call
  * with the same counts: it decides alike on every rank. */
+/* gocoll_shm_canonical: reductions combine the p contributions in the
+ * canonical association of reproducible mode (set from GOCOLL_REPRODUCIBLE
+ * before the first call); 0: left to right, as the Go half's Folded. */
+extern int gocoll_shm_canonical;
 int gocoll_shm_allreduce(struct gocoll_shm *s, const void *in, void *out, long count, int kind, int size, int op);
 /* counts: elements of block q, or NULL for count each (reduce_scatter_block). */
 int gocoll_shm_reduce_scatter(struct gocoll_shm *s, const void *in, void *out, const int *counts, long count, int kind,

@@ -301,6 +301,8 @@ func association(buf []byte, t ops.Type, op ops.Op, rng *rand.Rand) {
 // not; 16-bit floats (Go half only: the C half declines them) accumulate
 // in float32 and round once.
 func TestCanonical(t *testing.T) {
+	SetCanonical(true) // as GOCOLL_REPRODUCIBLE=1 sets it
+	defer SetCanonical(false)
 	types := []ops.Type{ops.Double, ops.Float, ops.CDoubleComplex, ops.CFloatComplex, ops.Float16, ops.BFloat16, ops.Complex4}
 	for p := 1; p <= 8; p++ {
 		onRanks(t, p, func(g *intranode.Group, v *view, fail func(string, ...any)) error {
