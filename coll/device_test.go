@@ -34,6 +34,8 @@ type gpuSetup struct {
 	shared  bool // one fake process for all ranks (a Go program's RunLocal)
 	devices func(rank int) int
 	debug   *lockedWriter // GOCOLL_DEBUG=info's lines, if not nil
+	// reproducible: GOCOLL_REPRODUCIBLE=1
+	reproducible bool
 }
 
 // gpuJob runs f on p ranks, each a fake CUDA process on one fake node
@@ -58,6 +60,7 @@ func gpuJob(t *testing.T, p int, s gpuSetup, f func(c *coll.Comm, proc *fake.Pro
 	jobWith(t, p, func(cfg *coll.Config) {
 		cfg.Device.Options = s.opts
 		cfg.Device.NoIPC = s.noIPC
+		cfg.Reproducible = s.reproducible
 		if s.debug != nil {
 			cfg.Debug = s.debug
 		}

@@ -145,3 +145,30 @@ func ExampleComm_SplitShared() {
 	}
 	// Output: node of 4 ranks, sum 6
 }
+
+// Three ranks add 1, 1e16 and -1e16. In floating point the order decides:
+// (1 + 1e16) - 1e16 is 0, 1 + (1e16 - 1e16) is 1. mpi.Reproducible asks for
+// the canonical order, the same for every algorithm, size and layout:
+// (x0 + x1) + x2 here, so the sum is 0 on every rank and every run.
+func ExampleReproducible() {
+	err := mpi.RunLocal(3, func(c *mpi.Comm) error {
+		x := []float64{[]float64{1, 1e16, -1e16}[c.Rank()]}
+		sum := make([]float64, 1)
+		for _, alg := range []string{"auto", "ring", "recursive_doubling"} {
+			if err := mpi.Allreduce(c, x, sum, mpi.Sum, mpi.Reproducible(), mpi.WithAlgorithm(alg)); err != nil {
+				return err
+			}
+			if c.Rank() == 0 {
+				fmt.Println(alg, sum)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		fmt.Println(err)
+	}
+	// Output:
+	// auto [0]
+	// ring [0]
+	// recursive_doubling [0]
+}
