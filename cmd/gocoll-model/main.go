@@ -2,7 +2,11 @@
 // collectives on machines of many nodes.
 //
 //	gocoll-model regret [-quick] [-between] [-above] [-cpuprofile file]
+//	gocoll-model reproducible [-p ranks] [-k ranks-per-node]
 //
+// reproducible prices reproducible mode: the cheapest algorithm that
+// computes the canonical association against the cheapest of all, per
+// reducing collective and size (reproducible.go).
 // regret compares the built-in tuner's choices with the model's best over
 // a grid of calls: p in {2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128,
 // 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096}, 1, 8 or 64
@@ -49,8 +53,12 @@ import (
 )
 
 func main() {
+	if len(os.Args) >= 2 && os.Args[1] == "reproducible" {
+		reproducibleMain(os.Args[2:])
+		return
+	}
 	if len(os.Args) < 2 || os.Args[1] != "regret" {
-		fmt.Fprintln(os.Stderr, "usage: gocoll-model regret [-quick] [-between] [-above] [-cpuprofile file]")
+		fmt.Fprintln(os.Stderr, "usage: gocoll-model regret [-quick] [-between] [-above] [-cpuprofile file]\n       gocoll-model reproducible [-p ranks] [-k ranks-per-node]")
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet("regret", flag.ExitOnError)
