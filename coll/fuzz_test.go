@@ -15,7 +15,6 @@ import (
 	"github.com/gocoll/gocoll/mpierr"
 	"github.com/gocoll/gocoll/ops"
 	"github.com/gocoll/gocoll/transport/inproc"
-	"github.com/gocoll/gocoll/tuner"
 )
 
 // FuzzCollectives decodes its input into one collective call on 1 to 3
@@ -451,15 +450,7 @@ func b2i(b bool) int64 {
 }
 
 func (fc *fuzzCall) run(t *testing.T) {
-	tu, err := tuner.New(func(k string) string {
-		if k == "GOCOLL_FALLBACK" {
-			return "silent"
-		}
-		return ""
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tu := fallbackTuner(t, "silent")
 	cfg := &coll.Config{Tuner: tu, JobID: "fuzz", Check: true, Timeout: 20 * time.Second}
 	eps := inproc.New(fc.p)
 	defer func() {

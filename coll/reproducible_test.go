@@ -53,6 +53,20 @@ func canonicalReduce(op ops.Op, typ ops.Type, in [][]byte) []byte {
 	return out
 }
 
+// canonical is rank r's expected result of call c in reproducible mode:
+// the canonical association of the inputs, or r's block of it.
+func (c call) canonical(in [][]byte, r int) []byte {
+	want := canonicalReduce(c.op, c.typ, in)
+	if c.coll == algorithms.Allreduce {
+		return want
+	}
+	lo := 0
+	for _, x := range c.counts[:r] {
+		lo += x
+	}
+	return want[lo*c.typ.Size() : (lo+c.counts[r])*c.typ.Size()]
+}
+
 // orderSensitive fills b with values of type typ whose sum (or product)
 // depends on the order of the terms: mixed magnitudes and signs.
 func orderSensitive(b []byte, typ ops.Type, op ops.Op, rng *rand.Rand) {
@@ -79,15 +93,7 @@ var reproducibleTypes = []ops.Type{ops.Double, ops.Float, ops.Float16, ops.BFloa
 // boundaries, in place and not, p = 1..8 and a few larger: every result
 // is the canonical association, bit for bit.
 func TestReproducibleEveryAlgorithmIsCanonical(t *testing.T) {
-	tu, err := tuner.New(func(k string) string {
-		if k == "GOCOLL_FALLBACK" {
-			return "silent"
-		}
-		return ""
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tu := fallbackTuner(t, "silent")
 	cfg := &coll.Config{Tuner: tu, JobID: "test", Reproducible: true}
 	for _, p := range []int{1, 2, 3, 4, 5, 6, 7, 8, 11, 16} {
 		counts := []int{0, 1, p - 1, p, p + 1, 37, 1000}
@@ -133,15 +139,7 @@ func TestReproducibleEveryAlgorithmIsCanonical(t *testing.T) {
 				if err != nil {
 					return fmt.Errorf("%v: %w", cl, err)
 				}
-				want := canonicalReduce(cl.op, cl.typ, inputs[j])
-				if cl.coll != algorithms.Allreduce {
-					lo := 0
-					for _, x := range cl.counts[:cm.Rank()] {
-						lo += x
-					}
-					size := cl.typ.Size()
-					want = want[lo*size : (lo+cl.counts[cm.Rank()])*size]
-				}
+				want := cl.canonical(inputs[j], cm.Rank())
 				if !bytes.Equal(got, want) {
 					return fmt.Errorf("%v: not the canonical association (first bytes %x, want %x)", cl, got[:min(len(got), 16)], want[:min(len(want), 16)])
 				}
@@ -191,14 +189,7 @@ func TestReproducibleOnDevice(t *testing.T) {
 				if err != nil {
 					return fmt.Errorf("%v: %w", cl, err)
 				}
-				want := canonicalReduce(cl.op, cl.typ, inputs[j])
-				if cl.coll != algorithms.Allreduce {
-					lo := 0
-					for _, x := range cl.counts[:cm.Rank()] {
-						lo += x
-					}
-					want = want[lo*cl.typ.Size() : (lo+cl.counts[cm.Rank()])*cl.typ.Size()]
-				}
+				want := cl.canonical(inputs[j], cm.Rank())
 				if !bytes.Equal(got, want) {
 					return fmt.Errorf("%v on device memory: not the canonical association", cl)
 				}

@@ -33,6 +33,21 @@ func (w *lockedWriter) String() string {
 	return w.b.String()
 }
 
+// fallbackTuner is the tuner of GOCOLL_FALLBACK=policy.
+func fallbackTuner(t *testing.T, policy string) *tuner.Tuner {
+	t.Helper()
+	tu, err := tuner.New(func(k string) string {
+		if k == "GOCOLL_FALLBACK" {
+			return policy
+		}
+		return ""
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tu
+}
+
 // jobOnHosts runs f on len(hosts) in-process ranks, rank r on host
 // hosts[r], as capi and mpi set a world up: the node map from the host
 // names, and a shared segment only where every rank is on one node. A
@@ -40,15 +55,7 @@ func (w *lockedWriter) String() string {
 // so that a call forced to shm proves there is a segment.
 func jobOnHosts(t *testing.T, hosts []string, debug *lockedWriter, f func(c *coll.Comm) error) {
 	t.Helper()
-	tu, err := tuner.New(func(k string) string {
-		if k == "GOCOLL_FALLBACK" {
-			return "error"
-		}
-		return ""
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tu := fallbackTuner(t, "error")
 	cfg := &coll.Config{Tuner: tu, JobID: "topo"}
 	if debug != nil {
 		cfg.Debug = debug

@@ -184,7 +184,7 @@ static void reduce_slots(struct gocoll_shm *s, int set, int k, int op, char *out
         memcpy(out, slot_of(s, set, 0) + lo, len);
         return;
     }
-    if (!gocoll_shm_canonical || s->p == 3) { /* ((x0 op x1) op x2) is T(0, 3) */
+    if (!gocoll_shm_canonical || s->p <= 3) { /* a fold is T(0, p) for p <= 3 */
         long n = len / size;
         combine(k, op, out, slot_of(s, set, 0) + lo, slot_of(s, set, 1) + lo, n);
         for (int q = 2; q < s->p; q++) combine(k, op, out, out, slot_of(s, set, q) + lo, n);
