@@ -74,7 +74,11 @@ func (c *Comm) runDirect(call string, coll algorithms.Collective, p algorithms.P
 	var r ops.Reduction
 	if kernel != nil {
 		r = ops.UserReduction(kernel, size)
-		if len(g) > 0 && g[0].op.Valid() {
+		// The predefined op's own Reduction (16-bit floats in float32)
+		// where an element is one of its datatype's: a contiguous derived
+		// datatype's element (Args.Mult) is several, which the Reduction's
+		// element size would miscount.
+		if len(g) > 0 && g[0].op.Valid() && g[0].typ.Size() == size {
 			if wide, err := ops.ReductionOf(g[0].op, g[0].typ); err == nil {
 				r = wide
 			}
