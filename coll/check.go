@@ -34,12 +34,15 @@ type signature struct {
 	root    int
 	inPlace bool
 	device  bool // CUDA device buffers (set by run, which classifies them)
+	// reproducible: the call asked for the canonical association
+	// (mpi.Reproducible); ranks that disagree would run other algorithms.
+	reproducible bool
 }
 
 const sigLen = 40
 
 func signatureOf(c algorithms.Collective, a Args) signature {
-	s := signature{call: int(c), count: int64(a.Count), typ: a.Type, mult: max(a.Mult, 1), root: a.Root, inPlace: a.InPlace}
+	s := signature{call: int(c), count: int64(a.Count), typ: a.Type, mult: max(a.Mult, 1), root: a.Root, inPlace: a.InPlace, reproducible: a.Reproducible}
 	if a.Counts != nil {
 		s.count = 0
 		for _, n := range a.Counts {
@@ -67,22 +70,23 @@ func (s signature) encode(valid bool, b []byte) {
 	binary.LittleEndian.PutUint16(b[20:], uint16(s.typ))
 	binary.LittleEndian.PutUint32(b[22:], uint32(s.mult))
 	b[26] = byte(s.op)
-	b[27] = flag(s.user) | flag(s.inPlace)<<1 | flag(valid)<<2 | flag(s.device)<<3
+	b[27] = flag(s.user) | flag(s.inPlace)<<1 | flag(valid)<<2 | flag(s.device)<<3 | flag(s.reproducible)<<4
 	binary.LittleEndian.PutUint32(b[28:], uint32(int32(s.root)))
 }
 
 func decode(b []byte) (signature, bool) {
 	return signature{
-		call:    int(binary.LittleEndian.Uint32(b[0:])),
-		count:   int64(binary.LittleEndian.Uint64(b[4:])),
-		counts:  binary.LittleEndian.Uint64(b[12:]),
-		typ:     ops.Type(binary.LittleEndian.Uint16(b[20:])),
-		mult:    int(binary.LittleEndian.Uint32(b[22:])),
-		op:      ops.Op(b[26]),
-		user:    b[27]&1 != 0,
-		inPlace: b[27]&2 != 0,
-		device:  b[27]&8 != 0,
-		root:    int(int32(binary.LittleEndian.Uint32(b[28:]))),
+		call:         int(binary.LittleEndian.Uint32(b[0:])),
+		count:        int64(binary.LittleEndian.Uint64(b[4:])),
+		counts:       binary.LittleEndian.Uint64(b[12:]),
+		typ:          ops.Type(binary.LittleEndian.Uint16(b[20:])),
+		mult:         int(binary.LittleEndian.Uint32(b[22:])),
+		op:           ops.Op(b[26]),
+		user:         b[27]&1 != 0,
+		inPlace:      b[27]&2 != 0,
+		device:       b[27]&8 != 0,
+		reproducible: b[27]&16 != 0,
+		root:         int(int32(binary.LittleEndian.Uint32(b[28:]))),
 	}, b[27]&4 != 0
 }
 
@@ -124,6 +128,9 @@ func (s signature) String() string {
 	mem := ""
 	if s.device {
 		mem = ", device memory"
+	}
+	if s.reproducible {
+		mem += ", reproducible"
 	}
 	return fmt.Sprintf("%s(count %d%s, %v x%d%s%s%s%s)", name, s.count, counts, s.typ, s.mult, op, in, root, mem)
 }

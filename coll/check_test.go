@@ -79,6 +79,10 @@ func TestCheckCatchesMismatches(t *testing.T) {
 			return c.Allgather(coll.Args{Send: make([]byte, 8), Recv: make([]byte, 32), Count: 1, Type: ops.Double})
 		}, "MPI_Allgather"},
 		{"barrier", func(c *coll.Comm) error { return c.Barrier() }, "MPI_Barrier"},
+		{"reproducible", func(c *coll.Comm) error {
+			buf := make([]byte, 80)
+			return c.Allreduce(coll.Args{Send: buf, Recv: make([]byte, 80), Count: 10, Type: ops.Double, Op: coll.Op{Builtin: ops.Sum}, Reproducible: true})
+		}, "MPI_SUM, reproducible)"},
 		{"invalid arguments", func(c *coll.Comm) error {
 			return c.Allreduce(coll.Args{Send: nil, Recv: make([]byte, 80), Count: 10, Type: ops.Double, Op: coll.Op{Builtin: ops.Sum}})
 		}, "rank 2 passed invalid arguments"},
