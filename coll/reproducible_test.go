@@ -84,6 +84,19 @@ func orderSensitive(b []byte, typ ops.Type, op ops.Op, rng *rand.Rand) {
 	}
 }
 
+// orderSensitiveInputs returns every rank's input of each call.
+func orderSensitiveInputs(calls []call, p int, rng *rand.Rand) [][][]byte {
+	inputs := make([][][]byte, len(calls))
+	for j, cl := range calls {
+		inputs[j] = make([][]byte, p)
+		for r := range p {
+			inputs[j][r] = make([]byte, cl.total()*cl.typ.Size())
+			orderSensitive(inputs[j][r], cl.typ, cl.op, rng)
+		}
+	}
+	return inputs
+}
+
 // reproducibleTypes are the floating types reproducible mode is tested
 // on, each with the ops whose result depends on order.
 var reproducibleTypes = []ops.Type{ops.Double, ops.Float, ops.Float16, ops.BFloat16, ops.CDoubleComplex}
@@ -125,14 +138,7 @@ func TestReproducibleEveryAlgorithmIsCanonical(t *testing.T) {
 				}
 			}
 		}
-		inputs := make([][][]byte, len(calls))
-		for j, cl := range calls {
-			inputs[j] = make([][]byte, p)
-			for r := range p {
-				inputs[j][r] = make([]byte, cl.total()*cl.typ.Size())
-				orderSensitive(inputs[j][r], cl.typ, cl.op, rng)
-			}
-		}
+		inputs := orderSensitiveInputs(calls, p, rng)
 		runRanks(t, fmt.Sprintf("p=%d ", p), p, cfg, nil, func(cm *coll.Comm) error {
 			for j, cl := range calls {
 				got, err := cl.run(cm, bytes.Clone(inputs[j][cm.Rank()]))
@@ -175,14 +181,7 @@ func TestReproducibleOnDevice(t *testing.T) {
 			}
 		}
 		rng := rand.New(rand.NewPCG(uint64(p), 16))
-		inputs := make([][][]byte, len(calls))
-		for j, cl := range calls {
-			inputs[j] = make([][]byte, p)
-			for r := range p {
-				inputs[j][r] = make([]byte, cl.total()*cl.typ.Size())
-				orderSensitive(inputs[j][r], cl.typ, cl.op, rng)
-			}
-		}
+		inputs := orderSensitiveInputs(calls, p, rng)
 		gpuJob(t, p, gpuSetup{opts: device.Options{Segment: 64, Depth: 2}, reproducible: true}, func(cm *coll.Comm, proc *fake.Process, dev int) error {
 			for j, cl := range calls {
 				got, err := cl.runOnDevice(cm, proc, dev, inputs[j][cm.Rank()])
