@@ -78,13 +78,8 @@ func ReductionOf(op Op, t Type) (Reduction, error) {
 	if op != Sum && op != Prod {
 		return r, nil
 	}
-	switch t.kind() {
-	case kF16:
-		r.k, r.wide = active.table[op][kF32], wideF16
-	case kBF16:
-		r.k, r.wide = active.table[op][kF32], wideBF16
-	case kC16:
-		r.k, r.wide = active.table[op][kC64], wideF16
+	if wt, ok := Wide(t); ok {
+		r.k, r.wide = active.table[op][wt.kind()], widening16(t)
 	}
 	if r.wide != nil {
 		r.leaves = r.wide.sum

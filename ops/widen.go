@@ -1,10 +1,5 @@
 package ops
 
-import (
-	"encoding/binary"
-	"math"
-)
-
 // OrderDependent reports whether op on t gives a result that depends on
 // the order in which the terms are combined: MPI_SUM and MPI_PROD on
 // floating-point and complex types. Every other predefined pair (integers,
@@ -32,25 +27,21 @@ func Wide(t Type) (wide Type, ok bool) {
 }
 
 // Widen converts the 16-bit values of type t in src (t as Wide accepts)
-// to float32 in dst, exactly; dst holds twice the bytes of src.
-func Widen(t Type, dst, src []byte) {
-	toF32 := f16ToF32
-	if t.kind() == kBF16 {
-		toF32 = bf16ToF32
-	}
-	for i := 0; i+1 < len(src); i += 2 {
-		binary.LittleEndian.PutUint32(dst[2*i:], math.Float32bits(toF32(binary.LittleEndian.Uint16(src[i:]))))
-	}
-}
+// to float32 in dst, exactly; dst holds twice the bytes of src. It is the
+// conversion the Reductions widen with (vector instructions where the CPU
+// has them), so a call widened here and one the shm engine widens start
+// from the same bits.
+func Widen(t Type, dst, src []byte) { widening16(t).widen(dst, src) }
 
 // Narrow rounds the float32 values in src to type t's 16-bit format in dst
 // (to nearest, ties to even): the one rounding of a widened reduction.
-func Narrow(t Type, dst, src []byte) {
-	fromF32 := f32ToF16
+func Narrow(t Type, dst, src []byte) { widening16(t).narrow(dst, src) }
+
+// widening16 is the widening of t's 16-bit parts: bfloat16's, or binary16's
+// (float16 and the complex of two).
+func widening16(t Type) *widening {
 	if t.kind() == kBF16 {
-		fromF32 = f32ToBF16
+		return wideBF16
 	}
-	for i := 0; i+3 < len(src); i += 4 {
-		binary.LittleEndian.PutUint16(dst[i/2:], fromF32(math.Float32frombits(binary.LittleEndian.Uint32(src[i:]))))
-	}
+	return wideF16
 }
