@@ -115,3 +115,16 @@ func (h *halving) allgather(b *schedule.Builder) {
 		rb.SendRecv(h.f.OldRank(s.partner), h.acc.Span(h.slots, s.keepLo, s.keepHi), h.acc.Span(h.slots, s.giveLo, s.giveHi))
 	}
 }
+
+// virtualBlocks returns the sizes of the virtual blocks of a folded
+// reduce-scatter and their layout in the input: virtual block i gathers
+// the blocks of the ranks new rank i stands for, which are consecutive,
+// so in input order the virtual blocks are consecutive too.
+func virtualBlocks(f schedule.Fold, bl schedule.Blocks) ([]int, schedule.Blocks) {
+	vcounts := make([]int, f.Pof2)
+	for i := range vcounts {
+		lo, hi := f.Members(i)
+		vcounts[i] = bl.Span(schedule.Input, lo, hi).Len
+	}
+	return vcounts, schedule.BlocksOf(vcounts)
+}

@@ -39,14 +39,7 @@ var reduceScatterRecursiveDoublingExchange = &Algorithm{
 		nr := f.NewRank(r)
 		n := bl.Total
 		bits := schedule.Log2(f.Pof2)
-		// Virtual block i gathers the blocks of the ranks new rank i
-		// stands for (consecutive), in the input's order.
-		vcounts := make([]int, f.Pof2)
-		for i := range vcounts {
-			lo, hi := f.Members(i)
-			vcounts[i] = bl.Span(schedule.Input, lo, hi).Len
-		}
-		natural := schedule.BlocksOf(vcounts)
+		_, natural := virtualBlocks(f, bl)
 
 		var b schedule.Builder
 		h := newHalving(f, r, true, natural, tmp, n)

@@ -45,15 +45,7 @@ func halvingReduceScatter(pr Params, increasing bool) *schedule.Schedule {
 	nr := f.NewRank(r)
 	n := bl.Total
 
-	// Virtual block i gathers the blocks of the ranks new rank i stands
-	// for; they are consecutive, so in input order virtual blocks are
-	// consecutive too.
-	vcounts := make([]int, f.Pof2)
-	for i := range vcounts {
-		lo, hi := f.Members(i)
-		vcounts[i] = bl.Span(schedule.Input, lo, hi).Len
-	}
-	natural := schedule.BlocksOf(vcounts)
+	vcounts, natural := virtualBlocks(f, bl)
 	// Increasing partner distance ends with new rank i holding slot
 	// bitReverse(i): lay virtual block i out in that slot.
 	slots := natural
