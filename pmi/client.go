@@ -28,9 +28,13 @@ type Client struct {
 	wmu  sync.Mutex
 	conn net.Conn
 	done bool // after Finalize or Abort
+
+	bulk    bool // the server offers gocoll_getranks (gocollrun)
+	gen     int  // Allgathers so far
+	traffic bootstrap.Traffic
 }
 
-var _ bootstrap.KVS = (*Client)(nil)
+var _ bootstrap.Launcher = (*Client)(nil)
 
 var errFinalized = errors.New("client already finalized")
 
@@ -57,6 +61,7 @@ func newClient(conn net.Conn, r *bufio.Reader, rank, size int) (*Client, error) 
 	// The server counts a terminating NUL (hydra silently truncates a
 	// value of vallen_max bytes to vallen_max-1).
 	c.keyMax, c.valMax = keylen-1, vallen-1
+	c.bulk = m.args["gocoll_getranks"] == "1"
 	if m, err = c.call("appnum", "get_appnum"); err != nil {
 		return nil, err
 	}
@@ -69,6 +74,7 @@ func newClient(conn net.Conn, r *bufio.Reader, rank, size int) (*Client, error) 
 	if c.kvsname = m.args["kvsname"]; c.kvsname == "" {
 		return nil, errors.New("pmi: server sent an empty kvsname")
 	}
+	c.traffic.Other = 4
 	return c, nil
 }
 
@@ -101,6 +107,7 @@ func (c *Client) Put(key, value string) error {
 	if err != nil {
 		return err
 	}
+	c.count(func(t *bootstrap.Traffic) { t.Puts++; t.Bytes += len(key) + len(value) })
 	return resultErr(m, "put "+key)
 }
 
@@ -110,6 +117,7 @@ func (c *Client) Put(key, value string) error {
 // rank never arrives, the launcher is expected to end the job.
 func (c *Client) Fence() error {
 	_, err := c.call("barrier_out", "barrier_in")
+	c.count(func(t *bootstrap.Traffic) { t.Fences++ })
 	return err
 }
 
@@ -129,7 +137,72 @@ func (c *Client) Get(key string) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("pmi: get %s: reply has no value", key)
 	}
+	c.count(func(t *bootstrap.Traffic) { t.Gets++; t.Bytes += len(key) + len(v) })
 	return v, nil
+}
+
+// GetRanks returns the values of prefix+r for every rank r in one request,
+// where the server offers it (gocollrun's extension, announced in its
+// maxes reply); it is not offered by hydra. KVSAllgather uses it.
+func (c *Client) GetRanks(prefix string) ([]string, error) {
+	if !c.bulk {
+		return nil, errors.New("pmi: the server has no bulk get")
+	}
+	if err := checkToken("key", prefix, c.keyMax); err != nil {
+		return nil, err
+	}
+	m, err := c.call("gocoll_ranks", "gocoll_getranks", "kvsname", c.kvsname, "prefix", prefix)
+	if err != nil {
+		return nil, err
+	}
+	if err := resultErr(m, "gocoll_getranks "+prefix); err != nil {
+		return nil, err
+	}
+	out := make([]string, c.size)
+	bytes := len(prefix)
+	for r := range out {
+		v, ok := m.args["v"+strconv.Itoa(r)]
+		if !ok {
+			return nil, fmt.Errorf("pmi: gocoll_getranks %s: no value for rank %d", prefix, r)
+		}
+		out[r] = v
+		bytes += len(v)
+	}
+	c.count(func(t *bootstrap.Traffic) { t.Bulk++; t.Bytes += bytes })
+	return out, nil
+}
+
+// Allgather is bootstrap.KVSAllgather: one put, one fence, and one bulk
+// get under gocollrun or a get per rank under hydra.
+func (c *Client) Allgather(mine []byte) ([][]byte, error) {
+	c.mu.Lock()
+	gen := c.gen
+	c.gen++
+	c.mu.Unlock()
+	var kvs bootstrap.KVS = c
+	if !c.bulk {
+		kvs = noBulk{c}
+	}
+	return bootstrap.KVSAllgather(kvs, gen, c.valMax, mine)
+}
+
+// noBulk hides GetRanks from KVSAllgather where the server lacks it.
+type noBulk struct{ bootstrap.KVS }
+
+// Name says "PMI-1" for messages.
+func (c *Client) Name() string { return "PMI-1" }
+
+// Traffic is what this rank has asked of the server so far.
+func (c *Client) Traffic() bootstrap.Traffic {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.traffic
+}
+
+func (c *Client) count(f func(*bootstrap.Traffic)) {
+	c.mu.Lock()
+	f(&c.traffic)
+	c.mu.Unlock()
 }
 
 // Finalize tells the server this rank is done with PMI and closes the
@@ -176,7 +249,12 @@ func (c *Client) call(want, cmd string, kv ...string) (message, error) {
 	if err != nil {
 		return message{}, fmt.Errorf("pmi: sending %s: %w", cmd, err)
 	}
-	m, err := readMessage(c.r)
+	var m message
+	if want == "gocoll_ranks" {
+		m, err = readLongMessage(c.r, c.size*(c.valMax+16)+maxLine)
+	} else {
+		m, err = readMessage(c.r)
+	}
 	if err != nil {
 		return m, fmt.Errorf("pmi: waiting for the reply to %s: %w", cmd, err)
 	}

@@ -2,6 +2,7 @@ package pmi
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"net"
 	"os"
@@ -243,5 +244,53 @@ func TestFromEnv(t *testing.T) {
 	t.Setenv("PMI_PORT", "127.0.0.1:1")
 	if _, ok, err := FromEnv(); !ok || err == nil {
 		t.Errorf("FromEnv with nothing at PMI_PORT = %v, %v", ok, err)
+	}
+}
+
+// Allgather against gocollrun's server takes one put, one fence and one
+// bulk get per rank, whatever the job's size; with the bulk get hidden (as
+// under hydra) it takes a get per rank instead. Blobs longer than a value
+// travel in chunks.
+func TestAllgatherTraffic(t *testing.T) {
+	for _, bulk := range []bool{true, false} {
+		const n = 6
+		_, clients := startJob(t, n)
+		blob := func(r int) []byte { return bytes.Repeat([]byte{byte(r), ' ', '='}, 100+r*300) }
+		errs := make([]error, n)
+		within(t, 10*time.Second, "the allgathers", func() {
+			var wg sync.WaitGroup
+			for _, c := range clients {
+				c.bulk = bulk
+				wg.Go(func() {
+					for range 2 {
+						all, err := c.Allgather(blob(c.Rank()))
+						if err != nil {
+							errs[c.Rank()] = err
+							return
+						}
+						for q := range n {
+							if !bytes.Equal(all[q], blob(q)) {
+								errs[c.Rank()] = fmt.Errorf("rank %d's blob differs", q)
+							}
+						}
+					}
+				})
+			}
+			wg.Wait()
+		})
+		for r, err := range errs {
+			if err != nil {
+				t.Fatalf("bulk=%v: rank %d: %v", bulk, r, err)
+			}
+		}
+		// Rank 0's blob fits one value (400 bytes of base64); rank 5's
+		// takes 7 (6400 bytes in values of 1015): 23 values in all.
+		tr := clients[0].Traffic()
+		if bulk && (tr.Puts != 2 || tr.Fences != 2 || tr.Bulk != 2 || tr.Gets != 2*(23-n)) {
+			t.Errorf("bulk: rank 0's traffic is %v", tr)
+		}
+		if !bulk && (tr.Bulk != 0 || tr.Gets != 2*23) {
+			t.Errorf("no bulk: rank 0's traffic is %v", tr)
+		}
 	}
 }

@@ -150,7 +150,8 @@ func (s *Server) handle(sc *serverConn, m message) error {
 		return sc.send("response_to_init", "pmi_version", "1", "pmi_subversion", "1", "rc", "0")
 	case "get_maxes":
 		return sc.send("maxes", "kvsname_max", strconv.Itoa(kvsnameMax),
-			"keylen_max", strconv.Itoa(keylenMax), "vallen_max", strconv.Itoa(vallenMax))
+			"keylen_max", strconv.Itoa(keylenMax), "vallen_max", strconv.Itoa(vallenMax),
+			"gocoll_getranks", "1")
 	case "get_appnum":
 		return sc.send("appnum", "appnum", "0")
 	case "get_my_kvsname":
@@ -161,6 +162,8 @@ func (s *Server) handle(sc *serverConn, m message) error {
 		return sc.send("put_result", s.put(a)...)
 	case "get":
 		return sc.send("get_result", s.get(a)...)
+	case "gocoll_getranks":
+		return sc.send("gocoll_ranks", s.getRanks(a)...)
 	case "barrier_in":
 		return s.barrierIn(sc)
 	case "finalize":

@@ -1,5 +1,7 @@
 package pmi
 
+import "strconv"
+
 // put stores a key and returns put_result's arguments.
 func (s *Server) put(a map[string]string) []string {
 	key, value := a["key"], a["value"]
@@ -32,6 +34,27 @@ func (s *Server) get(a map[string]string) []string {
 		return append(failure("key_"+a["key"]+"_not_found"), "value", "unknown")
 	}
 	return []string{"rc", "0", "msg", "success", "value", v}
+}
+
+// getRanks looks up prefix+r for every rank r: gocollrun's bulk get, so
+// that a rank fetches every peer's start-up blob in one round trip.
+func (s *Server) getRanks(a map[string]string) []string {
+	if a["kvsname"] != s.kvsname {
+		return failure("unknown_kvsname")
+	}
+	prefix := a["prefix"]
+	out := []string{"rc", "0", "msg", "success"}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for r := range s.size {
+		key := prefix + strconv.Itoa(r)
+		v, ok := s.kv[key]
+		if !ok {
+			return failure("key_" + key + "_not_found")
+		}
+		out = append(out, "v"+strconv.Itoa(r), v)
+	}
+	return out
 }
 
 // failure is a reply's arguments for an error.

@@ -41,7 +41,7 @@ func TestServerReplies(t *testing.T) {
 	rc := rawRank(t, s, 1)
 	for _, tc := range []struct{ send, want string }{
 		{"cmd=init pmi_version=1 pmi_subversion=1", "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0"},
-		{"cmd=get_maxes", "cmd=maxes kvsname_max=256 keylen_max=64 vallen_max=1024"},
+		{"cmd=get_maxes", "cmd=maxes kvsname_max=256 keylen_max=64 vallen_max=1024 gocoll_getranks=1"},
 		{"cmd=get_appnum", "cmd=appnum appnum=0"},
 		{"cmd=get_my_kvsname", "cmd=my_kvsname kvsname=kvs_raw"},
 		{"cmd=get_universe_size", "cmd=universe_size size=2"},

@@ -80,6 +80,26 @@ func readMessage(r *bufio.Reader) (message, error) {
 	return parseLine(string(line))
 }
 
+// readLongMessage reads one line of up to limit bytes (the reply of a bulk
+// get, which carries a value per rank).
+func readLongMessage(r *bufio.Reader, limit int) (message, error) {
+	var line []byte
+	for {
+		part, err := r.ReadSlice('\n')
+		line = append(line, part...)
+		if len(line) > limit {
+			return message{}, fmt.Errorf("pmi: protocol line longer than %d bytes", limit)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err != nil {
+			return message{}, err
+		}
+		return parseLine(string(line))
+	}
+}
+
 // checkToken reports why s cannot travel as a key or value: the protocol
 // separates fields with spaces and ends lines with newlines. Keys also
 // exclude '=' and must not be empty; a value may contain '=' (the parser
