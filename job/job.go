@@ -36,7 +36,7 @@ type Job struct {
 	Timeout time.Duration
 
 	kvs     bootstrap.KVS
-	pmi     *pmi.Client // nil without a launcher
+	pmi     bootstrap.Launcher // nil without a launcher
 	closers []func() error
 }
 

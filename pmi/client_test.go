@@ -213,6 +213,8 @@ func TestInitack(t *testing.T) {
 func TestFromEnv(t *testing.T) {
 	t.Setenv("PMI_FD", "")
 	t.Setenv("PMI_PORT", "")
+	t.Setenv("PMI_JOBID", "")
+	t.Setenv("GOCOLL_PMI", "")
 	if c, ok, err := FromEnv(); c != nil || ok || err != nil {
 		t.Fatalf("FromEnv without a launcher = %v, %v, %v", c, ok, err)
 	}
@@ -228,8 +230,9 @@ func TestFromEnv(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("FromEnv with PMI_FD: %v %v", ok, err)
 	}
-	if c.Rank() != 1 || c.Size() != 2 || c.KVSName() != "kvs_env" {
-		t.Errorf("rank %d size %d kvs %q", c.Rank(), c.Size(), c.KVSName())
+	c1, isPMI1 := c.(*Client)
+	if !isPMI1 || c.Rank() != 1 || c.Size() != 2 || c1.KVSName() != "kvs_env" {
+		t.Fatalf("FromEnv gave %T rank %d size %d, want a PMI-1 client of rank 1 of 2 in kvs_env", c, c.Rank(), c.Size())
 	}
 	// FromEnv took the descriptor over and closed the original.
 	if _, err := syscall.Getpeername(b); err == nil {
