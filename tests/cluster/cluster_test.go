@@ -76,6 +76,35 @@ func TestSlurm(t *testing.T) {
 		})
 	}
 
+	// Start-up under PMI-2: each rank puts one card, fences once and
+	// gets every rank's card (PMI-2 has no bulk get), whatever p; the
+	// times are logged for the record (go test -v).
+	startup := harness.Compile(t, filepath.Join(harness.Bin, "mpicc"), "startup", nil, "bench/startup.c")
+	t.Run("startup-pmi2", func(t *testing.T) {
+		for _, n := range []int{2, 4, 8} {
+			out, code := s.Srun(t, srunLimit, []string{"GOCOLL_DEBUG=info"}, "--mpi=pmi2", "-n", strconv.Itoa(n), startup)
+			if code != 0 || !strings.Contains(out, "PASS") {
+				t.Fatalf("-n %d: exit %d\n%s", n, code, out)
+			}
+			want := "gocoll: rank 0: start-up under PMI-2 (Slurm) took "
+			traffic := fmt.Sprintf("(1 puts, 1 fences, %d gets, 0 bulk gets, 3 other)", n)
+			line := ""
+			for _, l := range strings.Split(out, "\n") {
+				if strings.HasPrefix(l, want) {
+					line = l
+				}
+			}
+			if !strings.Contains(line, traffic) {
+				t.Errorf("-n %d: rank 0's start-up traffic is not %s:\n%s", n, traffic, out)
+			}
+			for _, l := range strings.Split(out, "\n") {
+				if strings.HasPrefix(l, "startup np=") {
+					t.Logf("srun --mpi=pmi2 -n %d: %s; %s", n, l, strings.TrimPrefix(line, "gocoll: "))
+				}
+			}
+		}
+	})
+
 	// srun without --mpi (and MpiDefault=none) starts n copies that
 	// cannot reach each other: each must fail in MPI_Init, saying why,
 	// instead of running as a job of one rank.
