@@ -12,6 +12,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"sync"
 	"unsafe"
@@ -300,10 +301,15 @@ func (c *Client) LocalGets() int {
 	return c.localGets
 }
 
-// Abort asks the server to kill the whole job with exit status code,
-// showing msg. It does not wait for a call in progress on another
-// goroutine; a caller that gets control back should exit with code.
+// Abort asks the server to kill the whole job with exit status code.
+// Open MPI's mpirun does not show msg, so a non-empty one is written to
+// standard error here first. Abort does not wait for a call in progress
+// on another goroutine; a caller that gets control back (mpirun lets it)
+// should exit with code.
 func (c *Client) Abort(code int, msg string) error {
+	if msg != "" {
+		fmt.Fprintf(os.Stderr, "pmix: rank %d aborts the job with code %d: %s\n", c.rank, code, msg)
+	}
 	cmsg := C.CString(msg)
 	defer C.free(unsafe.Pointer(cmsg))
 	return check("PMIx_Abort", C.gocoll_pmix_abort(C.int(code), cmsg))

@@ -12,7 +12,7 @@ import (
 func InEnv() (bool, string) {
 	found := os.Getenv("PMIX_NAMESPACE") != "" || os.Getenv("PMIX_RANK") != ""
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "PMIX_SERVER_URI") {
+		if k, v, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "PMIX_SERVER_URI") && v != "" {
 			found = true
 		}
 	}

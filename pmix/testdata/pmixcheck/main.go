@@ -3,6 +3,9 @@
 // Allgathers of several sizes, checking every byte. It prints one line
 // per rank and exits 0 only if everything matched.
 //
+// With -abort, the last rank aborts the job with code 3 while the others
+// wait in an Allgather, which must not succeed (nor hang).
+//
 // With -bench n it times n Allgathers of 64 bytes (an address card) and
 // prints rank 0's mean and the traffic of one.
 package main
@@ -20,7 +23,29 @@ import (
 
 func main() {
 	bench := flag.Int("bench", 0, "time this many 64-byte Allgathers")
+	abort := flag.Bool("abort", false, "the last rank aborts the job")
 	flag.Parse()
+	if *abort {
+		c, err := pmix.Init()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "pmixcheck:", err)
+			os.Exit(1)
+		}
+		if c.Rank() == c.Size()-1 {
+			// The launcher may let the caller return; it exits then.
+			if err := c.Abort(3, "pmixcheck aborts on purpose"); err != nil {
+				fmt.Fprintln(os.Stderr, "pmixcheck:", err)
+			}
+			os.Exit(3)
+		}
+		// mpirun kills this rank, or ends its fence with an error.
+		if _, err = c.Allgather([]byte("waits for the last rank")); err == nil {
+			fmt.Fprintln(os.Stderr, "pmixcheck: Allgather succeeded despite the abort")
+		} else {
+			fmt.Fprintln(os.Stderr, "pmixcheck: Allgather failed after the abort:", err)
+		}
+		os.Exit(1)
+	}
 	if err := run(*bench); err != nil {
 		fmt.Fprintln(os.Stderr, "pmixcheck:", err)
 		os.Exit(1)
