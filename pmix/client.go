@@ -12,6 +12,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"sync"
@@ -269,6 +270,9 @@ func (c *Client) Allgather(mine []byte) ([][]byte, error) {
 			var n C.size_t
 			if C.gocoll_pmix_value_bytes(v, &b, &n) != 0 {
 				return fmt.Errorf("value of type %d is not a byte object", v._type)
+			}
+			if n > math.MaxInt32 { // C.GoBytes takes an int
+				return fmt.Errorf("blob of %d bytes", n)
 			}
 			out[r] = C.GoBytes(unsafe.Pointer(b), C.int(n))
 			return nil
