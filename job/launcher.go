@@ -8,11 +8,13 @@ import (
 
 	"github.com/gocoll/gocoll/bootstrap"
 	"github.com/gocoll/gocoll/pmi"
+	"github.com/gocoll/gocoll/pmix"
 )
 
 // findLauncher connects to the launcher that started this process: PMI-1
 // or PMI-2 where PMI_FD or PMI_PORT is set (gocollrun, MPICH's hydra,
-// srun --mpi=pmi2). It returns nil, and no error, only where no launcher
+// srun --mpi=pmi2), PMIx where a PMIx server left its variables (Open
+// MPI's mpirun, srun --mpi=pmix). It returns nil, and no error, only where no launcher
 // did: a process whose environment shows a launcher it cannot speak to
 // fails here, naming the launcher and what to do, rather than run as a
 // job of one rank while its peers do the same.
@@ -21,6 +23,13 @@ func findLauncher() (bootstrap.Launcher, error) {
 		c, _, err := pmi.FromEnv()
 		if err != nil {
 			return nil, fmt.Errorf("started by %s, but cannot speak PMI to it: %w", pmiLauncher(), err)
+		}
+		return c, nil
+	}
+	if in, who := pmix.InEnv(); in {
+		c, err := pmix.Init()
+		if err != nil {
+			return nil, fmt.Errorf("started by %s, but cannot speak PMIx to it: %w", who, err)
 		}
 		return c, nil
 	}

@@ -1,6 +1,7 @@
 package job
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -8,6 +9,11 @@ import (
 // clearLaunchers empties every variable findLauncher reads, so that the
 // environment the tests run in (perhaps a Slurm step) does not count.
 func clearLaunchers(t *testing.T) {
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "PMIX_") {
+			t.Setenv(k, "")
+		}
+	}
 	for _, v := range []string{"PMI_FD", "PMI_PORT", "PMI_ID", "PMI_RANK", "PMI_SIZE", "SLURM_STEP_NUM_TASKS",
 		"SLURM_STEP_ID", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE", "PALS_SIZE", "GOCOLL_JOB_ID",
 		"MPI_LOCALNRANKS", "HYDI_CONTROL_FD", "PMIX_NAMESPACE", "PMIX_RANK", "PMIX_SERVER_URI4", "GOCOLL_PMI"} {
@@ -32,6 +38,8 @@ func TestFindLauncher(t *testing.T) {
 		{[]string{"PMI_FD", "notafd"}, []string{"cannot speak PMI", "PMI_FD"}},
 		{[]string{"PMI_PORT", "127.0.0.1:1", "GOCOLL_JOB_ID", "j"}, []string{"started by gocollrun", "cannot speak PMI"}},
 		{[]string{"PMI_PORT", "127.0.0.1:1", "SLURM_STEP_ID", "0"}, []string{"srun (--mpi=pmi2)", "cannot speak PMI"}},
+		{[]string{"PMIX_NAMESPACE", "j", "PMIX_RANK", "0", "PMIX_SERVER_URI4", "1.0;tcp4://127.0.0.1:1", "OMPI_COMM_WORLD_SIZE", "2"},
+			[]string{"started by Open MPI mpirun", "cannot speak PMIx", "pmix: PMIx_Init: "}},
 	} {
 		clearLaunchers(t)
 		for i := 0; i+1 < len(tc.env); i += 2 {
