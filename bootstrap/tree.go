@@ -71,6 +71,16 @@ type TreeOptions struct {
 	Timeout time.Duration
 }
 
+// TreeUser is a Launcher whose Allgather can run over a Tree (the PMI-1
+// and PMI-2 clients, where the server has no bulk get and the job is big
+// enough for the tree to win). Every rank calls UseTree alike before its
+// first Allgather, and EndTree after its last exchange over the tree:
+// Allgathers after it go through the KVS again.
+type TreeUser interface {
+	UseTree(opts TreeOptions)
+	EndTree() error
+}
+
 // DefaultTreeTimeout is TreeOptions.Timeout's default.
 const DefaultTreeTimeout = 300 * time.Second
 
@@ -485,8 +495,10 @@ func (t *Tree) serve(c net.Conn) {
 		t.in.reject(fmt.Errorf("a connection from %s: %w", c.RemoteAddr(), err))
 		return
 	}
-	t.in.put(f)
+	// The answer goes first: once the frame is taken, this rank's
+	// Allgather may return and Close this connection.
 	c.Write([]byte{treeAck})
+	t.in.put(f)
 }
 
 func (t *Tree) isClosed() bool {

@@ -32,6 +32,7 @@ type Client struct {
 	bulk    bool // the server offers gocoll_getranks (gocollrun)
 	gen     int  // Allgathers so far
 	traffic bootstrap.Traffic
+	tree    treeHook // where UseTree set one
 }
 
 var _ bootstrap.Launcher = (*Client)(nil)
@@ -170,12 +171,16 @@ func (c *Client) GetRanks(prefix string) ([]string, error) {
 }
 
 // Allgather is bootstrap.KVSAllgather: one put, one fence, and one bulk
-// get under gocollrun or a get per rank under hydra.
+// get under gocollrun or a get per rank under hydra; or, where UseTree
+// set one, bootstrap.Tree's: one put, one fence, one get per rank in all.
 func (c *Client) Allgather(mine []byte) ([][]byte, error) {
 	c.mu.Lock()
 	gen := c.gen
 	c.gen++
 	c.mu.Unlock()
+	if t := c.tree.get(); t != nil {
+		return t.Allgather(mine)
+	}
 	var kvs bootstrap.KVS = c
 	maxValue := c.valMax
 	if !c.bulk {
@@ -214,6 +219,7 @@ func (c *Client) count(f func(*bootstrap.Traffic)) {
 // connection. A launcher treats a rank that exits without it as failed
 // (hydra) or suspicious (gocollrun).
 func (c *Client) Finalize() error {
+	c.tree.end()
 	_, err := c.call("finalize_ack", "finalize")
 	if errors.Is(err, errFinalized) {
 		return err

@@ -46,6 +46,7 @@ type Client2 struct {
 
 	gen     int
 	traffic bootstrap.Traffic
+	tree    treeHook // where UseTree set one
 }
 
 var _ bootstrap.Launcher = (*Client2)(nil)
@@ -168,12 +169,17 @@ func (c *Client2) Get(key string) (string, error) {
 }
 
 // Allgather is bootstrap.KVSAllgather: one put (more only for blobs over
-// 1 KiB), one fence and one get per rank; PMI-2 has no bulk get.
+// 1 KiB), one fence and one get per rank; PMI-2 has no bulk get. Where
+// UseTree set one, it is bootstrap.Tree's: one put, one fence, one get
+// per rank in all.
 func (c *Client2) Allgather(mine []byte) ([][]byte, error) {
 	c.mu.Lock()
 	gen := c.gen
 	c.gen++
 	c.mu.Unlock()
+	if t := c.tree.get(); t != nil {
+		return t.Allgather(mine)
+	}
 	return bootstrap.KVSAllgather(c, gen, c.MaxValueLen(), mine)
 }
 
@@ -196,6 +202,7 @@ func (c *Client2) count(f func(*bootstrap.Traffic)) {
 // Finalize tells the server this rank is done with PMI and closes the
 // connection.
 func (c *Client2) Finalize() error {
+	c.tree.end()
 	m, err := c.call("finalize-response", "finalize")
 	if errors.Is(err, errFinalized) {
 		return err
