@@ -9,10 +9,12 @@ import (
 // treeMinRanks is the smallest job whose Allgather goes over a
 // bootstrap.Tree where the server has no bulk get (hydra, Slurm). Below
 // it, KVSAllgather's p-1 gets to the local daemon cost less than the
-// tree's TCP connections. Measured under hydra and Slurm (see
-// docs-proposed-tree.md): the tree's first call costs about as much as 8
-// ranks' gets.
-const treeMinRanks = 8
+// tree's TCP connections; at 16 ranks the first (start-up) call costs
+// the same both ways, under hydra and under Slurm, and from 32 on the
+// tree is 2 to 4 times faster (measured on 2 cores; the numbers are in
+// docs-proposed-tree.md). Later calls over the tree cost no launcher
+// traffic at all and win from 4 ranks on.
+const treeMinRanks = 16
 
 // treeHook is the Tree a client's Allgather uses, once UseTree set one.
 type treeHook struct {

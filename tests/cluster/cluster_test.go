@@ -105,6 +105,49 @@ func TestSlurm(t *testing.T) {
 		}
 	})
 
+	// bootstrap.Tree under srun, PMI-2 and PMI-1: three Allgathers cost
+	// one put (rank 0's), one fence and one get (the others') in all,
+	// where KVSAllgather costs every rank a get per rank and call. The
+	// client's own Allgather takes the tree from 16 ranks on (pmi's
+	// treeMinRanks); "-mode tree" takes it at any size. Times are logged
+	// (go test -v): the slowest rank's first call, and its mean later one.
+	treeprog := harness.BuildGo(t, "pmi/testdata/treeprog", "treeprog")
+	t.Run("tree", func(t *testing.T) {
+		for _, run := range []struct {
+			pmi, mode string
+			n         int
+		}{
+			{"2", "tree", 2}, {"2", "tree", 5}, {"1", "tree", 5},
+			{"2", "hook", 15}, {"2", "hook", 16}, {"1", "hook", 16},
+			{"2", "kvs", 16}, {"2", "tree", 16},
+		} {
+			out, code := s.Srun(t, srunLimit, []string{"GOCOLL_PMI=" + run.pmi}, "--mpi=pmi2", "--overcommit", "-n", strconv.Itoa(run.n), treeprog, "-mode", run.mode)
+			name := map[string]string{"1": "PMI-1", "2": "PMI-2 (Slurm)"}[run.pmi]
+			expectLines(t, out, code, run.n, "PASS rank %d of %d via "+name+": ")
+			tree := run.mode == "tree" || run.mode == "hook" && run.n >= 16
+			var slowest, later int
+			for r := range run.n {
+				traffic := fmt.Sprintf("traffic (%d puts, 1 fences, %d gets)", max(0, 1-r), min(1, r))
+				if !tree {
+					traffic = fmt.Sprintf("traffic (3 puts, 3 fences, %d gets)", 3*(run.n-1))
+				}
+				for _, l := range strings.Split(out, "\n") {
+					if !strings.HasPrefix(l, fmt.Sprintf("PASS rank %d of ", r)) {
+						continue
+					}
+					if !strings.Contains(l, traffic) {
+						t.Errorf("GOCOLL_PMI=%s -n %d -mode %s: rank %d's line is not %s: %s", run.pmi, run.n, run.mode, r, traffic, l)
+					}
+					var f, g int
+					if _, err := fmt.Sscanf(l[strings.Index(l, "first="):], "first=%dus later=%dus", &f, &g); err == nil {
+						slowest, later = max(slowest, f), max(later, g)
+					}
+				}
+			}
+			t.Logf("GOCOLL_PMI=%s -n %d -mode %s: first Allgather %d us, later %d us (slowest rank)", run.pmi, run.n, run.mode, slowest, later)
+		}
+	})
+
 	// srun without --mpi (and MpiDefault=none) starts n copies that
 	// cannot reach each other: each must fail in MPI_Init, saying why,
 	// instead of running as a job of one rank.
