@@ -56,6 +56,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -385,7 +386,7 @@ func (t *Tree) fail(gen int, err error) error {
 func (t *Tree) send(to int, frame []byte, what string) error {
 	addr := t.addrs[to]
 	deadline := time.Now().Add(t.opts.Timeout)
-	c, err := net.DialTimeout("tcp", addr, t.opts.Timeout)
+	c, err := dial(addr, deadline)
 	if err != nil {
 		return fmt.Errorf("rank %d cannot send %s to rank %d at %s: %w", t.rank, what, to, addr, err)
 	}
@@ -401,7 +402,25 @@ func (t *Tree) send(to int, frame []byte, what string) error {
 	if answer[0] != treeAck {
 		return fmt.Errorf("rank %d sent %s to rank %d at %s, which refused it (another job's secret?)", t.rank, what, to, addr)
 	}
+	// The receiver closes first, so that the closed connection waits out
+	// TIME_WAIT on its listening port rather than holding this side's
+	// ephemeral port: p ranks on one host make 2p connections a call.
+	io.Copy(io.Discard, c)
 	return nil
+}
+
+// dial connects to addr, retrying while this host is out of ephemeral
+// ports (EADDRNOTAVAIL), until deadline.
+func dial(addr string, deadline time.Time) (net.Conn, error) {
+	pause := time.Millisecond
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Until(deadline))
+		if err == nil || !errors.Is(err, syscall.EADDRNOTAVAIL) || time.Now().Add(pause).After(deadline) {
+			return c, err
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, time.Second)
+	}
 }
 
 // frame builds one authenticated frame.

@@ -2,6 +2,7 @@ package bootstrap
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -355,5 +356,52 @@ func TestTreeClose(t *testing.T) {
 	}
 	if _, err := trees[1].Allgather(nil); err == nil || !strings.Contains(err.Error(), "closed") {
 		t.Errorf("Allgather after Close: %v", err)
+	}
+}
+
+// BenchmarkTree is the tree's whole exchange of 115-byte cards (gocoll's
+// start-up card) by p ranks, goroutines of one process over loopback:
+// "first" is a first call (listeners, KVS, gather, broadcast), "later" a
+// call after it. ns/op is one exchange by all p ranks.
+//
+//	go test -run XXX -bench Tree -benchtime 3x ./bootstrap
+func BenchmarkTree(b *testing.B) {
+	card := bytes.Repeat([]byte("c"), 115)
+	for _, p := range []int{64, 512, 4096} {
+		for _, which := range []string{"first", "later"} {
+			b.Run(fmt.Sprintf("%s/p=%d", which, p), func(b *testing.B) {
+				b.StopTimer()
+				for range b.N {
+					kvs := Local(p)
+					trees := make([]*Tree, p)
+					for r := range p {
+						trees[r] = NewTree(kvs[r], TreeOptions{Addr: "127.0.0.1", Timeout: time.Minute})
+					}
+					calls := 1
+					if which == "later" {
+						calls = 2
+					}
+					var errs []error
+					for call := range calls {
+						if call == calls-1 {
+							b.StartTimer()
+						}
+						errs = make([]error, p)
+						var wg sync.WaitGroup
+						for r := range p {
+							wg.Go(func() { _, errs[r] = trees[r].Allgather(card) })
+						}
+						wg.Wait()
+					}
+					b.StopTimer()
+					for _, tr := range trees {
+						tr.Close()
+					}
+					if err := errors.Join(errs...); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }
