@@ -460,6 +460,9 @@ func readFrame(r io.Reader, secret []byte, size int) (frame, error) {
 	if n > maxBody {
 		return frame{}, fmt.Errorf("a body of %d bytes, more than %d", n, maxBody)
 	}
+	// Room for all of a body up to 4 MiB at once (the table of 4096
+	// ranks' cards is 600 KB); a bigger one grows as it arrives.
+	buf.Grow(int(min(n, 4<<20)) + macLen)
 	if got, err := io.CopyN(&buf, r, int64(n)+macLen); err != nil {
 		return frame{}, fmt.Errorf("short frame: %d of %d bytes: %w", got, int64(n)+macLen, err)
 	}

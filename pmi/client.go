@@ -172,7 +172,8 @@ func (c *Client) GetRanks(prefix string) ([]string, error) {
 
 // Allgather is bootstrap.KVSAllgather: one put, one fence, and one bulk
 // get under gocollrun or a get per rank under hydra; or, where UseTree
-// set one, bootstrap.Tree's: one put, one fence, one get per rank in all.
+// set one, bootstrap.Tree's: one put (rank 0's), one fence and one get
+// (the other ranks') in all, whatever the number of calls.
 func (c *Client) Allgather(mine []byte) ([][]byte, error) {
 	c.mu.Lock()
 	gen := c.gen

@@ -170,8 +170,8 @@ func (c *Client2) Get(key string) (string, error) {
 
 // Allgather is bootstrap.KVSAllgather: one put (more only for blobs over
 // 1 KiB), one fence and one get per rank; PMI-2 has no bulk get. Where
-// UseTree set one, it is bootstrap.Tree's: one put, one fence, one get
-// per rank in all.
+// UseTree set one, it is bootstrap.Tree's: one put (rank 0's), one fence
+// and one get (the other ranks') in all, whatever the number of calls.
 func (c *Client2) Allgather(mine []byte) ([][]byte, error) {
 	c.mu.Lock()
 	gen := c.gen
