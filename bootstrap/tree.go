@@ -95,6 +95,7 @@ type Tree struct {
 
 	call   sync.Mutex // one Allgather at a time
 	gen    int        // calls so far
+	broken error      // the first call's failure to set up, for every later call
 	secret []byte
 	addrs  []string // every rank's listen address, known from the first table on
 	ln     net.Listener
@@ -156,9 +157,14 @@ func (t *Tree) Allgather(mine []byte) ([][]byte, error) {
 	if t.size == 1 {
 		return [][]byte{append([]byte(nil), mine...)}, nil
 	}
+	if t.broken != nil {
+		return nil, t.broken
+	}
 	if gen == 0 {
 		if err := t.join(); err != nil {
-			return nil, fmt.Errorf("bootstrap: tree allgather: rank %d: %w", t.rank, err)
+			// The others may be set up: a later call would wait for them.
+			t.broken = fmt.Errorf("bootstrap: tree allgather: rank %d: %w", t.rank, err)
+			return nil, t.broken
 		}
 	}
 	if t.isClosed() {

@@ -311,6 +311,10 @@ func TestTreeCannotListen(t *testing.T) {
 			if bad != 0 && !strings.Contains(errs[0].Error(), fmt.Sprintf("rank %d cannot take part", bad)) {
 				t.Errorf("rank 0: %v, want it to name rank %d", errs[0], bad)
 			}
+			// The rank that failed to set up fails again at once.
+			if _, err := trees[bad].Allgather(nil); err == nil || !strings.Contains(err.Error(), "192.0.2.1") {
+				t.Errorf("rank %d's second call: %v, want the first call's error", bad, err)
+			}
 		})
 	}
 }
