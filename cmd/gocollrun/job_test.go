@@ -5,19 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 )
-
-// portID tells whether id looks like a PMI_ID from gocollrun: a positive
-// int32, random rather than the rank.
-func portID(id string) bool {
-	n, err := strconv.ParseInt(id, 10, 32)
-	return err == nil && n > 0
-}
 
 // fields parses "k=v k=v" words of a rankprog line.
 func fields(line string) map[string]string {
@@ -260,7 +252,8 @@ func TestTimeout(t *testing.T) {
 }
 
 // Hosts through a launcher template: here a wrapper that only marks the
-// environment, so "remote" ranks run on this machine and dial PMI_PORT.
+// environment, so "remote" hosts' proxies run on this machine and relay
+// their ranks' PMI over their connection to gocollrun.
 func TestLauncher(t *testing.T) {
 	t.Parallel()
 	launcher := []string{"--launcher", "env GOCOLL_FAKEHOST=%h", "--bind", "127.0.0.1"}
@@ -280,8 +273,8 @@ func TestLauncher(t *testing.T) {
 			}
 			continue
 		}
-		if f["GOCOLL_FAKEHOST"] != host || f["PMI_FD"] != "" || !portID(f["PMI_ID"]) ||
-			!strings.HasPrefix(f["PMI_PORT"], "127.0.0.1:") || f["secret"] != envs[0]["secret"] {
+		if f["GOCOLL_FAKEHOST"] != host || f["PMI_FD"] != "3" || f["PMI_ID"] != "" || f["PMI_PORT"] != "" ||
+			f["GOCOLL_JOB_ID"] != envs[0]["GOCOLL_JOB_ID"] || f["secret"] != envs[0]["secret"] {
 			t.Errorf("rank %d through the launcher: %v", r, f)
 		}
 	}
@@ -321,7 +314,7 @@ func TestSSHLauncher(t *testing.T) {
 	}
 	envs := envLines(t, res, 2)
 	for r, f := range envs {
-		if want := fmt.Sprintf("h%d", r+1); f["GOCOLL_FAKEHOST"] != want || f["GOCOLL_HOST"] != want || !portID(f["PMI_ID"]) {
+		if want := fmt.Sprintf("h%d", r+1); f["GOCOLL_FAKEHOST"] != want || f["GOCOLL_HOST"] != want || f["PMI_FD"] != "3" {
 			t.Errorf("rank %d: %v", r, f)
 		}
 	}
