@@ -100,7 +100,6 @@ func TestEnvironment(t *testing.T) {
 func TestOutput(t *testing.T) {
 	t.Parallel()
 	const n, lines = 4, 300
-	pad := strings.Repeat("x", 300)
 	for _, tagged := range []bool{false, true} {
 		args := []string{"-n", fmt.Sprint(n), "rankprog", "output", fmt.Sprint(lines)}
 		if tagged {
@@ -110,50 +109,59 @@ func TestOutput(t *testing.T) {
 		if res.code != 0 {
 			t.Fatalf("exit %d\n%s", res.code, res.stderr)
 		}
-		for _, stream := range []struct{ name, text, word string }{{"stdout", res.stdout, "line"}, {"stderr", res.stderr, "err"}} {
-			next := make([]int, n)
-			tails := 0
-			for _, line := range strings.Split(stream.text, "\n") {
-				// Untagged, a last line without a newline runs into
-				// whatever another rank prints next: that is "unchanged".
-				for !tagged && strings.HasPrefix(line, "no newline at the end") {
-					line = strings.TrimPrefix(line, "no newline at the end")
+		checkOutput(t, res, n, lines, tagged)
+	}
+}
+
+// checkOutput checks the output of n ranks of rankprog output LINES:
+// every line whole, in order, on the stream it was written to, tagged
+// or not.
+func checkOutput(t *testing.T, res result, n, lines int, tagged bool) {
+	t.Helper()
+	pad := strings.Repeat("x", 300)
+	for _, stream := range []struct{ name, text, word string }{{"stdout", res.stdout, "line"}, {"stderr", res.stderr, "err"}} {
+		next := make([]int, n)
+		tails := 0
+		for _, line := range strings.Split(stream.text, "\n") {
+			// Untagged, a last line without a newline runs into
+			// whatever another rank prints next: that is "unchanged".
+			for !tagged && strings.HasPrefix(line, "no newline at the end") {
+				line = strings.TrimPrefix(line, "no newline at the end")
+				tails++
+			}
+			tag := ""
+			var r, i int
+			if tagged {
+				if _, err := fmt.Sscanf(line, "[%d] ", &r); err != nil && line != "" {
+					t.Fatalf("%s: untagged line %.80q", stream.name, line)
+				}
+				tag = fmt.Sprintf("[%d] ", r)
+				if line == tag+"no newline at the end" {
 					tails++
-				}
-				tag := ""
-				var r, i int
-				if tagged {
-					if _, err := fmt.Sscanf(line, "[%d] ", &r); err != nil && line != "" {
-						t.Fatalf("%s: untagged line %.80q", stream.name, line)
-					}
-					tag = fmt.Sprintf("[%d] ", r)
-					if line == tag+"no newline at the end" {
-						tails++
-						continue
-					}
-				}
-				if line == "" {
 					continue
 				}
-				if _, err := fmt.Sscanf(line, tag+"rank %d "+stream.word+" %d", &r, &i); err != nil {
-					t.Fatalf("%s: mangled line %.120q", stream.name, line)
-				}
-				if want := fmt.Sprintf("%srank %d %s %d %s", tag, r, stream.word, i, pad); line != want {
-					t.Fatalf("%s: mangled line %.120q", stream.name, line)
-				}
-				if i != next[r] {
-					t.Fatalf("%s: rank %d line %d after %d", stream.name, r, i, next[r]-1)
-				}
-				next[r]++
 			}
-			for r := range n {
-				if next[r] != lines {
-					t.Errorf("tagged=%v %s: %d lines from rank %d, want %d", tagged, stream.name, next[r], r, lines)
-				}
+			if line == "" {
+				continue
 			}
-			if want := map[string]int{"stdout": n, "stderr": 0}[stream.name]; tails != want {
-				t.Errorf("tagged=%v %s: %d unterminated last lines, want %d", tagged, stream.name, tails, want)
+			if _, err := fmt.Sscanf(line, tag+"rank %d "+stream.word+" %d", &r, &i); err != nil {
+				t.Fatalf("%s: mangled line %.120q", stream.name, line)
 			}
+			if want := fmt.Sprintf("%srank %d %s %d %s", tag, r, stream.word, i, pad); line != want {
+				t.Fatalf("%s: mangled line %.120q", stream.name, line)
+			}
+			if i != next[r] {
+				t.Fatalf("%s: rank %d line %d after %d", stream.name, r, i, next[r]-1)
+			}
+			next[r]++
+		}
+		for r := range n {
+			if next[r] != lines {
+				t.Errorf("tagged=%v %s: %d lines from rank %d, want %d", tagged, stream.name, next[r], r, lines)
+			}
+		}
+		if want := map[string]int{"stdout": n, "stderr": 0}[stream.name]; tails != want {
+			t.Errorf("tagged=%v %s: %d unterminated last lines, want %d", tagged, stream.name, tails, want)
 		}
 	}
 }
