@@ -1,12 +1,15 @@
 // Package job starts a process's part of a gocoll job: it finds the
-// launcher (a PMI-1 server such as gocollrun or MPICH's hydra, or none for
-// a single rank), learns which ranks share its host, and builds the world
-// transport: shared memory to ranks on the same host, TCP to the others,
-// chosen per pair of ranks. The C ABI and the Go API both start here.
+// launcher (gocollrun, MPICH's hydra, Slurm's srun or Open MPI's mpirun,
+// through PMI-1, PMI-2 or PMIx; a single rank only where there is none),
+// exchanges one card per rank through it, learns from the cards which
+// ranks share its host, and builds the world transport: shared memory to
+// ranks on the same host, TCP to the others, chosen per pair of ranks.
+// The C ABI and the Go API both start here.
 package job
 
 import (
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -15,7 +18,6 @@ import (
 	"time"
 
 	"github.com/gocoll/gocoll/bootstrap"
-	"github.com/gocoll/gocoll/pmi"
 	"github.com/gocoll/gocoll/transport"
 	"github.com/gocoll/gocoll/transport/inproc"
 	"github.com/gocoll/gocoll/transport/route"
@@ -30,13 +32,13 @@ type Job struct {
 	Hosts []string
 	// T is the world transport, over job ranks.
 	T transport.Transport
-	// JobID names the job's shared-memory segments; Timeout is
-	// GOCOLL_TIMEOUT.
+	// JobID names the job's shared-memory segments: GOCOLL_JOB_ID, else
+	// a name rank 0 made and shared; Timeout is GOCOLL_TIMEOUT.
 	JobID   string
 	Timeout time.Duration
+	// Launcher started the process; nil for a single rank without one.
+	Launcher bootstrap.Launcher
 
-	kvs     bootstrap.KVS
-	pmi     *pmi.Client // nil without a launcher
 	closers []func() error
 }
 
@@ -44,34 +46,45 @@ type Job struct {
 // collectives fail (GOCOLL_TIMEOUT).
 const DefaultTimeout = 300 * time.Second
 
-// Start joins the job. Without a PMI launcher the process is rank 0 of 1.
+// Start joins the job: it finds the launcher (findLauncher), exchanges one
+// card per rank through it (Launcher.Allgather: one put, one fence, the
+// cards fetched in bulk where the launcher can) and builds the transports
+// from the cards. Only a process that no launcher started is rank 0 of 1.
 func Start() (*Job, error) {
 	timeout, err := timeoutFromEnv()
 	if err != nil {
 		return nil, err
 	}
-	c, launched, err := pmi.FromEnv()
+	mode, err := transportMode()
 	if err != nil {
-		return nil, fmt.Errorf("connecting to the launcher (PMI): %w", err)
+		return nil, err
+	}
+	l, err := findLauncher()
+	if err != nil {
+		return nil, err
 	}
 	jobID := os.Getenv("GOCOLL_JOB_ID")
-	if jobID == "" {
-		jobID = fmt.Sprintf("p%d", os.Getpid())
-	}
-	if !launched {
-		return &Job{Rank: 0, Size: 1, Hosts: []string{bootstrap.HostID()}, T: inproc.New(1)[0], kvs: bootstrap.Local(1)[0],
+	if l == nil {
+		if jobID == "" {
+			jobID = fmt.Sprintf("p%d", os.Getpid())
+		}
+		return &Job{Rank: 0, Size: 1, Hosts: []string{bootstrap.HostID()}, T: inproc.New(1)[0],
 			JobID: jobID, Timeout: timeout}, nil
 	}
-	j := &Job{Rank: c.Rank(), Size: c.Size(), kvs: c, pmi: c, JobID: jobID, Timeout: timeout}
-	if err := j.exchangeHosts(); err != nil {
-		return nil, err
-	}
-	if err := j.transports(timeout); err != nil {
+	began := time.Now()
+	j := &Job{Rank: l.Rank(), Size: l.Size(), Launcher: l, JobID: jobID, Timeout: timeout}
+	if err := j.connect(mode); err != nil {
 		j.Close()
-		return nil, err
+		return nil, fmt.Errorf("starting under %s: %w", l.Name(), err)
+	}
+	if debugInfo() {
+		fmt.Fprintf(os.Stderr, "gocoll: rank %d: start-up under %s took %v: %v\n",
+			j.Rank, l.Name(), time.Since(began).Round(time.Microsecond), l.Traffic())
 	}
 	return j, nil
 }
+
+func debugInfo() bool { return strings.EqualFold(os.Getenv("GOCOLL_DEBUG"), "info") }
 
 func timeoutFromEnv() (time.Duration, error) {
 	v := os.Getenv("GOCOLL_TIMEOUT")
@@ -88,69 +101,119 @@ func timeoutFromEnv() (time.Duration, error) {
 	return d, nil
 }
 
-// exchangeHosts learns every rank's host.
-func (j *Job) exchangeHosts() error {
-	me := bootstrap.HostID()
-	if err := j.kvs.Put(fmt.Sprintf("gocoll-host-%d", j.Rank), hostKey(me)); err != nil {
-		return err
+// transportMode reads GOCOLL_TRANSPORT: auto (or empty), shm or tcp.
+func transportMode() (string, error) {
+	mode := strings.ToLower(os.Getenv("GOCOLL_TRANSPORT"))
+	switch mode {
+	case "", "auto":
+		return "auto", nil
+	case "shm", "tcp":
+		return mode, nil
 	}
-	if err := j.kvs.Fence(); err != nil {
+	return "", fmt.Errorf("GOCOLL_TRANSPORT=%s: want auto, shm or tcp", mode)
+}
+
+// card is what a rank tells the others at start-up, all in one blob.
+type card struct {
+	Host string `json:"h"`           // bootstrap.HostID
+	Shm  string `json:"s,omitempty"` // shm.Card, unless GOCOLL_TRANSPORT=tcp
+	TCP  string `json:"t,omitempty"` // the tcp transport's address, where it listens
+	// Rank 0's only: the name of the job's segments (where GOCOLL_JOB_ID
+	// is unset) and the tcp transport's secret (where GOCOLL_JOB_SECRET
+	// is unset).
+	Job    string `json:"j,omitempty"`
+	Secret string `json:"k,omitempty"`
+}
+
+// connect exchanges the cards and builds the transports: shm for peers on
+// this host, tcp for the others. The tcp listener is made before the
+// exchange where the ranks may span hosts (sameHost), so that one
+// exchange does; where the launcher could not say, the cards tell, and a
+// second exchange carries the addresses only if they do span hosts.
+func (j *Job) connect(mode string) error {
+	secret, err := hex.DecodeString(os.Getenv("GOCOLL_JOB_SECRET"))
+	if err != nil {
+		return errors.New("GOCOLL_JOB_SECRET is not hex")
+	}
+	mine := card{Host: bootstrap.HostID()}
+	if mode != "tcp" {
+		mine.Shm = shm.MyCard().String()
+	}
+	if j.Rank == 0 {
+		if j.JobID == "" {
+			mine.Job = shm.NewJobName()
+		}
+		if len(secret) == 0 {
+			mine.Secret = hex.EncodeToString(tcp.NewSecret())
+		}
+	}
+	oneHost, known := sameHost(j.Launcher)
+	var tc *tcp.Endpoint
+	if mode == "tcp" || !known || !oneHost {
+		if tc, err = j.listenTCP(oneHost && known); err != nil {
+			return err
+		}
+		mine.TCP = tc.ListenAddr()
+	}
+	cards, err := j.exchange(mine)
+	if err != nil {
 		return err
 	}
 	j.Hosts = make([]string, j.Size)
-	for r := range j.Size {
-		v, err := j.kvs.Get(fmt.Sprintf("gocoll-host-%d", r))
-		if err != nil {
-			return err
+	for r, c := range cards {
+		j.Hosts[r] = c.Host
+	}
+	if j.JobID == "" {
+		j.JobID = cards[0].Job
+	}
+	if len(secret) == 0 {
+		if secret, err = hex.DecodeString(cards[0].Secret); err != nil || len(secret) == 0 {
+			return errors.New("rank 0's card has no tcp secret")
 		}
-		j.Hosts[r] = v
 	}
-	return nil
-}
-
-// hostKey makes a host id safe as a KVS value (no spaces, no '=').
-func hostKey(h string) string { return hex.EncodeToString([]byte(h)) }
-
-// transports builds shm for same-host peers and tcp for the others, as
-// GOCOLL_TRANSPORT allows (auto, shm, tcp).
-func (j *Job) transports(timeout time.Duration) error {
-	mode := strings.ToLower(os.Getenv("GOCOLL_TRANSPORT"))
-	switch mode {
-	case "", "auto", "shm", "tcp":
-	default:
-		return fmt.Errorf("GOCOLL_TRANSPORT=%s: want auto, shm or tcp", mode)
-	}
-	oneHost := true
-	for _, h := range j.Hosts {
-		oneHost = oneHost && h == j.Hosts[0]
-	}
+	oneHost = j.OneHost()
 	if mode == "shm" && !oneHost {
 		return errors.New("GOCOLL_TRANSPORT=shm: the ranks run on several hosts; shared memory cannot reach them all")
 	}
-	jobID := os.Getenv("GOCOLL_JOB_ID")
+	if tc != nil && mode != "tcp" && oneHost {
+		tc.Close() // listened in case the ranks spanned hosts; they do not
+		tc = nil
+	}
+	if tc == nil && (mode == "tcp" || !oneHost) {
+		// The launcher could not say the ranks span hosts: the addresses
+		// travel in a second exchange.
+		if tc, err = j.listenTCP(false); err != nil {
+			return err
+		}
+		if cards, err = j.exchange(card{TCP: tc.ListenAddr()}); err != nil {
+			tc.Close()
+			return err
+		}
+	}
 	var ts []transport.Transport
 	var sm *shm.Endpoint
 	if mode != "tcp" {
-		var err error
-		if sm, err = shm.New(j.kvs, shm.Options{JobID: jobID, Timeout: timeout}); err != nil {
+		shmCards := make([]shm.Card, j.Size)
+		for r, c := range cards {
+			if shmCards[r], err = shm.ParseCard(c.Shm); err != nil {
+				return fmt.Errorf("rank %d's card: %w", r, err)
+			}
+		}
+		if sm, err = shm.Join(j.Rank, shmCards, shm.Options{JobID: j.JobID, Timeout: j.Timeout}); err != nil {
+			if tc != nil {
+				tc.Close()
+			}
 			return fmt.Errorf("shared-memory transport: %w", err)
 		}
 		j.closers = append(j.closers, sm.Close)
 		ts = append(ts, sm)
 	}
-	var tc *tcp.Endpoint
-	var tcpListen string
-	if mode == "tcp" || !oneHost {
-		secret, err := hex.DecodeString(os.Getenv("GOCOLL_JOB_SECRET"))
-		if err != nil {
-			return errors.New("GOCOLL_JOB_SECRET is not hex")
+	if tc != nil {
+		addrs := make([]string, j.Size)
+		for r, c := range cards {
+			addrs[r] = c.TCP
 		}
-		addr, err := tcpAddr(oneHost)
-		if err != nil {
-			return err
-		}
-		tcpListen = addr
-		if tc, err = tcp.New(j.kvs, tcp.Options{Addr: addr, Secret: secret, Timeout: timeout}); err != nil {
+		if err := tc.Connect(addrs, secret); err != nil {
 			return fmt.Errorf("tcp transport: %w", err)
 		}
 		j.closers = append(j.closers, tc.Close)
@@ -162,13 +225,13 @@ func (j *Job) transports(timeout time.Duration) error {
 		}
 		return len(ts) - 1
 	}
-	if strings.EqualFold(os.Getenv("GOCOLL_DEBUG"), "info") {
+	if debugInfo() {
 		names := map[transport.Transport]string{}
 		if sm != nil {
 			names[sm] = "shm"
 		}
 		if tc != nil {
-			names[tc] = "tcp " + tcpListen
+			names[tc] = "tcp " + tc.ListenAddr()
 		}
 		by := map[string][]int{}
 		for peer := range j.Size {
@@ -184,6 +247,39 @@ func (j *Job) transports(timeout time.Duration) error {
 	}
 	j.T = route.New(j.Rank, j.Size, ts, reach)
 	return nil
+}
+
+// listenTCP starts the tcp transport's listener (tcp.Listen).
+func (j *Job) listenTCP(oneHost bool) (*tcp.Endpoint, error) {
+	addr, err := tcpAddr(oneHost)
+	if err != nil {
+		return nil, err
+	}
+	tc, err := tcp.Listen(j.Rank, j.Size, tcp.Options{Addr: addr, Timeout: j.Timeout})
+	if err != nil {
+		tc.Close()
+		return nil, fmt.Errorf("tcp transport: %w", err)
+	}
+	return tc, nil
+}
+
+// exchange is one Allgather of the cards through the launcher.
+func (j *Job) exchange(mine card) ([]card, error) {
+	blob, err := json.Marshal(mine)
+	if err != nil {
+		return nil, err
+	}
+	blobs, err := j.Launcher.Allgather(blob)
+	if err != nil {
+		return nil, err
+	}
+	cards := make([]card, len(blobs))
+	for r, b := range blobs {
+		if err := json.Unmarshal(b, &cards[r]); err != nil {
+			return nil, fmt.Errorf("rank %d's card: %w", r, err)
+		}
+	}
+	return cards, nil
 }
 
 // tcpAddr picks the address to listen on: GOCOLL_TCP_ADDR, loopback when
@@ -234,14 +330,14 @@ func (j *Job) OneHost() bool {
 	return true
 }
 
-// Launched reports whether a PMI launcher started the process.
-func (j *Job) Launched() bool { return j.pmi != nil }
+// Launched reports whether a launcher started the process.
+func (j *Job) Launched() bool { return j.Launcher != nil }
 
 // Abort asks the launcher to kill the whole job with exit code code, then
 // exits. It does not return.
 func (j *Job) Abort(code int, msg string) {
-	if j != nil && j.pmi != nil {
-		j.pmi.Abort(code, msg)
+	if j != nil && j.Launcher != nil {
+		j.Launcher.Abort(code, msg)
 	}
 	os.Exit(code)
 }
@@ -256,8 +352,8 @@ func (j *Job) Close() error {
 	for _, c := range j.closers {
 		c()
 	}
-	if j.pmi != nil {
-		errs = append(errs, j.pmi.Finalize())
+	if j.Launcher != nil {
+		errs = append(errs, j.Launcher.Finalize())
 	}
 	return errors.Join(errs...)
 }

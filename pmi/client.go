@@ -158,14 +158,11 @@ func (c *Client) GetRanks(prefix string) ([]string, error) {
 	if err := resultErr(m, "gocoll_getranks "+prefix); err != nil {
 		return nil, err
 	}
-	out := make([]string, c.size)
-	bytes := len(prefix)
-	for r := range out {
-		v, ok := m.args["v"+strconv.Itoa(r)]
-		if !ok {
-			return nil, fmt.Errorf("pmi: gocoll_getranks %s: no value for rank %d", prefix, r)
-		}
-		out[r] = v
+	out, bytes := m.ranks, len(prefix)
+	if len(out) != c.size {
+		return nil, fmt.Errorf("pmi: gocoll_getranks %s: %d values for %d ranks", prefix, len(out), c.size)
+	}
+	for _, v := range out {
 		bytes += len(v)
 	}
 	c.count(func(t *bootstrap.Traffic) { t.Bulk++; t.Bytes += bytes })
@@ -251,7 +248,7 @@ func (c *Client) call(want, cmd string, kv ...string) (message, error) {
 	}
 	var m message
 	if want == "gocoll_ranks" {
-		m, err = readLongMessage(c.r, c.size*(c.valMax+16)+maxLine)
+		m, err = readRanks(c.r, c.size, c.size*(c.valMax+16)+maxLine)
 	} else {
 		m, err = readMessage(c.r)
 	}

@@ -16,7 +16,7 @@ import (
 
 // socketpair returns the two ends of a connected Unix socket, as raw
 // descriptors, the way gocollrun hands PMI_FD to a rank.
-func socketpair(t *testing.T) (a, b int) {
+func socketpair(t testing.TB) (a, b int) {
 	t.Helper()
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -26,7 +26,7 @@ func socketpair(t *testing.T) (a, b int) {
 }
 
 // fdConn turns a descriptor into a net.Conn.
-func fdConn(t *testing.T, fd int) net.Conn {
+func fdConn(t testing.TB, fd int) net.Conn {
 	t.Helper()
 	f := os.NewFile(uintptr(fd), "socket")
 	defer f.Close()

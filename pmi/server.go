@@ -27,12 +27,21 @@ type Server struct {
 
 	mu        sync.Mutex
 	kv        map[string]string
+	kvVersion int // counts puts: bulk is valid while it is unchanged
+	bulk      map[string]bulkReply
 	ranks     []rankState
 	barrier   []*serverConn // waiting in the current barrier, by arrival
 	stuckSent bool
 	conns     map[*serverConn]bool
 	listeners []net.Listener
 	closed    bool
+}
+
+// bulkReply is a gocoll_getranks reply, made once per prefix and kept
+// until the next put: every rank asks for the same one after a fence.
+type bulkReply struct {
+	version int
+	line    []byte
 }
 
 // rankState is what the server knows of one rank.

@@ -25,6 +25,14 @@ func (sc *serverConn) send(cmd string, kv ...string) error {
 	return err
 }
 
+// write writes a reply line made elsewhere.
+func (sc *serverConn) write(line []byte) error {
+	sc.wmu.Lock()
+	defer sc.wmu.Unlock()
+	_, err := sc.c.Write(line)
+	return err
+}
+
 // ServeConn serves rank's connection until it ends; for connections
 // whose rank is known, such as one end of a socketpair passed as PMI_FD.
 // It returns nil when the connection ends after finalize.
@@ -163,7 +171,7 @@ func (s *Server) handle(sc *serverConn, m message) error {
 	case "get":
 		return sc.send("get_result", s.get(a)...)
 	case "gocoll_getranks":
-		return sc.send("gocoll_ranks", s.getRanks(a)...)
+		return sc.write(s.getRanks(a))
 	case "barrier_in":
 		return s.barrierIn(sc)
 	case "finalize":

@@ -1,6 +1,10 @@
 package pmi
 
-import "strconv"
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+)
 
 // put stores a key and returns put_result's arguments.
 func (s *Server) put(a map[string]string) []string {
@@ -18,6 +22,7 @@ func (s *Server) put(a map[string]string) []string {
 	}
 	s.mu.Lock()
 	s.kv[key] = value
+	s.kvVersion++
 	s.mu.Unlock()
 	return []string{"rc", "0", "msg", "success"}
 }
@@ -36,25 +41,36 @@ func (s *Server) get(a map[string]string) []string {
 	return []string{"rc", "0", "msg", "success", "value", v}
 }
 
-// getRanks looks up prefix+r for every rank r: gocollrun's bulk get, so
-// that a rank fetches every peer's start-up blob in one round trip.
-func (s *Server) getRanks(a map[string]string) []string {
+// getRanks answers gocoll_getranks: prefix+r for every rank r, in one
+// line (cmd=gocoll_ranks rc=0 msg=success v0=... v1=...), so that a rank
+// fetches every peer's start-up card in one round trip. The line is made
+// once per prefix and put.
+func (s *Server) getRanks(a map[string]string) []byte {
 	if a["kvsname"] != s.kvsname {
-		return failure("unknown_kvsname")
+		return formatLine("gocoll_ranks", failure("unknown_kvsname")...)
 	}
 	prefix := a["prefix"]
-	out := []string{"rc", "0", "msg", "success"}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if r, ok := s.bulk[prefix]; ok && r.version == s.kvVersion {
+		return r.line
+	}
+	var b bytes.Buffer
+	b.WriteString("cmd=gocoll_ranks rc=0 msg=success")
 	for r := range s.size {
 		key := prefix + strconv.Itoa(r)
 		v, ok := s.kv[key]
 		if !ok {
-			return failure("key_" + key + "_not_found")
+			return formatLine("gocoll_ranks", failure("key_"+key+"_not_found")...)
 		}
-		out = append(out, "v"+strconv.Itoa(r), v)
+		fmt.Fprintf(&b, " v%d=%s", r, v)
 	}
-	return out
+	b.WriteByte('\n')
+	if s.bulk == nil {
+		s.bulk = map[string]bulkReply{}
+	}
+	s.bulk[prefix] = bulkReply{s.kvVersion, b.Bytes()}
+	return b.Bytes()
 }
 
 // failure is a reply's arguments for an error.

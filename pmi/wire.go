@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -24,6 +25,8 @@ const maxLine = 4096
 type message struct {
 	cmd  string
 	args map[string]string
+	// ranks holds a gocoll_ranks reply's values, by rank.
+	ranks []string
 }
 
 // parseLine splits "cmd=put kvsname=k key=a value=b" into its command and
@@ -80,10 +83,11 @@ func readMessage(r *bufio.Reader) (message, error) {
 	return parseLine(string(line))
 }
 
-// readLongMessage reads one line of up to limit bytes (the reply of a bulk
-// get, which carries a value per rank).
-func readLongMessage(r *bufio.Reader, limit int) (message, error) {
-	var line []byte
+// readRanks reads a gocoll_getranks reply of up to limit bytes: its
+// values v0..v<size-1>, in this order, go to message.ranks rather than
+// to the map of arguments.
+func readRanks(r *bufio.Reader, size, limit int) (message, error) {
+	line := make([]byte, 0, min(limit, size*64+maxLine))
 	for {
 		part, err := r.ReadSlice('\n')
 		line = append(line, part...)
@@ -96,8 +100,34 @@ func readLongMessage(r *bufio.Reader, limit int) (message, error) {
 		if err != nil {
 			return message{}, err
 		}
-		return parseLine(string(line))
+		break
 	}
+	s := strings.TrimRight(string(line), "\r\n")
+	head := s
+	if i := strings.Index(s, " v0="); i >= 0 {
+		head, s = s[:i], s[i+1:]
+	} else {
+		s = ""
+	}
+	m, err := parseLine(head)
+	if err != nil || s == "" {
+		return m, err
+	}
+	m.ranks = make([]string, 0, size)
+	for s != "" {
+		field := s
+		if i := strings.IndexByte(s, ' '); i >= 0 {
+			field, s = s[:i], s[i+1:]
+		} else {
+			s = ""
+		}
+		k, v, ok := strings.Cut(field, "=")
+		if n, err := strconv.Atoi(strings.TrimPrefix(k, "v")); !ok || err != nil || n != len(m.ranks) || k[0] != 'v' {
+			return m, fmt.Errorf("pmi: gocoll_ranks: field %q out of order", k)
+		}
+		m.ranks = append(m.ranks, v)
+	}
+	return m, nil
 }
 
 // checkToken reports why s cannot travel as a key or value: the protocol

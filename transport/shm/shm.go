@@ -7,15 +7,17 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"github.com/gocoll/gocoll/internal/linuxsys"
 	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 	"unsafe"
 
 	"github.com/gocoll/gocoll/bootstrap"
+	"github.com/gocoll/gocoll/internal/linuxsys"
 	"github.com/gocoll/gocoll/transport"
 )
 
@@ -127,29 +129,22 @@ var errClosed = &transport.Error{Peer: -1, Err: transport.ErrClosed}
 
 // New creates this rank's endpoint. It is collective over all ranks of
 // kvs, also those on other hosts, which find no peers: every rank must
-// call it. Ranks with the same bootstrap.HostID share one segment, created
-// by the lowest of them, mapped by all and unlinked before New returns.
+// call it. Each rank publishes its Card, and rank 0 the job's name where
+// opts.JobID is empty; one Fence, then Join.
 func New(kvs bootstrap.KVS, opts Options) (*Endpoint, error) {
 	rank, size := kvs.Rank(), kvs.Size()
-	if !validJobID(opts.JobID) {
-		return nil, fmt.Errorf("shm: JobID %q: use letters, digits, '.', '_' and '-', at most 64", opts.JobID)
-	}
-	linuxsys.AllowPtraceAny()
 	key := "shm-" + opts.JobID + "-"
 	job := opts.JobID
 	if job == "" && rank == 0 {
-		var b [8]byte
-		rand.Read(b[:])
-		job = hex.EncodeToString(b[:])
+		job = NewJobName()
 		if err := kvs.Put(key+"job", job); err != nil {
 			return nil, err
 		}
 	}
-	host := sha256.Sum256([]byte(bootstrap.HostID())) // any HostID fits a KVS value
-	if err := kvs.Put(fmt.Sprintf("%shost-%d", key, rank), hex.EncodeToString(host[:16])); err != nil {
+	if err := kvs.Put(fmt.Sprintf("%scard-%d", key, rank), MyCard().String()); err != nil {
 		return nil, err
 	}
-	if err := kvs.Fence(); err != nil { // 1: host names and job
+	if err := kvs.Fence(); err != nil {
 		return nil, err
 	}
 	if job == "" {
@@ -159,28 +154,86 @@ func New(kvs bootstrap.KVS, opts Options) (*Endpoint, error) {
 		}
 		job = v
 	}
+	cards := make([]Card, size)
+	for r := range size {
+		v, err := kvs.Get(fmt.Sprintf("%scard-%d", key, r))
+		if err == nil {
+			cards[r], err = ParseCard(v)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	opts.JobID = job
+	return Join(rank, cards, opts)
+}
+
+// Card is what a rank publishes for the shared-memory transport: which
+// host it runs on and its process.
+type Card struct {
+	Host string // a hash of bootstrap.HostID, hex
+	PID  int
+}
+
+// MyCard is this process's Card.
+func MyCard() Card {
+	host := sha256.Sum256([]byte(bootstrap.HostID())) // any HostID fits a KVS value
+	return Card{Host: hex.EncodeToString(host[:16]), PID: os.Getpid()}
+}
+
+func (c Card) String() string { return c.Host + "." + strconv.Itoa(c.PID) }
+
+// ParseCard reads Card.String.
+func ParseCard(s string) (Card, error) {
+	h, pid, ok := strings.Cut(s, ".")
+	n, err := strconv.Atoi(pid)
+	if !ok || err != nil || h == "" {
+		return Card{}, fmt.Errorf("shm: %q is not a rank's card", s)
+	}
+	return Card{Host: h, PID: n}, nil
+}
+
+// NewJobName makes a random name for the job's segments, for rank 0 to
+// publish where Options.JobID is empty.
+func NewJobName() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Join creates this rank's endpoint from every rank's Card, with no
+// further exchange through the launcher: ranks with the same host share
+// one segment, named by opts.JobID (which must be set, the same on every
+// rank). The lowest of them creates it; the others wait for it to appear
+// with the creator's pid in its header, map it and mark themselves
+// attached in it; every rank waits until all of its host's ranks have,
+// and the creator then unlinks it, so that it goes away with the last
+// process whatever happens next. Waits end with an error when a rank that
+// is waited for has exited, or after opts.Timeout (300 s if 0).
+func Join(rank int, cards []Card, opts Options) (*Endpoint, error) {
+	size := len(cards)
+	if !validJobID(opts.JobID) || opts.JobID == "" {
+		return nil, fmt.Errorf("shm: JobID %q: use letters, digits, '.', '_' and '-', at most 64", opts.JobID)
+	}
+	if rank < 0 || rank >= size {
+		return nil, fmt.Errorf("shm: rank %d of %d cards", rank, size)
+	}
+	linuxsys.AllowPtraceAny()
 	// Group the ranks by host; hosts are numbered by their lowest rank.
 	e := &Endpoint{rank: rank, size: size, opts: opts, lidx: make([]int32, size), pid: os.Getpid(), epoch: time.Now()}
 	e.idle = sync.NewCond(&e.mu)
 	hostIdx := map[string]int{}
 	var locals []int
-	myHost := -1
 	hosts := make([]int, size)
-	for r := range size {
-		v, err := kvs.Get(fmt.Sprintf("%shost-%d", key, r))
-		if err != nil {
-			return nil, err
-		}
-		h, ok := hostIdx[v]
+	for r, c := range cards {
+		h, ok := hostIdx[c.Host]
 		if !ok {
 			h = len(hostIdx)
-			hostIdx[v] = h
+			hostIdx[c.Host] = h
 		}
 		hosts[r] = h
-		if r == rank {
-			myHost = h
-		}
 	}
+	myHost := hosts[rank]
 	for r := range size {
 		e.lidx[r] = -1
 		if hosts[r] == myHost {
@@ -191,67 +244,94 @@ func New(kvs bootstrap.KVS, opts Options) (*Endpoint, error) {
 	e.me = int(e.lidx[rank])
 	n := len(locals)
 	lay := newLayout(n, ringCapFor(n))
-	path := fmt.Sprintf("/dev/shm/gocoll-%s-%d", job, myHost)
-	segKey := fmt.Sprintf("%sseg-%d", key, myHost)
-
-	// 2: the lowest local rank creates the segment and says how it went.
+	path := fmt.Sprintf("/dev/shm/gocoll-%s-%d", opts.JobID, myHost)
+	if n == 1 {
+		return e, nil
+	}
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = 300 * time.Second
+	}
+	deadline := time.Now().Add(timeout)
+	creator := cards[locals[0]].PID
 	var seg *segment
 	var err error
-	if n > 1 && e.me == 0 {
+	if e.me == 0 {
 		seg, err = createSegment(path, lay)
-		status := "ok"
-		if err != nil {
-			status = "failed"
-		}
-		if perr := kvs.Put(segKey, status); perr != nil && err == nil {
-			err = perr
-		}
+	} else {
+		seg, err = awaitSegment(path, lay, locals[0], creator, deadline)
 	}
-	if ferr := kvs.Fence(); ferr != nil {
-		if seg != nil {
-			seg.unmap()
-			syscall.Unlink(path)
-		}
-		return nil, ferr
+	if err != nil {
+		return nil, err
 	}
-	if n > 1 && e.me != 0 {
-		var status string
-		if status, err = kvs.Get(segKey); err == nil && status != "ok" {
-			err = fmt.Errorf("shm: local rank %d could not create %s", locals[0], path)
-		}
-		if err == nil {
-			seg, err = openSegment(path, lay)
-		}
-	}
-	if seg != nil {
-		c := seg.ctl(e.me)
-		c.pid.Store(uint32(e.pid))
-		c.rank.Store(uint32(rank))
-		c.probe.Store(uint64(uintptr(unsafe.Pointer(&cmaProbe))))
-		c.state.Store(ctlAttached)
-	}
-	// 3: everyone has mapped it, or given up; the creator unlinks it, so
-	// that it goes away with the last process whatever happens next.
-	ferr := kvs.Fence()
-	if n > 1 && e.me == 0 && seg != nil {
+	c := seg.ctl(e.me)
+	c.pid.Store(uint32(e.pid))
+	c.rank.Store(uint32(rank))
+	c.probe.Store(uint64(uintptr(unsafe.Pointer(&cmaProbe))))
+	c.state.Store(ctlAttached)
+	err = awaitAttached(seg, locals, cards, deadline)
+	if e.me == 0 {
 		if testBeforeUnlink != nil {
 			testBeforeUnlink(path)
 		}
 		syscall.Unlink(path)
 	}
 	if err == nil {
-		err = ferr
-	}
-	if err == nil && seg != nil {
 		err = e.attach(seg, locals)
 	}
 	if err != nil {
-		if seg != nil {
-			seg.unmap()
-		}
+		seg.unmap()
 		return nil, err
 	}
 	return e, nil
+}
+
+// awaitSegment maps the segment that local rank creatorRank (process pid)
+// creates at path, once it is there and whole.
+func awaitSegment(path string, lay layout, creatorRank, pid int, deadline time.Time) (*segment, error) {
+	var last error
+	for pause := 20 * time.Microsecond; ; pause = min(2*pause, 2*time.Millisecond) {
+		seg, err := openSegment(path, lay)
+		if err == nil && int(seg.header().creator) == pid {
+			return seg, nil
+		}
+		if err == nil { // a stale segment of an earlier job: its creator replaces it
+			seg.unmap()
+			err = fmt.Errorf("shm: %s was made by process %d, not rank %d's", path, seg.header().creator, creatorRank)
+		}
+		last = err
+		if syscall.Kill(pid, 0) == syscall.ESRCH {
+			return nil, fmt.Errorf("shm: rank %d (pid %d) exited before creating %s", creatorRank, pid, path)
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("shm: rank %d did not create %s in time: %w", creatorRank, path, last)
+		}
+		time.Sleep(pause)
+	}
+}
+
+// awaitAttached waits until every local rank has marked itself attached.
+func awaitAttached(seg *segment, locals []int, cards []Card, deadline time.Time) error {
+	for pause := 20 * time.Microsecond; ; pause = min(2*pause, 2*time.Millisecond) {
+		missing := -1
+		for i, r := range locals {
+			c := seg.ctl(i)
+			if c.state.Load()&ctlAttached == 0 || int(c.rank.Load()) != r {
+				missing = r
+				break
+			}
+		}
+		if missing < 0 {
+			return nil
+		}
+		if syscall.Kill(cards[missing].PID, 0) == syscall.ESRCH {
+			return fmt.Errorf("shm: rank %d (pid %d) exited before mapping the segment", missing, cards[missing].PID)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("shm: rank %d did not map the segment in time", missing)
+		}
+		time.Sleep(pause)
+	}
 }
 
 func validJobID(s string) bool {

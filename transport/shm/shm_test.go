@@ -377,7 +377,9 @@ func TestZeroAllocs(t *testing.T) {
 }
 
 // A segment left by a job killed inside New is replaced if its creator is
-// gone; one whose creator lives is not touched.
+// gone; one whose creator lives is not touched. (The ranks here are
+// goroutines of one process, so the other rank cannot see the creator
+// give up by its exit, as ranks in processes do: it waits out Timeout.)
 func TestStaleSegment(t *testing.T) {
 	dead := exec.Command("true")
 	if err := dead.Run(); err != nil {
@@ -399,7 +401,7 @@ func TestStaleSegment(t *testing.T) {
 		errs := make(chan error, 2)
 		for _, k := range kvs {
 			go func() {
-				ep, err := New(k, Options{JobID: job})
+				ep, err := New(k, Options{JobID: job, Timeout: 2 * time.Second})
 				if err == nil {
 					ep.Close()
 				}

@@ -94,6 +94,47 @@ type Endpoint struct {
 // kvs.Fence for the others. Connections are made later, on first use.
 func New(kvs bootstrap.KVS, opts Options) (*Endpoint, error) {
 	rank, size := kvs.Rank(), kvs.Size()
+	// Set up locally; on failure still publish and fence, so that the
+	// other ranks fail in New too instead of waiting in Fence.
+	e, setupErr := Listen(rank, size, opts)
+	addr := noAddr
+	if setupErr == nil {
+		addr = e.ListenAddr()
+	}
+	if err := kvs.Put(keyAddr+strconv.Itoa(rank), addr); err != nil {
+		e.closeListener()
+		return nil, fmt.Errorf("tcp: publish address: %w", err)
+	}
+	if len(opts.Secret) == 0 && rank == 0 {
+		if err := kvs.Put(keySecret, hex.EncodeToString(NewSecret())); err != nil {
+			e.closeListener()
+			return nil, fmt.Errorf("tcp: publish secret: %w", err)
+		}
+	}
+	if err := kvs.Fence(); err != nil {
+		e.closeListener()
+		return nil, fmt.Errorf("tcp: fence: %w", err)
+	}
+	if setupErr != nil {
+		return nil, setupErr
+	}
+	addrs, secret, err := readPeers(kvs, opts.Secret)
+	if err == nil {
+		err = e.Connect(addrs, secret)
+	}
+	if err != nil {
+		e.closeListener()
+		return nil, err
+	}
+	return e, nil
+}
+
+// Listen is the first half of New for a caller that exchanges addresses
+// itself (in one blob per rank with the other transports'): the endpoint
+// listens on opts.Addr; ListenAddr is what to publish, and Connect, given
+// every rank's, completes it. On error the endpoint is still returned, so
+// that its (empty) listener can be closed.
+func Listen(rank, size int, opts Options) (*Endpoint, error) {
 	e := &Endpoint{
 		rank:             rank,
 		size:             size,
@@ -110,42 +151,53 @@ func New(kvs bootstrap.KVS, opts Options) (*Endpoint, error) {
 		e.handshakeTimeout = opts.Timeout
 	}
 	e.done = sync.NewCond(&e.doneMu)
+	return e, e.listen(opts.Addr)
+}
 
-	// Set up locally; on failure still publish and fence, so that the
-	// other ranks fail in New too instead of waiting in Fence.
-	setupErr := e.listen(opts.Addr)
-	addr := noAddr
-	if setupErr == nil {
-		addr = e.ln.Addr().String()
+// ListenAddr is the address to publish: "ip:port", or a marker that makes
+// the peers' Connect fail where the listener could not be made.
+func (e *Endpoint) ListenAddr() string {
+	if e.ln == nil {
+		return noAddr
 	}
-	if err := kvs.Put(keyAddr+strconv.Itoa(rank), addr); err != nil {
-		e.closeListener()
-		return nil, fmt.Errorf("tcp: publish address: %w", err)
-	}
-	if len(opts.Secret) == 0 && rank == 0 {
-		var s [32]byte
-		rand.Read(s[:])
-		if err := kvs.Put(keySecret, hex.EncodeToString(s[:])); err != nil {
-			e.closeListener()
-			return nil, fmt.Errorf("tcp: publish secret: %w", err)
+	return e.ln.Addr().String()
+}
+
+// NewSecret makes a job secret, for rank 0 to publish where the launcher
+// gave none.
+func NewSecret() []byte {
+	s := make([]byte, 32)
+	rand.Read(s)
+	return s
+}
+
+// Connect completes Listen with every rank's published address (this
+// rank's own is ignored) and the job's secret. A failure closes the
+// listener.
+func (e *Endpoint) Connect(addrs []string, secret []byte) error {
+	var missing []int
+	for r, a := range addrs {
+		if r != e.rank && a == noAddr {
+			missing = append(missing, r)
 		}
 	}
-	if err := kvs.Fence(); err != nil {
+	switch {
+	case len(addrs) != e.size:
 		e.closeListener()
-		return nil, fmt.Errorf("tcp: fence: %w", err)
-	}
-	if setupErr != nil {
-		return nil, setupErr
-	}
-	if err := e.readPeers(kvs, opts.Secret); err != nil {
+		return fmt.Errorf("tcp: %d addresses for %d ranks", len(addrs), e.size)
+	case len(missing) > 0:
 		e.closeListener()
-		return nil, err
+		return fmt.Errorf("tcp: ranks %v could not listen", missing)
+	case len(secret) == 0:
+		e.closeListener()
+		return errors.New("tcp: no job secret")
 	}
-
+	e.addrs = append([]string(nil), addrs...)
+	e.secret = append([]byte(nil), secret...)
 	e.ctx, e.cancel = context.WithCancel(context.Background())
-	e.peers = make([]*peer, size)
+	e.peers = make([]*peer, e.size)
 	for r := range e.peers {
-		if r != rank {
+		if r != e.rank {
 			e.peers[r] = &peer{ep: e, rank: r, wake: make(chan struct{}, 1)}
 		}
 	}
@@ -155,7 +207,7 @@ func New(kvs bootstrap.KVS, opts Options) (*Endpoint, error) {
 		e.wg.Add(1)
 		go e.watchdog()
 	}
-	return e, nil
+	return nil
 }
 
 func (e *Endpoint) listen(addr string) error {
@@ -182,37 +234,29 @@ func (e *Endpoint) closeListener() {
 
 // readPeers reads every peer's address, and the job's secret if the
 // launcher gave none.
-func (e *Endpoint) readPeers(kvs bootstrap.KVS, secret []byte) error {
-	e.addrs = make([]string, e.size)
-	var missing []int
-	for r := range e.size {
-		if r == e.rank {
+func readPeers(kvs bootstrap.KVS, secret []byte) (addrs []string, _ []byte, _ error) {
+	addrs = make([]string, kvs.Size())
+	for r := range addrs {
+		if r == kvs.Rank() {
 			continue
 		}
 		v, err := kvs.Get(keyAddr + strconv.Itoa(r))
 		if err != nil {
-			return fmt.Errorf("tcp: address of rank %d: %w", r, err)
+			return nil, nil, fmt.Errorf("tcp: address of rank %d: %w", r, err)
 		}
-		if v == noAddr {
-			missing = append(missing, r)
-		}
-		e.addrs[r] = v
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("tcp: ranks %v could not listen", missing)
+		addrs[r] = v
 	}
 	if len(secret) > 0 {
-		e.secret = append([]byte(nil), secret...)
-		return nil
+		return addrs, secret, nil
 	}
 	v, err := kvs.Get(keySecret)
 	if err != nil {
-		return fmt.Errorf("tcp: job secret: %w", err)
+		return nil, nil, fmt.Errorf("tcp: job secret: %w", err)
 	}
-	if e.secret, err = hex.DecodeString(v); err != nil || len(e.secret) == 0 {
-		return fmt.Errorf("tcp: job secret in the KVS is malformed")
+	if secret, err = hex.DecodeString(v); err != nil || len(secret) == 0 {
+		return nil, nil, fmt.Errorf("tcp: job secret in the KVS is malformed")
 	}
-	return nil
+	return addrs, secret, nil
 }
 
 // Rank returns this endpoint's rank in the job.
@@ -278,6 +322,10 @@ func (e *Endpoint) complete(op *transport.Op, n int, err error) {
 // rank. Later calls do nothing.
 func (e *Endpoint) Close() error {
 	if !e.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	if e.cancel == nil { // Listen without Connect: only the listener
+		e.closeListener()
 		return nil
 	}
 	e.cancel()

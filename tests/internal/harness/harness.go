@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -131,13 +132,13 @@ func BuildGo(t *testing.T, pkg, name string) string {
 	return out
 }
 
-// BaseEnv is the environment of the tests without launcher (PMI_) or
-// gocoll (GOCOLL_) variables, so that nothing set around `make test`
-// changes a test, with extra added.
+// BaseEnv is the environment of the tests without launcher (PMI_, PMIX_,
+// SLURM_, OMPI_) or gocoll (GOCOLL_) variables, so that nothing set
+// around `make test` (a Slurm job, say) changes a test, with extra added.
 func BaseEnv(extra ...string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "PMI_") && !strings.HasPrefix(kv, "GOCOLL_") {
+		if !slices.ContainsFunc([]string{"PMI_", "PMIX_", "SLURM_", "OMPI_", "GOCOLL_"}, func(p string) bool { return strings.HasPrefix(kv, p) }) {
 			env = append(env, kv)
 		}
 	}
