@@ -18,15 +18,18 @@ import (
 // One connection per host carries every rank's PMI traffic, output,
 // start and exit, multiplexed by rank.
 //
-// Handshake: gocollrun sends frameNonce; the proxy answers frameHello
-// with its host's index in the rank field and HMAC-SHA256(secret, nonce
-// || index) as payload, so the job secret never crosses the network;
-// gocollrun answers frameSpec, the JSON proxySpec of what to run.
+// Handshake: the proxy sends frameHello, its host's index in the rank
+// field and proxyMagic as payload; gocollrun answers frameNonce, so a
+// connection that is not a proxy's gets no byte back; the proxy answers
+// frameAuth, HMAC-SHA256(secret, nonce || index), so the job secret never
+// crosses the network; gocollrun answers frameSpec, the JSON proxySpec of
+// what to run.
 type frameKind uint8
 
 const (
-	frameNonce       frameKind = iota + 1 // gocollrun -> proxy: 32 random bytes
-	frameHello                            // proxy -> gocollrun: index, MAC
+	frameHello       frameKind = iota + 1 // proxy -> gocollrun: index, proxyMagic
+	frameNonce                            // gocollrun -> proxy: random bytes
+	frameAuth                             // proxy -> gocollrun: index, MAC
 	frameSpec                             // gocollrun -> proxy: proxySpec
 	frameStarted                          // proxy -> gocollrun: rank's pid, decimal
 	frameStartFailed                      // proxy -> gocollrun: 'n' (not found) or 'x', then why
@@ -37,6 +40,10 @@ const (
 	framePMIEnd                           // proxy -> gocollrun: the rank closed its PMI connection
 	frameSignal                           // gocollrun -> proxy: signal the rank's process group
 )
+
+// proxyMagic opens a proxy's hello; a new version of the protocol
+// changes it.
+const proxyMagic = "gocollrun-proxy-1"
 
 // allRanks in a frameSignal's rank field means every rank of the host.
 const allRanks = 1<<32 - 1

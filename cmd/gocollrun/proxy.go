@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -97,14 +98,17 @@ func dialProxy(addr string, index uint32, secret string) (*proxy, error) {
 	fc := newFrameConn(c)
 	p := &proxy{fc: fc, secret: secret, ranks: map[uint32]*proxyRank{}}
 	err = func() error {
+		if err := fc.send(frameHello, index, []byte(proxyMagic)); err != nil {
+			return err
+		}
 		kind, _, nonce, err := fc.recv()
 		if err != nil {
-			return err
+			return fmt.Errorf("%w (not gocollrun, or another version?)", err)
 		}
 		if kind != frameNonce {
 			return fmt.Errorf("frame kind %d, want the nonce", kind)
 		}
-		if err := fc.send(frameHello, index, helloMAC(secret, nonce, index)); err != nil {
+		if err := fc.send(frameAuth, index, helloMAC(secret, nonce, index)); err != nil {
 			return err
 		}
 		kind, _, spec, err := fc.recv()
@@ -191,6 +195,14 @@ func (p *proxy) startRank(id int, base []string) (*proxyRank, error) {
 		"GOCOLL_JOB_ID":     p.spec.JobID,
 		"GOCOLL_JOB_SECRET": p.secret,
 		"GOCOLL_HOST":       p.spec.Host,
+	}
+	// Ranks that dialed gocollrun's PMI port listened on the address
+	// that routes to it (job's tcpAddr); through the proxy they no longer
+	// see that port, so the proxy names the address, unless the user did.
+	if a, ok := p.fc.c.LocalAddr().(*net.TCPAddr); ok && !slices.ContainsFunc(base, func(kv string) bool {
+		return strings.HasPrefix(kv, "GOCOLL_TCP_ADDR=")
+	}) {
+		vars["GOCOLL_TCP_ADDR"] = a.IP.String()
 	}
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {

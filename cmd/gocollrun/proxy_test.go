@@ -19,11 +19,11 @@ import (
 // cluster is two emulated hosts (network namespaces, loopback-range
 // addresses) and a launcher for them that logs every invocation.
 type cluster struct {
-	a, b, addrA string
-	launcher    string // --launcher: the logging script, %h
-	log         string // one line per launcher invocation: the host
-	wrap        []string
-	env         []string // the test environment with LAUNCH_LOG
+	a, b, addrA, addrB string
+	launcher           string // --launcher: the logging script, %h
+	log                string // one line per launcher invocation: the host
+	wrap               []string
+	env                []string // the test environment with LAUNCH_LOG
 }
 
 // logLauncher is an exec-style launcher that logs the host it is asked
@@ -55,7 +55,7 @@ func emulatedCluster(t *testing.T) *cluster {
 	}
 	log := filepath.Join(dir, "log")
 	return &cluster{
-		a: c.Hosts[0], b: c.Hosts[1], addrA: c.Addrs[0],
+		a: c.Hosts[0], b: c.Hosts[1], addrA: c.Addrs[0], addrB: c.Addrs[1],
 		launcher: script + " %h", log: log,
 		// gocollrun runs on host a, as on a cluster's first node.
 		wrap: []string{"ip", "netns", "exec", c.Hosts[0]},
@@ -137,7 +137,9 @@ func TestProxyOutputAndEnv(t *testing.T) {
 		want := map[string]string{
 			"PMI_RANK": fmt.Sprint(r), "PMI_SIZE": "4", "PMI_FD": "3", "PMI_PORT": "", "PMI_ID": "",
 			"GOCOLL_HOST": []string{c.a, c.a, c.b, c.b}[r], "RANKPROG_VAR": "passed",
-			"GOCOLL_JOB_ID": envs[0]["GOCOLL_JOB_ID"], "secret": envs[0]["secret"],
+			// The address that routes to gocollrun, for the transport.
+			"GOCOLL_TCP_ADDR": []string{c.addrA, c.addrA, c.addrB, c.addrB}[r],
+			"GOCOLL_JOB_ID":   envs[0]["GOCOLL_JOB_ID"], "secret": envs[0]["secret"],
 		}
 		for k, v := range want {
 			if f[k] != v {
@@ -257,7 +259,7 @@ func TestProxyStartFailures(t *testing.T) {
 		want           []string
 	}{
 		{"false %h", "rankprog", 1, []string{`lost track of rank 0 \(on fakeA\): the launcher of its proxy exited with status 1 before the rank ended; terminating the job`}},
-		{wrong + " %h", "rankprog", 1, []string{`rejected a connection from 127\.0\.0\.1:\d+: it does not know the job secret`, `lost track of rank 0 \(on fakeA\)`}},
+		{wrong + " %h", "rankprog", 1, []string{`warning: a PMI connection: PMI protocol error: connection from 127\.0\.0\.1:\d+: the proxy does not know the job secret`, `lost track of rank 0 \(on fakeA\)`}},
 		{"env GOCOLL_FAKEHOST=%h", "./does-not-exist", exitNotFound, []string{`cannot start rank 0 \(on fakeA\): .*does-not-exist.*; terminating the job`}},
 	} {
 		res := run(t, testEnv(), "-n", "2", "--host", "fakeA", "--launcher", tc.launcher, "--bind", "127.0.0.1", tc.prog, "kvs")

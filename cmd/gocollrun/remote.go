@@ -156,30 +156,32 @@ func (j *job) acceptProxies(l net.Listener) {
 	}
 }
 
-// handshake checks that a connection comes from a proxy that knows the
-// job secret, and passes it to the proxy's host.
+// handshake checks that a connection comes from a proxy of this job
+// that knows the job secret, and passes it to the proxy's host. Anything
+// else is logged (as a connection to gocollrun's PMI port, which the
+// proxies relay) and closed without a byte in reply.
 func (j *job) handshake(c net.Conn) {
 	c.SetDeadline(time.Now().Add(proxyHandshakeTimeout))
 	fc := newFrameConn(c)
 	nonce := []byte(randomHex(32))
-	err := fc.send(frameNonce, 0, nonce)
-	var kind frameKind
-	var index uint32
-	var mac []byte
-	if err == nil {
-		kind, index, mac, err = fc.recv()
-	}
+	kind, index, hello, err := fc.recv()
 	switch {
 	case err != nil:
-	case kind != frameHello:
-		err = fmt.Errorf("frame kind %d, not a proxy's hello", kind)
+	case kind != frameHello || string(hello) != proxyMagic:
+		err = errors.New("not a gocollrun proxy's hello")
 	case int(index) >= len(j.hosts):
 		err = fmt.Errorf("host index %d of %d", index, len(j.hosts))
-	case !hmac.Equal(mac, helloMAC(j.secret, nonce, index)):
-		err = errors.New("it does not know the job secret")
+	default:
+		var mac []byte
+		if err = fc.send(frameNonce, 0, nonce); err == nil {
+			kind, _, mac, err = fc.recv()
+		}
+		if err == nil && (kind != frameAuth || !hmac.Equal(mac, helloMAC(j.secret, nonce, index))) {
+			err = errors.New("the proxy does not know the job secret")
+		}
 	}
 	if err != nil {
-		j.logf("warning: rejected a connection from %s: %v", c.RemoteAddr(), err)
+		j.logf("warning: a PMI connection: PMI protocol error: connection from %s: %v", c.RemoteAddr(), err)
 		c.Close()
 		return
 	}
@@ -187,7 +189,7 @@ func (j *job) handshake(c net.Conn) {
 	select {
 	case j.hosts[index].conns <- fc:
 	default:
-		j.logf("warning: rejected a second proxy connection for host %s from %s", j.hosts[index].host, c.RemoteAddr())
+		j.logf("warning: a PMI connection: a second proxy for host %s, from %s; refused", j.hosts[index].host, c.RemoteAddr())
 		c.Close()
 	}
 }
