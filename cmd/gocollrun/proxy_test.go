@@ -315,3 +315,20 @@ func TestHostSources(t *testing.T) {
 		t.Errorf("a bad SLURM_JOB_NODELIST: exit %d, stderr:\n%s", res.code, res.stderr)
 	}
 }
+
+// The hosts' launchers run at once, not one after another: three that
+// each take a second (as ssh may, to connect) start a job in about one.
+func TestHostsStartInParallel(t *testing.T) {
+	t.Parallel()
+	slow := filepath.Join(t.TempDir(), "slow")
+	if err := os.WriteFile(slow, []byte("#!/bin/sh\nsleep 1\nshift\nexec \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res := run(t, testEnv(), "-n", "3", "--host", "fake[1-3]", "--launcher", slow+" %h", "--bind", "127.0.0.1", "rankprog", "kvs")
+	if res.code != 0 || strings.Count(res.stdout, "PASS") != 3 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", res.code, res.stdout, res.stderr)
+	}
+	if res.elapsed > 2500*time.Millisecond {
+		t.Errorf("3 hosts whose launchers take 1 s each took %v to run: started one after another?", res.elapsed)
+	}
+}

@@ -301,6 +301,9 @@ func (j *job) relay(h *hostProxy, fc *frameConn, notices chan<- exitNotice, repo
 		if r == nil {
 			return fmt.Sprintf("its proxy sent a frame about rank %d, not one of host %s", id, h.host)
 		}
+		if (kind == frameExit || kind == frameStartFailed) && reported[r.id] {
+			return fmt.Sprintf("its proxy reported the end of rank %d twice", r.id)
+		}
 		switch kind {
 		case frameStarted:
 			if pid, err := strconv.Atoi(string(payload)); err == nil {
