@@ -7,7 +7,8 @@
 //	gocollrun --info
 //
 // Hosts come from --host, --hostfile or, when neither is given inside a
-// Slurm allocation, SLURM_JOB_NODELIST (-v says which). A host list is
+// Slurm allocation, SLURM_JOB_NODELIST, with SLURM_TASKS_PER_NODE as the
+// slots where set (-v says which). A host list is
 // comma-separated, each entry a host or host:slots, and a host may be a
 // Slurm-style range: node[01-16,20] (zero-padding kept), a[1-2]-ib,
 // r[1-2]n[1-4]. A hostfile has a host per line, as "host", "host:N" or

@@ -179,6 +179,30 @@ func parseIndex(s string) (int, error) {
 	return strconv.Atoi(s)
 }
 
+// tasksPerNode expands Slurm's SLURM_TASKS_PER_NODE ("2(x3),1": 2 tasks
+// on each of 3 nodes, then 1) to one count per node.
+func tasksPerNode(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		count, times := f, "1"
+		if c, t, ok := strings.Cut(f, "(x"); ok {
+			if !strings.HasSuffix(t, ")") {
+				return nil, fmt.Errorf("%q: %q is not N or N(xK)", s, f)
+			}
+			count, times = c, strings.TrimSuffix(t, ")")
+		}
+		n, errN := parseIndex(count)
+		k, errK := parseIndex(times)
+		if errN != nil || errK != nil || n < 1 || k < 1 || len(out)+k > maxHosts {
+			return nil, fmt.Errorf("%q: %q is not N or N(xK)", s, f)
+		}
+		for range k {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
 // readHostfile reads a hostfile: a host per line, as "host", "host
 // slots=N" or "host:N" (host may be a Slurm-style range); # starts a
 // comment.

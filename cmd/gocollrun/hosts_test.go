@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -137,6 +138,39 @@ func TestPlace(t *testing.T) {
 		}
 		if err != nil || !slices.Equal(got, strings.Fields(tc.want)) {
 			t.Errorf("place(%q, %d, %s) = %v, %v; want %s", tc.spec, tc.n, tc.mapBy, got, err, tc.want)
+		}
+	}
+}
+
+func TestTasksPerNode(t *testing.T) {
+	for spec, want := range map[string]string{
+		"4":           "4",
+		"2(x3),1":     "2 2 2 1",
+		"1,8(x2),3":   "1 8 8 3",
+		"":            "error",
+		"2(x3":        "error",
+		"2(x0)":       "error",
+		"0":           "error",
+		"x":           "error",
+		"2(x3),,1":    "error",
+		"2(3)":        "error",
+		"1(x9999999)": "error",
+	} {
+		got, err := tasksPerNode(spec)
+		if want == "error" {
+			if err == nil {
+				t.Errorf("tasksPerNode(%q) = %v, want an error", spec, got)
+			}
+			continue
+		}
+		var ws []int
+		for _, f := range strings.Fields(want) {
+			var n int
+			fmt.Sscan(f, &n)
+			ws = append(ws, n)
+		}
+		if err != nil || !slices.Equal(got, ws) {
+			t.Errorf("tasksPerNode(%q) = %v, %v; want %v", spec, got, err, ws)
 		}
 	}
 }

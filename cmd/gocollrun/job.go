@@ -113,7 +113,22 @@ func jobHosts(o options) ([]hostEntry, string, error) {
 		for i, n := range names {
 			h[i] = hostEntry{name: n}
 		}
-		return h, "SLURM_JOB_NODELIST=" + list + " (no --host or --hostfile given)", nil
+		source := "SLURM_JOB_NODELIST=" + list
+		// The allocation's tasks per node are the slots, where given.
+		if tasks := os.Getenv("SLURM_TASKS_PER_NODE"); tasks != "" {
+			slots, err := tasksPerNode(tasks)
+			if err == nil && len(slots) != len(h) {
+				err = fmt.Errorf("%d counts for the %d nodes of SLURM_JOB_NODELIST", len(slots), len(h))
+			}
+			if err != nil {
+				return nil, "", fmt.Errorf("SLURM_TASKS_PER_NODE: %w", err)
+			}
+			for i := range h {
+				h[i].slots = slots[i]
+			}
+			source += " with slots from SLURM_TASKS_PER_NODE=" + tasks
+		}
+		return h, source + " (no --host or --hostfile given)", nil
 	}
 	return nil, "nowhere (no --host, --hostfile or SLURM_JOB_NODELIST): every rank runs on this machine", nil
 }

@@ -46,12 +46,12 @@ type result struct {
 	elapsed        time.Duration
 }
 
-// testEnv is the test's environment without launcher variables, plus
-// extra.
+// testEnv is the test's environment without launcher variables (nor a
+// Slurm allocation's, which would give gocollrun hosts), plus extra.
 func testEnv(extra ...string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "PMI_") && !strings.HasPrefix(kv, "GOCOLL_") {
+		if !strings.HasPrefix(kv, "PMI_") && !strings.HasPrefix(kv, "GOCOLL_") && !strings.HasPrefix(kv, "SLURM_") {
 			env = append(env, kv)
 		}
 	}

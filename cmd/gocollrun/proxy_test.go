@@ -293,6 +293,8 @@ func TestHostSources(t *testing.T) {
 	}{
 		{nil, []string{"--hostfile", hostfile}, "hosts from --hostfile " + hostfile, []string{"fake1", "fake1", "fake2", "fake2"}},
 		{[]string{"SLURM_JOB_NODELIST=fake[1-2]"}, []string{"--map-by", "node"}, "hosts from SLURM_JOB_NODELIST=fake[1-2]", []string{"fake1", "fake2", "fake1", "fake2"}},
+		{[]string{"SLURM_JOB_NODELIST=fake[1-2]", "SLURM_TASKS_PER_NODE=3,1"}, nil,
+			"hosts from SLURM_JOB_NODELIST=fake[1-2] with slots from SLURM_TASKS_PER_NODE=3,1", []string{"fake1", "fake1", "fake1", "fake2"}},
 		// --host wins over the allocation.
 		{[]string{"SLURM_JOB_NODELIST=fake[1-2]"}, []string{"--host", "fake[3-4]"}, "hosts from --host fake[3-4]", []string{"fake3", "fake3", "fake4", "fake4"}},
 	} {
@@ -310,9 +312,19 @@ func TestHostSources(t *testing.T) {
 			}
 		}
 	}
-	res := run(t, testEnv("SLURM_JOB_NODELIST=bad[3-1]"), "-n", "2", "rankprog", "env")
-	if res.code != exitUsage || !strings.Contains(res.stderr, "SLURM_JOB_NODELIST") || !strings.Contains(res.stderr, "runs backwards") {
-		t.Errorf("a bad SLURM_JOB_NODELIST: exit %d, stderr:\n%s", res.code, res.stderr)
+	for _, tc := range []struct{ env, want string }{
+		{"SLURM_JOB_NODELIST=bad[3-1]", "runs backwards"},
+		{"SLURM_TASKS_PER_NODE=2(x3)", "SLURM_TASKS_PER_NODE: 3 counts for the 2 nodes"},
+		{"SLURM_TASKS_PER_NODE=1,1", "the hosts have 2 slots for 4 ranks"},
+	} {
+		env := []string{"SLURM_JOB_NODELIST=fake[1-2]", tc.env}
+		if strings.HasPrefix(tc.env, "SLURM_JOB_NODELIST") {
+			env = env[1:]
+		}
+		res := run(t, testEnv(env...), "-n", "4", "rankprog", "env")
+		if res.code != exitUsage || !strings.Contains(res.stderr, "SLURM_") || !strings.Contains(res.stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr:\n%s", env, res.code, res.stderr)
+		}
 	}
 }
 
