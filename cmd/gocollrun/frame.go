@@ -45,9 +45,6 @@ const (
 // changes it.
 const proxyMagic = "gocollrun-proxy-1"
 
-// allRanks in a frameSignal's rank field means every rank of the host.
-const allRanks = 1<<32 - 1
-
 // maxFrame bounds a payload: PMI lines are under 4 KiB (bulk gets grow
 // with the job), output goes a line of at most 64 KiB at a time, the spec
 // holds the environment.

@@ -36,6 +36,10 @@ type proxy struct {
 
 	mu    sync.Mutex
 	ranks map[uint32]*proxyRank
+	// stopSig is the last signal gocollrun sent: the job is ending, so
+	// ranks not started yet are not started, and one that was starting
+	// gets it at once.
+	stopSig syscall.Signal
 }
 
 // proxyRank is one rank the proxy started.
@@ -144,10 +148,22 @@ func (p *proxy) run() bool {
 		os.Chdir(p.spec.Dir) // where it exists, as ssh users expect
 	}
 	base := mergeEnv(os.Environ(), p.spec.Env)
+	dropped := make(chan struct{})
+	go func() {
+		p.serve()
+		close(dropped)
+	}()
 	ended := make(chan struct{}, len(p.spec.Ranks))
 	started := 0
 	for i, id := range p.spec.Ranks {
-		pr, err := p.startRank(id, base)
+		p.mu.Lock()
+		ending := p.stopSig != 0
+		p.mu.Unlock()
+		var pr *proxyRank
+		err := errors.New("not started: the job is ending")
+		if !ending {
+			pr, err = p.startRank(id, base)
+		}
 		if err != nil {
 			why := 'x'
 			if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
@@ -157,7 +173,7 @@ func (p *proxy) run() bool {
 			for k, rest := range p.spec.Ranks[i:] {
 				msg := err.Error()
 				if k > 0 {
-					msg = fmt.Sprintf("not started, as rank %d could not be", id)
+					msg = fmt.Sprintf("not started, as rank %d was not", id)
 				}
 				p.fc.send(frameStartFailed, uint32(rest), append([]byte{byte(why)}, msg...))
 			}
@@ -166,11 +182,6 @@ func (p *proxy) run() bool {
 		started++
 		go p.watch(pr, ended)
 	}
-	dropped := make(chan struct{})
-	go func() {
-		p.serve()
-		close(dropped)
-	}()
 	for done := 0; done < started; {
 		select {
 		case <-ended:
@@ -241,6 +252,9 @@ func (p *proxy) startRank(id int, base []string) (*proxyRank, error) {
 	pr.cmd = cmd
 	p.mu.Lock()
 	p.ranks[uint32(id)] = pr
+	if p.stopSig != 0 {
+		syscall.Kill(-cmd.Process.Pid, p.stopSig)
+	}
 	p.mu.Unlock()
 	p.fc.send(frameStarted, uint32(id), []byte(strconv.Itoa(cmd.Process.Pid)))
 	go p.relayPMI(pr)
@@ -324,11 +338,8 @@ func (p *proxy) serve() {
 				continue
 			}
 			sig := syscall.Signal(payload[0])
-			if id == allRanks {
-				p.signalAll(sig)
-				continue
-			}
 			p.mu.Lock()
+			p.stopSig = sig
 			if pr := p.ranks[id]; pr != nil && !pr.exited {
 				syscall.Kill(-pr.cmd.Process.Pid, sig)
 			}
