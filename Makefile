@@ -9,6 +9,9 @@
 #                 a GPU machine that has only the NVIDIA driver, and run
 #                 there (run.sh; see the README's CUDA section)
 #   make test     every test: vet, gofmt, go test (Go, C and Fortran)
+#   make test-cluster
+#                 tests/cluster alone: a one-node Slurm started by the
+#                 tests (as root), srun --mpi=pmi2 and pmix (~15 s)
 #   make bench    the Go benchmarks (kernels, collectives); not part of test
 #   make compare  gocoll against Open MPI and MPICH on this machine, np=2,
 #                 4 and 8: the ratio tables and docs/compare-np*.svg
@@ -26,7 +29,7 @@ INC     := $(BUILD)/include
 # own header marks deprecated: keep gcc quiet about them.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: all build deps lib fortran wrappers commands gpu-bundle demo test vet fmt-check bench compare measure clean
+.PHONY: all build deps cluster-deps test-cluster lib fortran wrappers commands gpu-bundle demo test vet fmt-check bench compare measure clean
 
 all: build
 
@@ -34,6 +37,10 @@ build: deps lib fortran wrappers commands
 
 deps:
 	@tools/deps.sh
+
+# Slurm and munge for tests/cluster (part of make test too).
+cluster-deps:
+	@tools/cluster-deps.sh
 
 # Every output is written under a name of its own (the shell's pid) and
 # renamed into place: a test or a job using the old file keeps it
@@ -93,7 +100,7 @@ fmt-check:
 # (build and gpu-bundle), before go test, and GOCOLL_TEST_BUILT tells the
 # TestMains (tests/internal/harness) that build/ is fresh, so that they
 # run no make of their own.
-test: build gpu-bundle vet fmt-check
+test: build cluster-deps gpu-bundle vet fmt-check
 	$(GO) test -timeout 20m $$($(GO) list ./... | grep -v -e '/tests$$' -e '/tests/' -e '/cmd/gocollrun$$' -e '/cmd/gocoll-soak$$')
 	GOCOLL_TEST_BUILT=$(ROOT) $(GO) test -count=1 -timeout 20m ./tests/... ./cmd/gocollrun ./cmd/gocoll-soak
 	@# Real fuzzing, bounded: 10 s on top of the committed corpus (which
@@ -101,6 +108,9 @@ test: build gpu-bundle vet fmt-check
 	@# build cache's fuzz corpus; a crasher is written to coll/testdata.
 	$(GO) test -run XXX -fuzz FuzzCollectives -fuzztime 10s ./coll
 	@cat $(BUILD)/tests-preload.txt 2>/dev/null || true
+
+test-cluster: build cluster-deps
+	GOCOLL_TEST_BUILT=$(ROOT) $(GO) test -count=1 -timeout 5m ./tests/cluster
 
 bench:
 	$(GO) test -run XXX -bench . -benchtime 1s ./ops/ ./coll/

@@ -63,7 +63,7 @@ type BulkGetter interface {
 // KVSAllgather is Allgather over a KVS that has only put, fence and get
 // (PMI-1 and PMI-2): each rank puts its blob under one key per fence
 // generation (split over several keys only beyond maxValue bytes), one
-// fence, then one get per rank, or one request where kvs is a
+// fence, then one get per other rank, or one request where kvs is a
 // BulkGetter. gen must be different at every call (count the calls).
 // maxValue is the longest value the launcher keeps.
 func KVSAllgather(kvs KVS, gen, maxValue int, mine []byte) ([][]byte, error) {
@@ -105,6 +105,10 @@ func KVSAllgather(kvs KVS, gen, maxValue int, mine []byte) ([][]byte, error) {
 	}
 	out := make([][]byte, size)
 	for r := range size {
+		if r == rank { // this rank's own needs no get
+			out[r] = append([]byte(nil), mine...)
+			continue
+		}
 		key := prefix + strconv.Itoa(r)
 		var v string
 		if firsts != nil {

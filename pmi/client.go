@@ -177,11 +177,19 @@ func (c *Client) Allgather(mine []byte) ([][]byte, error) {
 	c.gen++
 	c.mu.Unlock()
 	var kvs bootstrap.KVS = c
+	maxValue := c.valMax
 	if !c.bulk {
 		kvs = noBulk{c}
+		// Slurm's PMI-1 server reads a request with one read of 1024
+		// bytes: a longer put line is cut and the job hangs. Keep the
+		// whole line, with the longest key, within that.
+		maxValue = min(maxValue, slurmLineMax-len(formatLine("put", "kvsname", c.kvsname, "key", "", "value", ""))-c.keyMax)
 	}
-	return bootstrap.KVSAllgather(kvs, gen, c.valMax, mine)
+	return bootstrap.KVSAllgather(kvs, gen, maxValue, mine)
 }
+
+// slurmLineMax is the longest PMI-1 request Slurm's pmi2 plugin reads.
+const slurmLineMax = 1024
 
 // noBulk hides GetRanks from KVSAllgather where the server lacks it.
 type noBulk struct{ bootstrap.KVS }

@@ -1,7 +1,9 @@
 // Package pmi speaks PMI-1, the "simple" process-management protocol of
 // MPICH's launchers, from both ends: Client is how a rank started by
 // mpiexec.hydra or gocollrun finds its rank, size and peers (it implements
-// bootstrap.KVS), and Server is the launcher's side, which gocollrun runs.
+// bootstrap.Launcher), and Server is the launcher's side, which gocollrun
+// runs. Client2 speaks PMI-2, the client side only, for Slurm's srun
+// --mpi=pmi2 and hydra (pmi2.go, wire2.go); FromEnv picks the version.
 //
 // The wire protocol is one line per command or reply, fields separated by
 // single spaces:
@@ -41,4 +43,19 @@
 //     last stderr output, so under hydra the message is sometimes lost.
 //   - A rank that exits (even with status 0) without finalize makes hydra
 //     kill the job; an unknown command also ends the job.
+//   - hydra also speaks PMI-2 on PMI_FD and PMI_PORT. There a key put
+//     again after a fence keeps its first value, and PMI-2's abort is an
+//     unknown command: the job ends with status 255, not the code.
+//
+// What Slurm 22.05's pmi2 plugin (srun --mpi=pmi2) does, measured (see
+// tests/cluster):
+//
+//   - It sets PMI_FD, PMI_RANK, PMI_SIZE and PMI_JOBID (<job>.<step>),
+//     and speaks both versions, chosen by the init line.
+//   - PMI-2: fullinit must carry pmijobid, pmirank and threaded; appnum is
+//     -1; kvs-get ignores jobid and srcid. It has no escape for ';'. An
+//     abort with isworld=TRUE kills the step (tasks end by SIGKILL).
+//   - PMI-1: a request is read with one read() of at most 1024 bytes, so a
+//     longer put line (a value near vallen_max) is cut and the job hangs;
+//     Client keeps its Allgather's lines within 1024 bytes.
 package pmi

@@ -7,36 +7,120 @@ import (
 	"net"
 	"os"
 	"strconv"
+
+	"github.com/gocoll/gocoll/bootstrap"
 )
 
-// FromEnv connects to the PMI-1 server that started this process, as the
-// environment describes it:
+// FromEnv connects to the PMI server that started this process, as the
+// environment describes it, speaking PMI-1 (Client) or PMI-2 (Client2):
 //
-//   - PMI_FD: an inherited, connected socket (hydra's default; gocollrun's
-//     for ranks on its own host), with PMI_RANK and PMI_SIZE;
+//   - PMI_FD: an inherited, connected socket (hydra's default, Slurm's
+//     srun --mpi=pmi2, gocollrun for ranks on its own host), with PMI_RANK
+//     and PMI_SIZE;
 //   - PMI_PORT=host:port: a TCP server (hydra with -pmi-port; gocollrun for
-//     ranks on other hosts). With PMI_ID set the client first sends
-//     "cmd=initack pmiid=<PMI_ID>" and learns its rank and size from the
-//     reply; without it, PMI_RANK and PMI_SIZE are required.
+//     ranks on other hosts). With PMI_ID set the client identifies itself
+//     with it (PMI-1's initack, PMI-2's fullinit) and learns its rank and
+//     size from the reply; without it, PMI_RANK and PMI_SIZE are required.
+//
+// GOCOLL_PMI=1 or 2 chooses the version. By default it is PMI-2 where
+// Slurm's pmi2 plugin started the process (it alone sets PMI_JOBID;
+// gocollrun drops inherited PMI_ variables) and PMI-1 elsewhere: gocollrun
+// speaks only PMI-1, and hydra both.
 //
 // It returns ok == false, and no error, when neither PMI_FD nor PMI_PORT is
-// set: the process was not started by a PMI launcher and runs as a single
-// rank. The inherited descriptor is closed on exec, so the program's own
-// child processes do not inherit the connection.
-func FromEnv() (c *Client, ok bool, err error) {
+// set: the process was not started by a PMI launcher. The inherited
+// descriptor is closed on exec, so the program's own child processes do
+// not inherit the connection.
+func FromEnv() (l bootstrap.Launcher, ok bool, err error) {
 	fdStr, port := os.Getenv("PMI_FD"), os.Getenv("PMI_PORT")
-	switch {
-	case fdStr != "":
-		c, err = fromFD(fdStr)
-	case port != "":
-		c, err = fromPort(port, os.Getenv("PMI_ID"))
-	default:
+	if fdStr == "" && port == "" {
 		return nil, false, nil
+	}
+	version, err := versionFromEnv()
+	if err != nil {
+		return nil, true, err
+	}
+	if version == 2 {
+		c, err := fromEnv2(fdStr, port)
+		if err != nil {
+			return nil, true, err
+		}
+		return c, true, nil
+	}
+	var c *Client
+	if fdStr != "" {
+		c, err = fromFD(fdStr)
+	} else {
+		c, err = fromPort(port, os.Getenv("PMI_ID"))
 	}
 	if err != nil {
 		return nil, true, err
 	}
 	return c, true, nil
+}
+
+// versionFromEnv is GOCOLL_PMI, or 2 under Slurm's pmi2 plugin, else 1.
+func versionFromEnv() (int, error) {
+	switch v := os.Getenv("GOCOLL_PMI"); v {
+	case "1":
+		return 1, nil
+	case "2":
+		return 2, nil
+	case "":
+		if os.Getenv("PMI_JOBID") != "" {
+			return 2, nil
+		}
+		return 1, nil
+	default:
+		return 0, fmt.Errorf("pmi: GOCOLL_PMI=%q: want 1 or 2 (the PMI version to speak)", v)
+	}
+}
+
+// fromEnv2 connects a PMI-2 client through PMI_FD or PMI_PORT.
+func fromEnv2(fdStr, port string) (*Client2, error) {
+	id := os.Getenv("PMI_ID")
+	if id == "" {
+		id = os.Getenv("PMI_RANK")
+	}
+	if _, err := strconv.Atoi(id); err != nil {
+		return nil, fmt.Errorf("pmi: PMI-2 needs the rank's id in PMI_ID or PMI_RANK, have %q", id)
+	}
+	var conn net.Conn
+	if fdStr != "" {
+		fd, err := strconv.Atoi(fdStr)
+		if err != nil || fd < 0 {
+			return nil, fmt.Errorf("pmi: PMI_FD=%q is not a file descriptor", fdStr)
+		}
+		f := os.NewFile(uintptr(fd), "PMI_FD")
+		conn, err = net.FileConn(f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("pmi: PMI_FD=%d: %w", fd, err)
+		}
+	} else {
+		var err error
+		if conn, err = net.Dial("tcp", port); err != nil {
+			return nil, fmt.Errorf("pmi: PMI_PORT: %w", err)
+		}
+	}
+	c, err := newClient2(conn, bufio.NewReaderSize(conn, maxLine), id, os.Getenv("PMI_JOBID"), name2FromEnv())
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// name2FromEnv names the PMI-2 launcher for messages: Slurm sets
+// SLURM_STEP_ID in every task, hydra MPI_LOCALNRANKS.
+func name2FromEnv() string {
+	switch {
+	case os.Getenv("SLURM_STEP_ID") != "":
+		return "PMI-2 (Slurm)"
+	case os.Getenv("MPI_LOCALNRANKS") != "":
+		return "PMI-2 (hydra)"
+	}
+	return "PMI-2"
 }
 
 // fromFD wraps the inherited descriptor fdStr in a connection.
