@@ -132,4 +132,7 @@ type proxySpec struct {
 	Env   []string // gocollrun's environment, less host-specific variables
 	Dir   string   // gocollrun's working directory, used where it exists
 	Tag   bool     // --tag-output
+	// Hosts is GOCOLL_NUM_HOSTS, the job's number of hosts; Verbose is -v.
+	Hosts   int
+	Verbose bool
 }

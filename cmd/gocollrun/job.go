@@ -41,7 +41,9 @@ type job struct {
 	secret string // GOCOLL_JOB_SECRET; never printed
 	ranks  []*rank
 	hosts  []*hostProxy // the remote hosts
-	server *pmi.Server
+	// numHosts counts the ranks' different hosts, for GOCOLL_NUM_HOSTS.
+	numHosts int
+	server   *pmi.Server
 	// listener is where the remote hosts' proxies connect, if any.
 	listener net.Listener
 	out      *output
@@ -82,9 +84,12 @@ func newJob(o options, stderr io.Writer) (*job, error) {
 		stderr: stderr,
 	}
 	j.server = pmi.NewServer(o.n, "gocoll_"+j.id)
+	seen := map[string]bool{}
 	for i, h := range hosts {
 		j.ranks = append(j.ranks, &rank{id: i, host: h, local: h == localHost})
+		seen[h] = true
 	}
+	j.numHosts = len(seen)
 	j.groupHosts()
 	if o.verbose {
 		j.logf("hosts from %s", source)

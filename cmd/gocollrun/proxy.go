@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,6 +35,8 @@ type proxy struct {
 	secret string
 	out    *output // only its line splitting: writes go to frames
 
+	bulk bulkCache // bulk gets, fetched once for all ranks here
+
 	mu    sync.Mutex
 	ranks map[uint32]*proxyRank
 	// stopSig is the last signal gocollrun sent: the job is ending, so
@@ -49,6 +52,11 @@ type proxyRank struct {
 	pmi    net.Conn       // the proxy's end of the rank's PMI socketpair
 	copies sync.WaitGroup // the output copiers
 	exited bool           // under proxy.mu
+	// bulk is the bulk get this rank sent on to gocollrun, whose reply
+	// (the next line, collected in reply) the cache keeps; under
+	// proxy.mu.
+	bulk  *bulkEntry
+	reply []byte
 }
 
 // runProxy runs the proxy and returns its exit status: 0 when every rank
@@ -192,6 +200,10 @@ func (p *proxy) run() bool {
 		}
 	}
 	p.removeShm()
+	if fetched, served := p.bulk.counts(); p.spec.Verbose && fetched+served > 0 {
+		fmt.Fprintf(os.Stderr, "gocollrun: proxy on %s: %d bulk gets of its ranks went to gocollrun, %d were answered here\n",
+			p.spec.Host, fetched, served)
+	}
 	p.fc.c.Close()
 	return true
 }
@@ -206,6 +218,7 @@ func (p *proxy) startRank(id int, base []string) (*proxyRank, error) {
 		"GOCOLL_JOB_ID":     p.spec.JobID,
 		"GOCOLL_JOB_SECRET": p.secret,
 		"GOCOLL_HOST":       p.spec.Host,
+		"GOCOLL_NUM_HOSTS":  strconv.Itoa(p.spec.Hosts),
 	}
 	// Ranks that dialed gocollrun's PMI port listened on the address
 	// that routes to it (job's tcpAddr); through the proxy they no longer
@@ -281,14 +294,29 @@ func (p *proxy) pipe(pr *proxyRank, kind frameKind) (*os.File, error) {
 	return w, nil
 }
 
-// relayPMI forwards what the rank writes on its PMI socket to gocollrun.
+// relayPMI forwards what the rank writes on its PMI socket to gocollrun,
+// a line at a time, except bulk gets that another rank of this host has
+// already asked for: those the cache answers.
 func (p *proxy) relayPMI(pr *proxyRank) {
-	buf := make([]byte, 32<<10)
+	r := bufio.NewReaderSize(pr.pmi, 32<<10)
 	for {
-		n, err := pr.pmi.Read(buf)
-		if n > 0 {
-			if p.fc.send(framePMI, uint32(pr.id), buf[:n]) != nil {
-				return
+		line, err := r.ReadBytes('\n')
+		if len(line) > 0 {
+			e, forward := p.bulk.request(line)
+			if forward {
+				if e != nil {
+					p.mu.Lock()
+					pr.bulk = e
+					p.mu.Unlock()
+				}
+				if p.fc.send(framePMI, uint32(pr.id), line) != nil {
+					return
+				}
+			} else {
+				go func() {
+					<-e.done
+					pr.pmi.Write(e.line)
+				}()
 			}
 		}
 		if err != nil {
@@ -296,6 +324,26 @@ func (p *proxy) relayPMI(pr *proxyRank) {
 			return
 		}
 	}
+}
+
+// fromServer passes gocollrun's PMI bytes for pr on to it, keeping the
+// reply to its bulk get for the cache.
+func (p *proxy) fromServer(pr *proxyRank, b []byte) {
+	p.mu.Lock()
+	e := pr.bulk
+	if e != nil {
+		pr.reply = append(pr.reply, b...)
+		i := bytes.IndexByte(pr.reply, '\n')
+		if i < 0 {
+			p.mu.Unlock()
+			return
+		}
+		b = pr.reply
+		pr.bulk, pr.reply = nil, nil
+		p.bulk.reply(e, bytes.Clone(b[:i+1]))
+	}
+	p.mu.Unlock()
+	pr.pmi.Write(b)
 }
 
 // watch waits for the rank, lets its output drain, and reports its end.
@@ -331,7 +379,7 @@ func (p *proxy) serve() {
 			pr := p.ranks[id]
 			p.mu.Unlock()
 			if pr != nil {
-				pr.pmi.Write(payload)
+				p.fromServer(pr, payload)
 			}
 		case frameSignal:
 			if len(payload) != 1 {

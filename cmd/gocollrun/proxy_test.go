@@ -344,3 +344,22 @@ func TestHostsStartInParallel(t *testing.T) {
 		t.Errorf("3 hosts whose launchers take 1 s each took %v to run: started one after another?", res.elapsed)
 	}
 }
+
+// Each host's proxy fetches the start-up cards once for all of its ranks
+// (the bulk get, gocollrun's PMI-1 extension), whose exchange is one, as
+// GOCOLL_NUM_HOSTS tells the ranks they span two hosts.
+func TestProxyBulkCache(t *testing.T) {
+	c := emulatedCluster(t)
+	res := runIn(t, c.wrap, c.env, c.args(6, c.a+":3,"+c.b+":3", "-v", "allreduceprog")...)
+	if res.code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", res.code, res.stdout, res.stderr)
+	}
+	if n := strings.Count(res.stdout, "PASS allreduce"); n != 6 {
+		t.Errorf("%d ranks passed, want 6:\n%s", n, res.stdout)
+	}
+	for _, h := range []string{c.a, c.b} {
+		if want := fmt.Sprintf("gocollrun: proxy on %s: 1 bulk gets of its ranks went to gocollrun, 2 were answered here\n", h); !strings.Contains(res.stderr, want) {
+			t.Errorf("no %q in\n%s", want, res.stderr)
+		}
+	}
+}

@@ -258,7 +258,8 @@ func (j *job) relay(h *hostProxy, fc *frameConn, notices chan<- exitNotice, repo
 	// carried in frames.
 	pipes := map[uint32]net.Conn{}
 	of := map[uint32]*rank{}
-	spec := proxySpec{JobID: j.id, Host: h.host, Size: len(j.ranks), Prog: j.opts.prog, Tag: j.opts.tagOutput}
+	spec := proxySpec{JobID: j.id, Host: h.host, Size: len(j.ranks), Prog: j.opts.prog, Tag: j.opts.tagOutput,
+		Hosts: j.numHosts, Verbose: j.opts.verbose}
 	for _, r := range h.ranks {
 		ours, theirs := net.Pipe()
 		go j.server.ServeConn(theirs, r.id)

@@ -89,6 +89,7 @@ func (j *job) startRank(r *rank) error {
 		"GOCOLL_JOB_ID":     j.id,
 		"GOCOLL_JOB_SECRET": j.secret,
 		"GOCOLL_HOST":       r.host,
+		"GOCOLL_NUM_HOSTS":  strconv.Itoa(j.numHosts),
 	}
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
