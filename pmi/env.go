@@ -15,10 +15,9 @@ import (
 // environment describes it, speaking PMI-1 (Client) or PMI-2 (Client2):
 //
 //   - PMI_FD: an inherited, connected socket (hydra's default, Slurm's
-//     srun --mpi=pmi2, gocollrun for ranks on its own host), with PMI_RANK
-//     and PMI_SIZE;
-//   - PMI_PORT=host:port: a TCP server (hydra with -pmi-port; gocollrun for
-//     ranks on other hosts). With PMI_ID set the client identifies itself
+//     srun --mpi=pmi2, gocollrun and its proxies on other hosts), with
+//     PMI_RANK and PMI_SIZE;
+//   - PMI_PORT=host:port: a TCP server (hydra with -pmi-port). With PMI_ID set the client identifies itself
 //     with it (PMI-1's initack, PMI-2's fullinit) and learns its rank and
 //     size from the reply; without it, PMI_RANK and PMI_SIZE are required.
 //

@@ -5,9 +5,11 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 
@@ -38,9 +40,14 @@ type job struct {
 	id     string // GOCOLL_JOB_ID
 	secret string // GOCOLL_JOB_SECRET; never printed
 	ranks  []*rank
-	server *pmi.Server
-	out    *output
-	stderr io.Writer // gocollrun's own messages
+	hosts  []*hostProxy // the remote hosts
+	// numHosts counts the ranks' different hosts, for GOCOLL_NUM_HOSTS.
+	numHosts int
+	server   *pmi.Server
+	// listener is where the remote hosts' proxies connect, if any.
+	listener net.Listener
+	out      *output
+	stderr   io.Writer // gocollrun's own messages
 
 	// State of the watch loop.
 	live   int              // ranks not yet waited for
@@ -49,16 +56,25 @@ type job struct {
 	grace  <-chan time.Time // when to escalate to SIGKILL
 }
 
-// exitNotice is what a rank's waiter goroutine reports.
+// exitNotice is what a rank's waiter goroutine, or the proxy of its
+// host, reports: how it ended, or, without that, why not known (or why
+// it could not start, with noStart) and the exit status to use.
 type exitNotice struct {
-	rank  int
-	state *os.ProcessState // nil if Wait failed without one
+	rank    int
+	state   *exitStatus
+	why     string
+	code    int
+	noStart bool
 }
 
 func newJob(o options, stderr io.Writer) (*job, error) {
-	hosts, err := place(o.hosts, o.n)
+	entries, source, err := jobHosts(o)
 	if err != nil {
 		return nil, err
+	}
+	hosts, err := place(entries, o.n, o.mapBy)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
 	}
 	j := &job{
 		opts:   o,
@@ -68,10 +84,74 @@ func newJob(o options, stderr io.Writer) (*job, error) {
 		stderr: stderr,
 	}
 	j.server = pmi.NewServer(o.n, "gocoll_"+j.id)
+	seen := map[string]bool{}
 	for i, h := range hosts {
 		j.ranks = append(j.ranks, &rank{id: i, host: h, local: h == localHost})
+		seen[h] = true
+	}
+	j.numHosts = len(seen)
+	j.groupHosts()
+	if o.verbose {
+		j.logf("hosts from %s", source)
+		j.describePlacement()
 	}
 	return j, nil
+}
+
+// jobHosts returns the hosts from --host, --hostfile or, inside a Slurm
+// allocation, SLURM_JOB_NODELIST, and says which.
+func jobHosts(o options) ([]hostEntry, string, error) {
+	switch {
+	case strings.TrimSpace(o.hosts) != "":
+		h, err := parseHosts(o.hosts)
+		return h, "--host " + o.hosts, err
+	case o.hostfile != "":
+		h, err := readHostfile(o.hostfile)
+		return h, "--hostfile " + o.hostfile, err
+	case os.Getenv("SLURM_JOB_NODELIST") != "":
+		list := os.Getenv("SLURM_JOB_NODELIST")
+		names, err := expandHostList(list)
+		if err != nil {
+			return nil, "", fmt.Errorf("SLURM_JOB_NODELIST: %w", err)
+		}
+		h := make([]hostEntry, len(names))
+		for i, n := range names {
+			h[i] = hostEntry{name: n}
+		}
+		source := "SLURM_JOB_NODELIST=" + list
+		// The allocation's tasks per node are the slots, where given.
+		if tasks := os.Getenv("SLURM_TASKS_PER_NODE"); tasks != "" {
+			slots, err := tasksPerNode(tasks)
+			if err == nil && len(slots) != len(h) {
+				err = fmt.Errorf("%d counts for the %d nodes of SLURM_JOB_NODELIST", len(slots), len(h))
+			}
+			if err != nil {
+				return nil, "", fmt.Errorf("SLURM_TASKS_PER_NODE: %w", err)
+			}
+			for i := range h {
+				h[i].slots = slots[i]
+			}
+			source += " with slots from SLURM_TASKS_PER_NODE=" + tasks
+		}
+		return h, source + " (no --host or --hostfile given)", nil
+	}
+	return nil, "nowhere (no --host, --hostfile or SLURM_JOB_NODELIST): every rank runs on this machine", nil
+}
+
+// describePlacement says, for -v, where each host's ranks run.
+func (j *job) describePlacement() {
+	var local []*rank
+	for _, r := range j.ranks {
+		if r.local {
+			local = append(local, r)
+		}
+	}
+	if len(local) > 0 {
+		j.logf("%s: %s, started directly", localHost, rankList(local))
+	}
+	for _, h := range j.hosts {
+		j.logf("%s: %s, started by one proxy through the launcher", h.host, rankList(h.ranks))
+	}
 }
 
 func randomHex(n int) string {
@@ -98,13 +178,20 @@ func (j *job) run() int {
 	defer signal.Stop(sigs)
 
 	notices := make(chan exitNotice, len(j.ranks))
-	code, started := j.start(notices)
-	j.live = started
-	if started < len(j.ranks) {
+	code := j.start(notices)
+	for _, r := range j.ranks {
+		if r.started {
+			j.live++
+		}
+	}
+	if code != 0 {
 		j.code = code
 		j.terminate(syscall.SIGTERM)
 	}
 	j.watch(notices, sigs)
+	if j.listener != nil {
+		j.listener.Close()
+	}
 	j.server.Close()
 	j.out.wait(outputGrace)
 	j.removeShm()
@@ -139,7 +226,7 @@ func (j *job) watch(notices <-chan exitNotice, sigs <-chan os.Signal) {
 		case <-j.grace:
 			j.grace = nil
 			for _, r := range j.ranks {
-				if r.cmd != nil && !r.exited {
+				if r.started && !r.exited {
 					j.logf("%s did not exit within %v; sending SIGKILL", r.name(), killGrace)
 				}
 			}
@@ -158,22 +245,27 @@ func (j *job) exited(n exitNotice) {
 		// A rank that failed by itself while the job was already
 		// ending (another rank noticed its death first and aborted)
 		// is still the news: say how it ended.
-		if n.state != nil && !r.aborted && !r.endedBySignalSent(n.state) && exitCode(n.state) != 0 {
-			j.logf("%s %s", r.name(), describeExit(n.state))
+		if s := n.state; s != nil && !r.aborted && !r.endedBySignalSent(*s) && s.exitCode() != 0 {
+			j.logf("%s %s", r.name(), s)
 		}
 		return
 	}
 	if n.state == nil {
-		j.fail(1, "lost track of %s", r.name())
-		return
-	}
-	if code := exitCode(n.state); code != 0 {
-		if j.live == 0 {
-			j.code, j.ending = code, true
-			j.logf("%s %s", r.name(), describeExit(n.state))
+		code := max(n.code, 1)
+		if n.noStart {
+			j.fail(code, "cannot start %s: %s; terminating the job", r.name(), n.why)
 			return
 		}
-		j.fail(code, "%s %s; terminating the job", r.name(), describeExit(n.state))
+		j.fail(code, "lost track of %s: %s; terminating the job", r.name(), n.why)
+		return
+	}
+	if code := n.state.exitCode(); code != 0 {
+		if j.live == 0 {
+			j.code, j.ending = code, true
+			j.logf("%s %s", r.name(), n.state)
+			return
+		}
+		j.fail(code, "%s %s; terminating the job", r.name(), n.state)
 		return
 	}
 	if j.live > 0 && !j.server.Finalized(r.id) && j.usesPMI(r.id) {
@@ -207,7 +299,7 @@ func (j *job) pmiEvent(e pmi.Event) {
 		other := j.ranks[e.Other]
 		how := "ended"
 		if other.state != nil {
-			how = describeExit(other.state)
+			how = other.state.String()
 		}
 		fin := "without"
 		if j.server.Finalized(other.id) {

@@ -5,19 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 )
-
-// portID tells whether id looks like a PMI_ID from gocollrun: a positive
-// int32, random rather than the rank.
-func portID(id string) bool {
-	n, err := strconv.ParseInt(id, 10, 32)
-	return err == nil && n > 0
-}
 
 // fields parses "k=v k=v" words of a rankprog line.
 func fields(line string) map[string]string {
@@ -108,7 +100,6 @@ func TestEnvironment(t *testing.T) {
 func TestOutput(t *testing.T) {
 	t.Parallel()
 	const n, lines = 4, 300
-	pad := strings.Repeat("x", 300)
 	for _, tagged := range []bool{false, true} {
 		args := []string{"-n", fmt.Sprint(n), "rankprog", "output", fmt.Sprint(lines)}
 		if tagged {
@@ -118,50 +109,59 @@ func TestOutput(t *testing.T) {
 		if res.code != 0 {
 			t.Fatalf("exit %d\n%s", res.code, res.stderr)
 		}
-		for _, stream := range []struct{ name, text, word string }{{"stdout", res.stdout, "line"}, {"stderr", res.stderr, "err"}} {
-			next := make([]int, n)
-			tails := 0
-			for _, line := range strings.Split(stream.text, "\n") {
-				// Untagged, a last line without a newline runs into
-				// whatever another rank prints next: that is "unchanged".
-				for !tagged && strings.HasPrefix(line, "no newline at the end") {
-					line = strings.TrimPrefix(line, "no newline at the end")
+		checkOutput(t, res, n, lines, tagged)
+	}
+}
+
+// checkOutput checks the output of n ranks of rankprog output LINES:
+// every line whole, in order, on the stream it was written to, tagged
+// or not.
+func checkOutput(t *testing.T, res result, n, lines int, tagged bool) {
+	t.Helper()
+	pad := strings.Repeat("x", 300)
+	for _, stream := range []struct{ name, text, word string }{{"stdout", res.stdout, "line"}, {"stderr", res.stderr, "err"}} {
+		next := make([]int, n)
+		tails := 0
+		for _, line := range strings.Split(stream.text, "\n") {
+			// Untagged, a last line without a newline runs into
+			// whatever another rank prints next: that is "unchanged".
+			for !tagged && strings.HasPrefix(line, "no newline at the end") {
+				line = strings.TrimPrefix(line, "no newline at the end")
+				tails++
+			}
+			tag := ""
+			var r, i int
+			if tagged {
+				if _, err := fmt.Sscanf(line, "[%d] ", &r); err != nil && line != "" {
+					t.Fatalf("%s: untagged line %.80q", stream.name, line)
+				}
+				tag = fmt.Sprintf("[%d] ", r)
+				if line == tag+"no newline at the end" {
 					tails++
-				}
-				tag := ""
-				var r, i int
-				if tagged {
-					if _, err := fmt.Sscanf(line, "[%d] ", &r); err != nil && line != "" {
-						t.Fatalf("%s: untagged line %.80q", stream.name, line)
-					}
-					tag = fmt.Sprintf("[%d] ", r)
-					if line == tag+"no newline at the end" {
-						tails++
-						continue
-					}
-				}
-				if line == "" {
 					continue
 				}
-				if _, err := fmt.Sscanf(line, tag+"rank %d "+stream.word+" %d", &r, &i); err != nil {
-					t.Fatalf("%s: mangled line %.120q", stream.name, line)
-				}
-				if want := fmt.Sprintf("%srank %d %s %d %s", tag, r, stream.word, i, pad); line != want {
-					t.Fatalf("%s: mangled line %.120q", stream.name, line)
-				}
-				if i != next[r] {
-					t.Fatalf("%s: rank %d line %d after %d", stream.name, r, i, next[r]-1)
-				}
-				next[r]++
 			}
-			for r := range n {
-				if next[r] != lines {
-					t.Errorf("tagged=%v %s: %d lines from rank %d, want %d", tagged, stream.name, next[r], r, lines)
-				}
+			if line == "" {
+				continue
 			}
-			if want := map[string]int{"stdout": n, "stderr": 0}[stream.name]; tails != want {
-				t.Errorf("tagged=%v %s: %d unterminated last lines, want %d", tagged, stream.name, tails, want)
+			if _, err := fmt.Sscanf(line, tag+"rank %d "+stream.word+" %d", &r, &i); err != nil {
+				t.Fatalf("%s: mangled line %.120q", stream.name, line)
 			}
+			if want := fmt.Sprintf("%srank %d %s %d %s", tag, r, stream.word, i, pad); line != want {
+				t.Fatalf("%s: mangled line %.120q", stream.name, line)
+			}
+			if i != next[r] {
+				t.Fatalf("%s: rank %d line %d after %d", stream.name, r, i, next[r]-1)
+			}
+			next[r]++
+		}
+		for r := range n {
+			if next[r] != lines {
+				t.Errorf("tagged=%v %s: %d lines from rank %d, want %d", tagged, stream.name, next[r], r, lines)
+			}
+		}
+		if want := map[string]int{"stdout": n, "stderr": 0}[stream.name]; tails != want {
+			t.Errorf("tagged=%v %s: %d unterminated last lines, want %d", tagged, stream.name, tails, want)
 		}
 	}
 }
@@ -260,7 +260,8 @@ func TestTimeout(t *testing.T) {
 }
 
 // Hosts through a launcher template: here a wrapper that only marks the
-// environment, so "remote" ranks run on this machine and dial PMI_PORT.
+// environment, so "remote" hosts' proxies run on this machine and relay
+// their ranks' PMI over their connection to gocollrun.
 func TestLauncher(t *testing.T) {
 	t.Parallel()
 	launcher := []string{"--launcher", "env GOCOLL_FAKEHOST=%h", "--bind", "127.0.0.1"}
@@ -280,8 +281,8 @@ func TestLauncher(t *testing.T) {
 			}
 			continue
 		}
-		if f["GOCOLL_FAKEHOST"] != host || f["PMI_FD"] != "" || !portID(f["PMI_ID"]) ||
-			!strings.HasPrefix(f["PMI_PORT"], "127.0.0.1:") || f["secret"] != envs[0]["secret"] {
+		if f["GOCOLL_FAKEHOST"] != host || f["PMI_FD"] != "3" || f["PMI_ID"] != "" || f["PMI_PORT"] != "" ||
+			f["GOCOLL_JOB_ID"] != envs[0]["GOCOLL_JOB_ID"] || f["secret"] != envs[0]["secret"] {
 			t.Errorf("rank %d through the launcher: %v", r, f)
 		}
 	}
@@ -321,7 +322,7 @@ func TestSSHLauncher(t *testing.T) {
 	}
 	envs := envLines(t, res, 2)
 	for r, f := range envs {
-		if want := fmt.Sprintf("h%d", r+1); f["GOCOLL_FAKEHOST"] != want || f["GOCOLL_HOST"] != want || !portID(f["PMI_ID"]) {
+		if want := fmt.Sprintf("h%d", r+1); f["GOCOLL_FAKEHOST"] != want || f["GOCOLL_HOST"] != want || f["PMI_FD"] != "3" {
 			t.Errorf("rank %d: %v", r, f)
 		}
 	}

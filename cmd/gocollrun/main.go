@@ -13,6 +13,9 @@ func main() {
 
 // gocollrun is main without the exit, and returns the exit status.
 func gocollrun(args []string) int {
+	if len(args) > 0 && args[0] == "--proxy" {
+		return runProxy(args[1:])
+	}
 	o, err := parseOptions(args, os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,7 +16,7 @@ import (
 )
 
 // The binaries the end-to-end tests run, built once by TestMain.
-var gocollrunBin, rankprogBin string
+var gocollrunBin, rankprogBin, allreduceBin string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "gocollrun-test")
@@ -25,7 +26,8 @@ func TestMain(m *testing.M) {
 	}
 	gocollrunBin = filepath.Join(dir, "gocollrun")
 	rankprogBin = filepath.Join(dir, "rankprog")
-	for _, b := range [][2]string{{gocollrunBin, "."}, {rankprogBin, "./testdata/rankprog"}} {
+	allreduceBin = filepath.Join(dir, "allreduceprog")
+	for _, b := range [][2]string{{gocollrunBin, "."}, {rankprogBin, "./testdata/rankprog"}, {allreduceBin, "./testdata/allreduceprog"}} {
 		if out, err := exec.Command("go", "build", "-o", b[0], b[1]).CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "go build %s: %v\n%s", b[1], err, out)
 			os.RemoveAll(dir)
@@ -44,38 +46,49 @@ type result struct {
 	elapsed        time.Duration
 }
 
-// testEnv is the test's environment without launcher variables, plus
-// extra.
+// testEnv is the test's environment without launcher variables (nor a
+// Slurm allocation's, which would give gocollrun hosts), plus extra.
 func testEnv(extra ...string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "PMI_") && !strings.HasPrefix(kv, "GOCOLL_") {
+		if !strings.HasPrefix(kv, "PMI_") && !strings.HasPrefix(kv, "GOCOLL_") && !strings.HasPrefix(kv, "SLURM_") {
 			env = append(env, kv)
 		}
 	}
 	return append(env, extra...)
 }
 
-// command prepares a gocollrun run; rankprog in args stands for the test
-// program.
-func command(ctx context.Context, env []string, args ...string) *exec.Cmd {
+// command prepares a gocollrun run, under the command wrap (such as ip
+// netns exec NS; none if empty); rankprog and allreduceprog in args stand
+// for the test programs.
+func command(ctx context.Context, env []string, wrap []string, args ...string) *exec.Cmd {
 	for i, a := range args {
-		if a == "rankprog" {
+		switch a {
+		case "rankprog":
 			args[i] = rankprogBin
+		case "allreduceprog":
+			args[i] = allreduceBin
 		}
 	}
-	cmd := exec.CommandContext(ctx, gocollrunBin, args...)
+	argv := append(append(slices.Clip(wrap), gocollrunBin), args...)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = env
 	cmd.WaitDelay = 5 * time.Second
 	return cmd
 }
 
-// gocollrun runs gocollrun to the end, which must come within 30 s.
+// run runs gocollrun to the end, which must come within 30 s.
 func run(t *testing.T, env []string, args ...string) result {
+	t.Helper()
+	return runIn(t, nil, env, args...)
+}
+
+// runIn is run under the command wrap.
+func runIn(t *testing.T, wrap []string, env []string, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := command(ctx, env, args...)
+	cmd := command(ctx, env, wrap, args...)
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
@@ -104,8 +117,14 @@ type started struct {
 // stubborn) and waits, at most 10 s, for every rank's READY line.
 func startReady(t *testing.T, n int, args ...string) *started {
 	t.Helper()
+	return startReadyIn(t, nil, n, args...)
+}
+
+// startReadyIn is startReady under the command wrap.
+func startReadyIn(t *testing.T, wrap []string, n int, args ...string) *started {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	cmd := command(ctx, testEnv(), append([]string{"-n", fmt.Sprint(n)}, args...)...)
+	cmd := command(ctx, testEnv(), wrap, append([]string{"-n", fmt.Sprint(n)}, args...)...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -159,12 +178,25 @@ func (s *started) wait(t *testing.T) (int, time.Duration) {
 	return 0, 0
 }
 
-// gone checks that the processes no longer exist.
+// gone checks that the processes no longer exist, or are zombies: an
+// orphan that has ended waits for init to reap it, and some containers'
+// init never does.
 func gone(t *testing.T, pids []int) {
 	t.Helper()
 	for _, pid := range pids {
-		if err := syscall.Kill(pid, 0); err != syscall.ESRCH {
+		if err := syscall.Kill(pid, 0); err != syscall.ESRCH && !zombie(pid) {
 			t.Errorf("rank process %d still exists after gocollrun ended (kill 0: %v)", pid, err)
 		}
 	}
+}
+
+// zombie reports whether process pid has ended but not been reaped.
+func zombie(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command name, which is in parentheses.
+	i := strings.LastIndexByte(string(stat), ')')
+	return i > 0 && strings.HasPrefix(string(stat[i+1:]), " Z")
 }

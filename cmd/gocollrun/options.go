@@ -11,8 +11,12 @@ import (
 // options is the parsed command line.
 type options struct {
 	n         int
-	hosts     string // --host as given: "h1,h2" or "h1:2,h2:2"
-	launcher  string // template for remote ranks; %h is the host
+	hosts     string // --host as given: "h1,h2", "h1:2,h2:2", "node[1-4]"
+	hostfile  string
+	mapBy     string // slot or node
+	launcher  string // template for remote hosts' proxies; %h is the host
+	proxyPath string // gocollrun as the remote hosts see it
+	verbose   bool
 	bind      string // address the PMI server listens on for remote ranks
 	timeout   time.Duration
 	tagOutput bool
@@ -21,13 +25,16 @@ type options struct {
 	prog      []string // the program and its arguments
 }
 
-const usageText = `usage: gocollrun -n N [--host h1,h2,... | h1:2,h2:2] [--launcher 'ssh %h']
-                 [--bind ADDR] [--bind-to core|none] [--timeout DUR] [--tag-output] prog [args...]
+const usageText = `usage: gocollrun -n N [--host h1,h2,... | h1:2,h2:2 | node[01-16] | --hostfile FILE]
+                 [--map-by slot|node] [--launcher 'ssh %h'] [--proxy-path PATH]
+                 [--bind ADDR] [--bind-to core|none] [--timeout DUR] [--tag-output] [-v] prog [args...]
        gocollrun --info
 
-Starts N ranks of prog and serves them PMI-1. Ranks are placed in blocks
-over the hosts; those on "localhost" (all of them without --host) are
-started directly, the others through the launcher template.
+Starts N ranks of prog and serves them PMI-1. Ranks are placed over the
+hosts (--host, --hostfile, or else SLURM_JOB_NODELIST) in blocks or, with
+--map-by node, round robin; those on "localhost" (all of them without
+hosts) are started directly, those of every other host by one proxy
+(gocollrun --proxy) started there through the launcher template.
 
 `
 
@@ -42,8 +49,13 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	}
 	fs.IntVar(&o.n, "n", 0, "number of ranks")
 	fs.IntVar(&o.n, "np", 0, "same as -n")
-	fs.StringVar(&o.hosts, "host", "", "hosts for the ranks, `h1,h2,...` (ranks split evenly in blocks) or h1:2,h2:2 (slots filled in order); \"localhost\" runs ranks directly")
-	fs.StringVar(&o.launcher, "launcher", "ssh %h", "`command` that runs a rank on another host; %h is replaced by the host, the rank's command line is appended")
+	fs.StringVar(&o.hosts, "host", "", "hosts for the ranks, `h1,h2,...` (ranks split evenly in blocks) or h1:2,h2:2 (slots filled in order); a host may be a Slurm-style range, node[01-16,20]; \"localhost\" runs ranks directly")
+	fs.StringVar(&o.hostfile, "hostfile", "", "read the hosts from `file`: a host per line, as host, host:N or host slots=N; # starts a comment")
+	fs.StringVar(&o.mapBy, "map-by", "slot", "placement: slot (fill each host in turn) or node (round robin over the hosts)")
+	fs.StringVar(&o.launcher, "launcher", "ssh %h", "`command` that starts gocollrun's proxy on another host; %h is replaced by the host, the proxy's command line is appended")
+	fs.StringVar(&o.proxyPath, "proxy-path", "", "`path` of gocollrun on the other hosts, run there as the proxy (default: this gocollrun's own path)")
+	fs.BoolVar(&o.verbose, "v", false, "say where the hosts came from and where each host's ranks run")
+	fs.BoolVar(&o.verbose, "verbose", false, "same as -v")
 	fs.StringVar(&o.bind, "bind", "", "`address` (host or host:port) the PMI server listens on for ranks on other hosts (default: every interface, advertised by host name; a job without such ranks opens no port)")
 	fs.DurationVar(&o.timeout, "timeout", 0, "kill the job after this `duration` (e.g. 90s, 5m); 0 means never")
 	fs.BoolVar(&o.tagOutput, "tag-output", false, "prefix every output line with [rank]")
@@ -65,6 +77,10 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		return o, errors.New("--timeout must not be negative")
 	case o.bindTo != "auto" && o.bindTo != "core" && o.bindTo != "none":
 		return o, errors.New("--bind-to must be core, none or auto")
+	case o.mapBy != "slot" && o.mapBy != "node":
+		return o, fmt.Errorf("--map-by %q: want slot or node", o.mapBy)
+	case o.hosts != "" && o.hostfile != "":
+		return o, errors.New("--host and --hostfile: give one of them")
 	}
 	return o, nil
 }

@@ -28,6 +28,15 @@ func newOutput(tag bool) *output { return &output{tag: tag, bufLen: 64 << 10} }
 // pipe returns the write end to give a rank as stdout or stderr, and
 // starts copying what arrives to dst.
 func (o *output) pipe(rank int, dst io.Writer) (*os.File, error) {
+	prefix := ""
+	if o.tag {
+		prefix = fmt.Sprintf("[%d] ", rank)
+	}
+	return o.pipeTo(dst, prefix)
+}
+
+// pipeTo is pipe with the prefix given.
+func (o *output) pipeTo(dst io.Writer, prefix string) (*os.File, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -35,10 +44,6 @@ func (o *output) pipe(rank int, dst io.Writer) (*os.File, error) {
 	o.pipesMu.Lock()
 	o.pipes = append(o.pipes, r)
 	o.pipesMu.Unlock()
-	prefix := ""
-	if o.tag {
-		prefix = fmt.Sprintf("[%d] ", rank)
-	}
 	o.wg.Add(1)
 	go func() {
 		defer o.wg.Done()
@@ -75,6 +80,13 @@ func (o *output) copyLines(r io.Reader, dst io.Writer, prefix string) {
 			return
 		}
 	}
+}
+
+// write writes lines forwarded by a proxy, whole (and tagged) already.
+func (o *output) write(dst io.Writer, lines []byte) {
+	o.mu.Lock()
+	dst.Write(lines)
+	o.mu.Unlock()
 }
 
 // wait waits until every pipe has reached end of file, or for d; then it

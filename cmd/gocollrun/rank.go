@@ -5,24 +5,28 @@ import (
 	"maps"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 )
 
 // rank is one process of the job.
 type rank struct {
-	id    int
-	host  string
-	local bool
-	cmd   *exec.Cmd
-	pid   int
+	id      int
+	host    string
+	local   bool
+	started bool // an exit notice will come
+	cmd     *exec.Cmd
+	pid     int        // local ranks
+	proxy   *hostProxy // remote ranks: the proxy that started it
+	// remotePid is the pid on its host, once the proxy has said it.
+	remotePid atomic.Int64
 
 	// Set by the job loop when the process has been waited for.
 	exited bool
-	state  *os.ProcessState
+	state  *exitStatus
 	// aborted: the rank called PMI abort. sent: the signals gocollrun
 	// has sent it.
 	aborted bool
@@ -31,9 +35,8 @@ type rank struct {
 
 // endedBySignalSent reports whether the process was killed by a signal
 // gocollrun had sent it: an end the job's termination explains.
-func (r *rank) endedBySignalSent(ps *os.ProcessState) bool {
-	ws, ok := ps.Sys().(syscall.WaitStatus)
-	return ok && ws.Signaled() && r.sent[ws.Signal()]
+func (r *rank) endedBySignalSent(s exitStatus) bool {
+	return s.sig != 0 && r.sent[s.sig]
 }
 
 // name is how messages refer to the rank.
@@ -41,7 +44,10 @@ func (r *rank) name() string {
 	if r.local {
 		return fmt.Sprintf("rank %d (pid %d)", r.id, r.pid)
 	}
-	return fmt.Sprintf("rank %d (on %s, launcher pid %d)", r.id, r.host, r.pid)
+	if pid := r.remotePid.Load(); pid > 0 {
+		return fmt.Sprintf("rank %d (on %s, pid %d)", r.id, r.host, pid)
+	}
+	return fmt.Sprintf("rank %d (on %s)", r.id, r.host)
 }
 
 // rankEnv is the environment of a rank: gocollrun's own, less anything a
@@ -59,47 +65,6 @@ func rankEnv(base []string, vars map[string]string) []string {
 		env = append(env, k+"="+vars[k])
 	}
 	return env
-}
-
-// remoteArgv is the command line that starts prog on host through the
-// launcher template: the template's words with %h replaced, then prog.
-//
-// An exec-style launcher ("ip netns exec %h", a wrapper script) passes its
-// environment on, so the rank's environment is simply the launcher's. ssh
-// and rsh do not: they hand one string to the remote shell, so the rank's
-// command becomes a shell script that changes to this directory, reads
-// GOCOLL_JOB_SECRET from standard input (secrets stay off command lines,
-// which any user can list), and execs prog under `env` with every other
-// variable. secretOnStdin reports whether the caller must feed the secret.
-func remoteArgv(template, host string, env []string, prog []string) (argv []string, secretOnStdin bool, err error) {
-	words := strings.Fields(template)
-	if len(words) == 0 {
-		return nil, false, fmt.Errorf("empty --launcher")
-	}
-	for _, w := range words {
-		argv = append(argv, strings.ReplaceAll(w, "%h", host))
-	}
-	switch filepath.Base(words[0]) {
-	case "ssh", "rsh":
-	default:
-		return append(argv, prog...), false, nil
-	}
-	var b strings.Builder
-	if wd, err := os.Getwd(); err == nil {
-		fmt.Fprintf(&b, "cd %s 2>/dev/null; ", shellQuote(wd))
-	}
-	b.WriteString("IFS= read -r GOCOLL_JOB_SECRET; export GOCOLL_JOB_SECRET; exec env")
-	for _, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
-		if k == "GOCOLL_JOB_SECRET" || hostSpecific(k) {
-			continue
-		}
-		b.WriteString(" " + shellQuote(kv))
-	}
-	for _, w := range prog {
-		b.WriteString(" " + shellQuote(w))
-	}
-	return append(argv, b.String()), true, nil
 }
 
 // hostSpecific names variables that describe this host or session and
@@ -129,32 +94,57 @@ func procAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }
 
-// signal sends sig to the rank's process group.
+// signal sends sig to the rank's process group: directly, or through
+// the proxy on the rank's host.
 func (r *rank) signal(sig syscall.Signal) {
-	if r.pid > 0 {
-		if r.sent == nil {
-			r.sent = map[syscall.Signal]bool{}
+	if !r.started || r.exited {
+		if r.local && r.pid > 0 {
+			// An exited rank's children may linger in its group.
+			syscall.Kill(-r.pid, sig)
 		}
-		r.sent[sig] = true
-		syscall.Kill(-r.pid, sig)
+		return
 	}
+	if r.sent == nil {
+		r.sent = map[syscall.Signal]bool{}
+	}
+	r.sent[sig] = true
+	if r.local {
+		syscall.Kill(-r.pid, sig)
+		return
+	}
+	r.proxy.signal(r.id, sig)
+}
+
+// exitStatus is how a process ended: killed by sig, or else exited with
+// code.
+type exitStatus struct {
+	code int
+	sig  syscall.Signal
+}
+
+// statusOf reads a waited-for process's status.
+func statusOf(ps *os.ProcessState) exitStatus {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return exitStatus{sig: ws.Signal()}
+	}
+	return exitStatus{code: ps.ExitCode()}
 }
 
 // exitCode is the status gocollrun reports for a process: its exit
 // status, or 128+n for a death by signal n.
-func exitCode(ps *os.ProcessState) int {
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
+func (s exitStatus) exitCode() int {
+	if s.sig != 0 {
+		return 128 + int(s.sig)
 	}
-	return ps.ExitCode()
+	return s.code
 }
 
-// describeExit says how a process ended, for messages.
-func describeExit(ps *os.ProcessState) string {
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return fmt.Sprintf("killed by signal %d (%s)", int(ws.Signal()), signalName(ws.Signal()))
+// String says how a process ended, for messages.
+func (s exitStatus) String() string {
+	if s.sig != 0 {
+		return fmt.Sprintf("killed by signal %d (%s)", int(s.sig), signalName(s.sig))
 	}
-	return "exited with status " + strconv.Itoa(ps.ExitCode())
+	return "exited with status " + strconv.Itoa(s.code)
 }
 
 var signalNames = map[syscall.Signal]string{

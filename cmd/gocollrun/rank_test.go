@@ -33,28 +33,25 @@ func TestRankEnv(t *testing.T) {
 	}
 }
 
-func TestRemoteArgv(t *testing.T) {
-	argv, viaStdin, err := remoteArgv("ip netns exec %h", "ns1", []string{"A=1"}, []string{"prog", "x y"})
-	if err != nil || viaStdin || !slices.Equal(argv, []string{"ip", "netns", "exec", "ns1", "prog", "x y"}) {
-		t.Errorf("exec-style launcher: %q %v %v", argv, viaStdin, err)
+func TestProxyArgv(t *testing.T) {
+	words := []string{"/opt/x y/gocollrun", "--proxy", "h0:99", "1"}
+	argv, err := proxyArgv("ip netns exec %h", "ns1", words)
+	if want := []string{"ip", "netns", "exec", "ns1", "/opt/x y/gocollrun", "--proxy", "h0:99", "1"}; err != nil || !slices.Equal(argv, want) {
+		t.Errorf("exec-style launcher: %q %v; want %q", argv, err, want)
 	}
-	argv, viaStdin, err = remoteArgv("/usr/bin/ssh -o BatchMode=yes %h", "node7",
-		[]string{"A=it's", "GOCOLL_JOB_SECRET=s3cr3t", "SSH_AUTH_SOCK=/tmp/x", "PWD=/here"}, []string{"prog", "x y"})
-	if err != nil || !viaStdin || len(argv) != 5 || argv[3] != "node7" {
-		t.Fatalf("ssh launcher: %q %v %v", argv, viaStdin, err)
+	// ssh joins its arguments for the remote shell: they are quoted.
+	argv, err = proxyArgv("/usr/bin/ssh -o BatchMode=yes %h", "node7", words)
+	if want := []string{"/usr/bin/ssh", "-o", "BatchMode=yes", "node7", "'/opt/x y/gocollrun'", "--proxy", "h0:99", "1"}; err != nil || !slices.Equal(argv, want) {
+		t.Errorf("ssh launcher: %q %v; want %q", argv, err, want)
 	}
-	script := argv[4]
-	for _, want := range []string{"read -r GOCOLL_JOB_SECRET", `'A=it'\''s'`, "prog 'x y'"} {
-		if !strings.Contains(script, want) {
-			t.Errorf("ssh script %q lacks %q", script, want)
-		}
-	}
-	for _, bad := range []string{"s3cr3t", "SSH_AUTH_SOCK", "PWD="} {
-		if strings.Contains(script, bad) {
-			t.Errorf("ssh script %q contains %q", script, bad)
-		}
-	}
-	if _, _, err := remoteArgv("  ", "h", nil, []string{"prog"}); err == nil {
+	if _, err := proxyArgv("  ", "h", words); err == nil {
 		t.Error("an empty launcher was accepted")
+	}
+}
+
+func TestMergeEnv(t *testing.T) {
+	got := mergeEnv([]string{"HOME=/r", "PATH=/bin", "FAKE=1"}, []string{"PATH=/usr/bin", "X=y"})
+	if want := []string{"HOME=/r", "FAKE=1", "PATH=/usr/bin", "X=y"}; !slices.Equal(got, want) {
+		t.Errorf("mergeEnv = %v, want %v", got, want)
 	}
 }

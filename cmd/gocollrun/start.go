@@ -2,52 +2,58 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"net"
 	"os"
 	"os/exec"
-	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 )
 
-// start starts every rank, or stops at the first that cannot start. It
-// returns the number started and, if not all, the exit status to use.
-func (j *job) start(notices chan<- exitNotice) (code, started int) {
-	var addr string // PMI_PORT for ranks on other hosts
-	if slices.ContainsFunc(j.ranks, func(r *rank) bool { return !r.local }) {
-		var err error
-		if addr, err = j.listen(); err != nil {
-			j.logf("cannot listen for PMI connections: %v", err)
-			return exitNoStart, 0
+// start starts the local ranks, then the launchers of the remote hosts'
+// proxies, or stops at the first that cannot start; r.started marks the
+// ranks an exit notice will come for. It returns the exit status to use
+// if not all started, or 0.
+func (j *job) start(notices chan<- exitNotice) int {
+	for _, r := range j.ranks {
+		if !r.local {
+			continue
 		}
-	}
-	for i, r := range j.ranks {
-		if err := j.startRank(r, addr); err != nil {
+		if err := j.startRank(r); err != nil {
 			j.logf("cannot start rank %d: %v", r.id, err)
 			if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
-				return exitNotFound, i
+				return exitNotFound
 			}
-			return exitNoStart, i
+			return exitNoStart
 		}
+		r.started = true
 		go func() {
 			err := r.cmd.Wait()
-			state := r.cmd.ProcessState
-			if state == nil {
-				// Wait failed without a status; should not happen for a
-				// started process, but never lose the notice.
-				j.logf("waiting for rank %d: %v", r.id, err)
+			if ps := r.cmd.ProcessState; ps != nil {
+				s := statusOf(ps)
+				notices <- exitNotice{rank: r.id, state: &s}
+				return
 			}
-			notices <- exitNotice{r.id, state}
+			// Wait failed without a status; should not happen for a
+			// started process, but never lose the notice.
+			notices <- exitNotice{rank: r.id, why: fmt.Sprintf("waiting for it: %v", err)}
 		}()
 	}
-	return 0, len(j.ranks)
+	if len(j.hosts) == 0 {
+		return 0
+	}
+	addr, err := j.listen()
+	if err != nil {
+		j.logf("cannot listen for the proxies of the other hosts: %v", err)
+		return exitNoStart
+	}
+	return j.startHosts(addr, notices)
 }
 
-// listen starts the PMI server's TCP listener for ranks on other hosts and
-// returns the address they dial.
+// listen starts the listener the remote hosts' proxies dial and returns
+// the address they dial.
 func (j *job) listen() (string, error) {
 	bind := j.opts.bind
 	if bind == "" {
@@ -61,7 +67,8 @@ func (j *job) listen() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	go j.server.Serve(l)
+	j.listener = l
+	go j.acceptProxies(l)
 	_, port, _ = net.SplitHostPort(l.Addr().String())
 	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
 		// Listening everywhere: advertise our name, as hydra does.
@@ -72,53 +79,35 @@ func (j *job) listen() (string, error) {
 	return net.JoinHostPort(host, port), nil
 }
 
-// startRank starts one rank: directly when it is local, with its PMI
-// connection on an inherited socket; through the launcher otherwise, with
-// PMI_PORT.
-func (j *job) startRank(r *rank, pmiAddr string) error {
+// startRank starts one local rank, with its PMI connection on an
+// inherited socket.
+func (j *job) startRank(r *rank) error {
 	vars := map[string]string{
 		"PMI_RANK":          strconv.Itoa(r.id),
 		"PMI_SIZE":          strconv.Itoa(len(j.ranks)),
+		"PMI_FD":            "3", // ExtraFiles[0]
 		"GOCOLL_JOB_ID":     j.id,
 		"GOCOLL_JOB_SECRET": j.secret,
 		"GOCOLL_HOST":       r.host,
+		"GOCOLL_NUM_HOSTS":  strconv.Itoa(j.numHosts),
 	}
-	var child *os.File // the rank's end of its PMI socketpair
-	if r.local {
-		fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-		if err != nil {
-			return err
-		}
-		parent := os.NewFile(uintptr(fds[0]), "pmi")
-		conn, err := net.FileConn(parent)
-		parent.Close()
-		child = os.NewFile(uintptr(fds[1]), "pmi-child")
-		defer child.Close()
-		if err != nil {
-			return err
-		}
-		go j.server.ServeConn(conn, r.id)
-		vars["PMI_FD"] = "3" // ExtraFiles[0]
-	} else {
-		vars["PMI_PORT"] = pmiAddr
-		vars["PMI_ID"] = j.server.PortID(r.id)
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
 	}
+	parent := os.NewFile(uintptr(fds[0]), "pmi")
+	conn, err := net.FileConn(parent)
+	parent.Close()
+	child := os.NewFile(uintptr(fds[1]), "pmi-child")
+	defer child.Close()
+	if err != nil {
+		return err
+	}
+	go j.server.ServeConn(conn, r.id)
 	env := rankEnv(os.Environ(), vars)
 
-	var cmd *exec.Cmd
-	if r.local {
-		cmd = exec.Command(j.opts.prog[0], j.opts.prog[1:]...)
-		cmd.ExtraFiles = []*os.File{child}
-	} else {
-		argv, secretOnStdin, err := remoteArgv(j.opts.launcher, r.host, env, j.opts.prog)
-		if err != nil {
-			return err
-		}
-		cmd = exec.Command(argv[0], argv[1:]...)
-		if secretOnStdin {
-			cmd.Stdin = strings.NewReader(j.secret + "\n")
-		}
-	}
+	cmd := exec.Command(j.opts.prog[0], j.opts.prog[1:]...)
+	cmd.ExtraFiles = []*os.File{child}
 	cmd.Env = env
 	cmd.SysProcAttr = procAttr()
 	cmd.WaitDelay = time.Second

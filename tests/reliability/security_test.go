@@ -235,12 +235,12 @@ func TestTCPConnectionWithoutSecretRefused(t *testing.T) {
 	stop(t, j)
 }
 
-// gocollrun's PMI port, open for ranks on other hosts, listens where
-// --bind says, and refuses and logs a connection that does not start with
-// a PMI_ID of the job, while the job goes on.
+// gocollrun's port, open for the proxies of other hosts, listens where
+// --bind says, and refuses and logs a connection that does not prove it
+// knows the job's secret, while the job goes on.
 func TestPMIConnectionWithoutIDRefused(t *testing.T) {
 	// Rank 1 "runs on" host fake through a launcher that is a local
-	// command: it reaches gocollrun over TCP, with PMI_PORT and PMI_ID.
+	// command: its proxy reaches gocollrun over TCP.
 	env := []string{"GOCOLL_TCP_ADDR=127.0.0.1"}
 	j, _ := runningJob(t, 2, env, "--host", "localhost:1,fake:1", "--launcher", "env GOCOLL_LAUNCHED_ON=%h", "--bind", "127.0.0.1")
 	socks := tcpSockets(t, j.cmd.Process.Pid)

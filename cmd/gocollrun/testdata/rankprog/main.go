@@ -67,9 +67,9 @@ func main() {
 		fmt.Printf("PASS rank %d of %d saw %s\n", r, n, strings.Join(seen, ","))
 	case "env":
 		secret := os.Getenv("GOCOLL_JOB_SECRET")
-		fmt.Printf("ENV rank=%d size=%d PMI_RANK=%s PMI_SIZE=%s PMI_FD=%s PMI_PORT=%s PMI_ID=%s GOCOLL_JOB_ID=%s GOCOLL_HOST=%s GOCOLL_FAKEHOST=%s RANKPROG_VAR=%s secret=%s\n",
+		fmt.Printf("ENV rank=%d size=%d PMI_RANK=%s PMI_SIZE=%s PMI_FD=%s PMI_PORT=%s PMI_ID=%s GOCOLL_JOB_ID=%s GOCOLL_HOST=%s GOCOLL_FAKEHOST=%s RANKPROG_VAR=%s GOCOLL_TCP_ADDR=%s secret=%s\n",
 			r, n, os.Getenv("PMI_RANK"), os.Getenv("PMI_SIZE"), os.Getenv("PMI_FD"), os.Getenv("PMI_PORT"), os.Getenv("PMI_ID"),
-			os.Getenv("GOCOLL_JOB_ID"), os.Getenv("GOCOLL_HOST"), os.Getenv("GOCOLL_FAKEHOST"), os.Getenv("RANKPROG_VAR"), secret)
+			os.Getenv("GOCOLL_JOB_ID"), os.Getenv("GOCOLL_HOST"), os.Getenv("GOCOLL_FAKEHOST"), os.Getenv("RANKPROG_VAR"), os.Getenv("GOCOLL_TCP_ADDR"), secret)
 		check(c.Finalize())
 	case "output":
 		lines := arg(1)
