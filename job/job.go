@@ -148,6 +148,15 @@ func (j *Job) connect(mode string) error {
 		}
 	}
 	oneHost, known := sameHost(j.Launcher)
+	if tu, ok := j.Launcher.(bootstrap.TreeUser); ok {
+		// Without a bulk get, the cards go over a TCP tree (16 ranks on).
+		addr, err := tcpAddr(oneHost && known)
+		if err != nil {
+			return err
+		}
+		tu.UseTree(bootstrap.TreeOptions{Addr: addr, Timeout: j.Timeout})
+		defer tu.EndTree()
+	}
 	var tc *tcp.Endpoint
 	if mode == "tcp" || !known || !oneHost {
 		if tc, err = j.listenTCP(oneHost && known); err != nil {
