@@ -29,10 +29,9 @@ type Client struct {
 	conn net.Conn
 	done bool // after Finalize or Abort
 
-	bulk    bool // the server offers gocoll_getranks (gocollrun)
-	gen     int  // Allgathers so far
-	traffic bootstrap.Traffic
-	tree    treeHook // where UseTree set one
+	bulk bool     // the server offers gocoll_getranks (gocollrun)
+	tree treeHook // where UseTree set one
+	ledger
 }
 
 var _ bootstrap.Launcher = (*Client)(nil)
@@ -175,10 +174,7 @@ func (c *Client) GetRanks(prefix string) ([]string, error) {
 // set one, bootstrap.Tree's: one put (rank 0's), one fence and one get
 // (the other ranks') in all, whatever the number of calls.
 func (c *Client) Allgather(mine []byte) ([][]byte, error) {
-	c.mu.Lock()
-	gen := c.gen
-	c.gen++
-	c.mu.Unlock()
+	gen := c.nextGen()
 	if t := c.tree.get(); t != nil {
 		return t.Allgather(mine)
 	}
@@ -202,19 +198,6 @@ type noBulk struct{ bootstrap.KVS }
 
 // Name says "PMI-1" for messages.
 func (c *Client) Name() string { return "PMI-1" }
-
-// Traffic is what this rank has asked of the server so far.
-func (c *Client) Traffic() bootstrap.Traffic {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.traffic
-}
-
-func (c *Client) count(f func(*bootstrap.Traffic)) {
-	c.mu.Lock()
-	f(&c.traffic)
-	c.mu.Unlock()
-}
 
 // Finalize tells the server this rank is done with PMI and closes the
 // connection. A launcher treats a rank that exits without it as failed

@@ -44,9 +44,8 @@ type Client2 struct {
 	conn net.Conn
 	done bool
 
-	gen     int
-	traffic bootstrap.Traffic
-	tree    treeHook // where UseTree set one
+	tree treeHook // where UseTree set one
+	ledger
 }
 
 var _ bootstrap.Launcher = (*Client2)(nil)
@@ -173,10 +172,7 @@ func (c *Client2) Get(key string) (string, error) {
 // UseTree set one, it is bootstrap.Tree's: one put (rank 0's), one fence
 // and one get (the other ranks') in all, whatever the number of calls.
 func (c *Client2) Allgather(mine []byte) ([][]byte, error) {
-	c.mu.Lock()
-	gen := c.gen
-	c.gen++
-	c.mu.Unlock()
+	gen := c.nextGen()
 	if t := c.tree.get(); t != nil {
 		return t.Allgather(mine)
 	}
@@ -185,19 +181,6 @@ func (c *Client2) Allgather(mine []byte) ([][]byte, error) {
 
 // Name says "PMI-2", with the launcher where the environment tells it.
 func (c *Client2) Name() string { return c.name }
-
-// Traffic is what this rank has asked of the server so far.
-func (c *Client2) Traffic() bootstrap.Traffic {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.traffic
-}
-
-func (c *Client2) count(f func(*bootstrap.Traffic)) {
-	c.mu.Lock()
-	f(&c.traffic)
-	c.mu.Unlock()
-}
 
 // Finalize tells the server this rank is done with PMI and closes the
 // connection.
