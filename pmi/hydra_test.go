@@ -2,6 +2,7 @@ package pmi
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -61,32 +62,34 @@ func TestSingleton(t *testing.T) {
 	}
 }
 
-// TestUnderHydra runs the client under MPICH's own launcher, in both of
-// its connection modes.
+// TestUnderHydra runs the PMI-1 and the PMI-2 client (hydra speaks both)
+// under MPICH's own launcher, in both of its connection modes.
 func TestUnderHydra(t *testing.T) {
 	mpiexec, err := exec.LookPath("mpiexec.mpich")
 	if err != nil {
 		t.Skip("mpiexec.mpich (MPICH's hydra) is not installed: apt-get install mpich")
 	}
 	bin := buildProg(t)
-	for _, mode := range []struct {
-		name string
-		args []string
-	}{
-		{"PMI_FD", []string{"-n", "3", bin}},
-		{"PMI_PORT", []string{"-pmi-port", "-n", "3", bin}},
-	} {
-		t.Run(mode.name, func(t *testing.T) {
-			out, code := runBounded(t, cleanEnv(), mpiexec, mode.args...)
-			if code != 0 {
-				t.Fatalf("exit %d:\n%s", code, out)
-			}
-			for _, rank := range []string{"PASS rank 0 of 3", "PASS rank 1 of 3", "PASS rank 2 of 3"} {
-				if !strings.Contains(out, rank) {
-					t.Errorf("no %q in:\n%s", rank, out)
+	for _, version := range []string{"1", "2"} {
+		for _, mode := range []struct {
+			name string
+			args []string
+		}{
+			{"PMI_FD", []string{"-n", "3", bin}},
+			{"PMI_PORT", []string{"-pmi-port", "-n", "3", bin}},
+		} {
+			t.Run("PMI-"+version+"/"+mode.name, func(t *testing.T) {
+				out, code := runBounded(t, cleanEnv("GOCOLL_PMI="+version), mpiexec, mode.args...)
+				if code != 0 {
+					t.Fatalf("exit %d:\n%s", code, out)
 				}
-			}
-		})
+				for r := range 3 {
+					if want := fmt.Sprintf("PASS rank %d of 3 via PMI-%s", r, version); !strings.Contains(out, want) {
+						t.Errorf("no %q in:\n%s", want, out)
+					}
+				}
+			})
+		}
 	}
 	t.Run("abort", func(t *testing.T) {
 		// Only the exit code is checked: hydra kills the job as soon as
@@ -95,6 +98,13 @@ func TestUnderHydra(t *testing.T) {
 		out, code := runBounded(t, cleanEnv("PMIPROG_ABORT=1"), mpiexec, "-n", "3", bin)
 		if code != 5 {
 			t.Errorf("abort with code 5 under hydra: exit %d, output:\n%s", code, out)
+		}
+		// MPICH 4.0.2's hydra does not know PMI-2's abort: it ends the
+		// job (exit 255, "Unrecognized PMI command: abort") instead of
+		// exiting with the code. The job must end, not hang.
+		out, code = runBounded(t, cleanEnv("GOCOLL_PMI=2", "PMIPROG_ABORT=1"), mpiexec, "-n", "3", bin)
+		if code == 0 || strings.Contains(out, "PASS") {
+			t.Errorf("abort under hydra with PMI-2: exit %d, output:\n%s", code, out)
 		}
 	})
 }

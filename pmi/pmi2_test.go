@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -279,42 +278,4 @@ func TestVersionFromEnv(t *testing.T) {
 	if _, ok, err := FromEnv(); !ok || err == nil || !strings.Contains(err.Error(), "PMI_PORT") {
 		t.Errorf("PMI-2 with nothing at PMI_PORT: %v, %v", ok, err)
 	}
-}
-
-// TestUnderHydraPMI2 runs the PMI-2 client under MPICH's hydra, which
-// speaks both versions, in both of its connection modes.
-func TestUnderHydraPMI2(t *testing.T) {
-	mpiexec, err := exec.LookPath("mpiexec.mpich")
-	if err != nil {
-		t.Skip("mpiexec.mpich (MPICH's hydra) is not installed: apt-get install mpich")
-	}
-	bin := buildProg(t)
-	for _, mode := range []struct {
-		name string
-		args []string
-	}{
-		{"PMI_FD", []string{"-n", "3", bin}},
-		{"PMI_PORT", []string{"-pmi-port", "-n", "3", bin}},
-	} {
-		t.Run(mode.name, func(t *testing.T) {
-			out, code := runBounded(t, cleanEnv("GOCOLL_PMI=2"), mpiexec, mode.args...)
-			if code != 0 {
-				t.Fatalf("exit %d:\n%s", code, out)
-			}
-			for r := range 3 {
-				if want := fmt.Sprintf("PASS rank %d of 3 via PMI-2 (hydra)", r); !strings.Contains(out, want) {
-					t.Errorf("no %q in:\n%s", want, out)
-				}
-			}
-		})
-	}
-	t.Run("abort", func(t *testing.T) {
-		// MPICH 4.0.2's hydra does not know PMI-2's abort: it ends the
-		// job (exit 255, "Unrecognized PMI command: abort") instead of
-		// exiting with the code. The job must end, not hang.
-		out, code := runBounded(t, cleanEnv("GOCOLL_PMI=2", "PMIPROG_ABORT=1"), mpiexec, "-n", "3", bin)
-		if code == 0 || strings.Contains(out, "PASS") {
-			t.Errorf("abort under hydra with PMI-2: exit %d, output:\n%s", code, out)
-		}
-	})
 }
