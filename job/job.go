@@ -130,7 +130,14 @@ type card struct {
 // exchange where the ranks may span hosts (sameHost), so that one
 // exchange does; where the launcher could not say, the cards tell, and a
 // second exchange carries the addresses only if they do span hosts.
-func (j *Job) connect(mode string) error {
+func (j *Job) connect(mode string) (err error) {
+	// The tcp listener, until Connect hands it to j.closers.
+	var tc *tcp.Endpoint
+	defer func() {
+		if err != nil && tc != nil {
+			tc.Close()
+		}
+	}()
 	secret, err := hex.DecodeString(os.Getenv("GOCOLL_JOB_SECRET"))
 	if err != nil {
 		return errors.New("GOCOLL_JOB_SECRET is not hex")
@@ -157,7 +164,6 @@ func (j *Job) connect(mode string) error {
 		tu.UseTree(bootstrap.TreeOptions{Addr: addr, Timeout: j.Timeout})
 		defer tu.EndTree()
 	}
-	var tc *tcp.Endpoint
 	if mode == "tcp" || !known || !oneHost {
 		if tc, err = j.listenTCP(oneHost && known); err != nil {
 			return err
@@ -195,7 +201,6 @@ func (j *Job) connect(mode string) error {
 			return err
 		}
 		if cards, err = j.exchange(card{TCP: tc.ListenAddr()}); err != nil {
-			tc.Close()
 			return err
 		}
 	}
@@ -209,9 +214,6 @@ func (j *Job) connect(mode string) error {
 			}
 		}
 		if sm, err = shm.Join(j.Rank, shmCards, shm.Options{JobID: j.JobID, Timeout: j.Timeout}); err != nil {
-			if tc != nil {
-				tc.Close()
-			}
 			return fmt.Errorf("shared-memory transport: %w", err)
 		}
 		j.closers = append(j.closers, sm.Close)
