@@ -13,6 +13,7 @@ import (
 	"unsafe"
 
 	"github.com/gocoll/gocoll/algorithms"
+	"github.com/gocoll/gocoll/envvar"
 	"github.com/gocoll/gocoll/internal/counters"
 	"github.com/gocoll/gocoll/intranode/engine" // also the engine's C half, which fast.c calls
 	"github.com/gocoll/gocoll/tuner"
@@ -22,7 +23,7 @@ import (
 // user asked to see or choose what runs: GOCOLL_DEBUG=info (one line per
 // call comes from Go) and a forced algorithm other than shm.
 func enableFast() {
-	if strings.EqualFold(os.Getenv("GOCOLL_DEBUG"), "info") || os.Getenv("GOCOLL_CHECK") != "" {
+	if set, _ := envvar.FromEnv(); set.Debug || set.Check { // MPI_Init has checked the error
 		return
 	}
 	forced := map[counters.Call]algorithms.Collective{

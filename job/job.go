@@ -14,10 +14,10 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/gocoll/gocoll/bootstrap"
+	"github.com/gocoll/gocoll/envvar"
 	"github.com/gocoll/gocoll/transport"
 	"github.com/gocoll/gocoll/transport/inproc"
 	"github.com/gocoll/gocoll/transport/route"
@@ -40,25 +40,27 @@ type Job struct {
 	Launcher bootstrap.Launcher
 
 	closers []func() error
+	debug   bool // GOCOLL_DEBUG=info: say what start-up did
 }
 
 // DefaultTimeout is how long a peer may make no progress before
 // collectives fail (GOCOLL_TIMEOUT).
-const DefaultTimeout = 300 * time.Second
+const DefaultTimeout = envvar.DefaultTimeout
 
 // Start joins the job: it finds the launcher (findLauncher), exchanges one
 // card per rank through it (Launcher.Allgather: one put, one fence, the
 // cards fetched in bulk where the launcher can) and builds the transports
 // from the cards. Only a process that no launcher started is rank 0 of 1.
 func Start() (*Job, error) {
-	timeout, err := timeoutFromEnv()
+	set, err := envvar.FromEnv()
 	if err != nil {
 		return nil, err
 	}
-	mode, err := transportMode()
-	if err != nil {
-		return nil, err
+	timeout, mode := set.Timeout, set.Transport
+	if mode == "hostmpi" {
+		return nil, errors.New("GOCOLL_TRANSPORT=hostmpi: only under LD_PRELOAD (there is no host MPI here); want auto, shm or tcp")
 	}
+
 	l, err := findLauncher()
 	if err != nil {
 		return nil, err
@@ -72,45 +74,16 @@ func Start() (*Job, error) {
 			JobID: jobID, Timeout: timeout}, nil
 	}
 	began := time.Now()
-	j := &Job{Rank: l.Rank(), Size: l.Size(), Launcher: l, JobID: jobID, Timeout: timeout}
+	j := &Job{Rank: l.Rank(), Size: l.Size(), Launcher: l, JobID: jobID, Timeout: timeout, debug: set.Debug}
 	if err := j.connect(mode); err != nil {
 		j.Close()
 		return nil, fmt.Errorf("starting under %s: %w", l.Name(), err)
 	}
-	if debugInfo() {
+	if j.debug {
 		fmt.Fprintf(os.Stderr, "gocoll: rank %d: start-up under %s took %v: %v\n",
 			j.Rank, l.Name(), time.Since(began).Round(time.Microsecond), l.Traffic())
 	}
 	return j, nil
-}
-
-func debugInfo() bool { return strings.EqualFold(os.Getenv("GOCOLL_DEBUG"), "info") }
-
-func timeoutFromEnv() (time.Duration, error) {
-	v := os.Getenv("GOCOLL_TIMEOUT")
-	if v == "" {
-		return DefaultTimeout, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		if secs, err2 := time.ParseDuration(v + "s"); err2 == nil {
-			return secs, nil
-		}
-		return 0, fmt.Errorf("GOCOLL_TIMEOUT=%s: want a duration such as 300s or 5m", v)
-	}
-	return d, nil
-}
-
-// transportMode reads GOCOLL_TRANSPORT: auto (or empty), shm or tcp.
-func transportMode() (string, error) {
-	mode := strings.ToLower(os.Getenv("GOCOLL_TRANSPORT"))
-	switch mode {
-	case "", "auto":
-		return "auto", nil
-	case "shm", "tcp":
-		return mode, nil
-	}
-	return "", fmt.Errorf("GOCOLL_TRANSPORT=%s: want auto, shm or tcp", mode)
 }
 
 // card is what a rank tells the others at start-up, all in one blob.
@@ -236,7 +209,7 @@ func (j *Job) connect(mode string) (err error) {
 		}
 		return len(ts) - 1
 	}
-	if debugInfo() {
+	if j.debug {
 		names := map[transport.Transport]string{}
 		if sm != nil {
 			names[sm] = "shm"

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/coll"
+	"github.com/gocoll/gocoll/envvar"
 	"github.com/gocoll/gocoll/tuner"
 )
 
@@ -70,42 +71,21 @@ func loadConfig(env func(string) string, flavor string) (*config, error) {
 	for i, cl := range algorithms.Collectives {
 		c.names[i] = algorithms.Names(cl)
 	}
-	switch v := strings.ToLower(env("GOCOLL_DEBUG")); v {
-	case "", "off", "warn":
-	case "info":
-		c.debug = true
-	default:
-		return nil, fmt.Errorf("GOCOLL_DEBUG=%s: want off, warn or info", v)
+	set, err := envvar.Parse(env)
+	if err != nil {
+		return nil, err
 	}
-	switch v := strings.TrimSpace(env("GOCOLL_REPORT")); v {
-	case "", "0":
-	case "1":
-		c.report = true
-	default:
-		return nil, fmt.Errorf("GOCOLL_REPORT=%s: want 0 or 1", v)
-	}
-	switch v := strings.ToLower(env("GOCOLL_TRANSPORT")); v {
-	case "", "auto":
+	c.debug, c.report, c.timeout = set.Debug, set.Report, set.Timeout
+	switch set.Transport {
+	case "auto":
 	case "shm", "hostmpi":
-		c.transport = v
+		c.transport = set.Transport
 	default:
-		return nil, fmt.Errorf("GOCOLL_TRANSPORT=%s: under LD_PRELOAD want auto, shm or hostmpi", v)
-	}
-	if v := env("GOCOLL_TIMEOUT"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			d, err = time.ParseDuration(v + "s")
-		}
-		if err != nil || d < 0 {
-			return nil, fmt.Errorf("GOCOLL_TIMEOUT=%s: want a duration such as 300s or 5m", v)
-		}
-		c.timeout = d
+		return nil, fmt.Errorf("GOCOLL_TRANSPORT=%s: under LD_PRELOAD want auto, shm or hostmpi", set.Transport)
 	}
 	// coll's own settings: the shm algorithms' slot, GOCOLL_CHECK.
 	c.coll = &coll.Config{Tuner: plain, JobID: "preload", Timeout: c.timeout}
-	if err := c.coll.LoadEnv(env); err != nil {
-		return nil, err
-	}
+	c.coll.Apply(set)
 	if err := c.coll.LoadDevice(env); err != nil {
 		if !strings.HasPrefix(err.Error(), "GOCOLL_CUDA") {
 			err = fmt.Errorf("GOCOLL_CUDA: %v", err)

@@ -59,6 +59,9 @@ func gc_go_start() (rc C.int) {
 		fmt.Fprintf(os.Stderr, "gocoll: %v; every collective call fails (LD_PRELOAD mode)\n", err)
 		return -1
 	}
+	if c.debug { // the C half's copy of GOCOLL_DEBUG
+		C.gc_debug = 1
+	}
 	hh := registerHandles(func(h C.gc_handle) (int64, int64, bool) {
 		var lb, ext C.int64_t
 		ok := C.gc_type_extent(h, &lb, &ext) == 0

@@ -189,8 +189,6 @@ static int start(void) {
     pthread_mutex_lock(&start_mu);
     if (state == S_WAITING) {
         int ns = S_OFF;
-        const char *d = getenv("GOCOLL_DEBUG");
-        gc_debug = d && !strcasecmp(d, "info");
         if (gc_lookup_handles() != 0) {
             fprintf(stderr, "gocoll: cannot find the host MPI's predefined objects; using its collectives\n");
         } else if (gc_p.Comm_create_keyval((void *)comm_copy, (void *)comm_delete, &comm_key, NULL) != 0 ||
