@@ -268,20 +268,16 @@ func go_Allgatherv(sendbuf unsafe.Pointer, scount C.int, stype C.MPI_Datatype, r
 		return rejected(e, call, err)
 	}
 	size := int64(d.size())
-	a := coll.Args{Type: d.base, Mult: d.count, InPlace: inPlace, Counts: make([]int, p)}
-	var end, total int64 // extent of recvbuf, and the packed size
-	packed := true       // displacements are the prefix sums of the counts
+	a := coll.Args{Type: d.base, Mult: d.count, InPlace: inPlace, Counts: make([]int, p), Displs: make([]int, p)}
+	var end int64 // extent of recvbuf
 	for i := range p {
 		if counts[i] < 0 || disp[i] < 0 {
 			return rejected(e, call, mpierr.New(call, mpierr.Count, "recvcounts[%d] = %d, displs[%d] = %d", i, counts[i], i, disp[i]))
 		}
-		a.Counts[i] = int(counts[i])
-		packed = packed && int64(disp[i]) == total
-		total += int64(counts[i])
+		a.Counts[i], a.Displs[i] = int(counts[i]), int(disp[i])
 		end = max(end, int64(disp[i])+int64(counts[i]))
 	}
-	recv, err := cbuf(call, "recvbuf", recvbuf, end*size)
-	if err != nil {
+	if a.Recv, err = cbuf(call, "recvbuf", recvbuf, end*size); err != nil {
 		return rejected(e, call, err)
 	}
 	if !inPlace {
@@ -289,37 +285,7 @@ func go_Allgatherv(sendbuf unsafe.Pointer, scount C.int, stype C.MPI_Datatype, r
 			return rejected(e, call, err)
 		}
 	}
-	if packed {
-		a.Recv = recv
-		return fail(e, e.c.Allgatherv(a))
-	}
-	// Displaced blocks go through a temporary, so coll cannot see a send
-	// buffer that overlaps them: check here.
-	if !inPlace && len(a.Send) > 0 {
-		for i := range p {
-			lo, hi := int64(disp[i])*size, (int64(disp[i])+int64(counts[i]))*size
-			if hi > lo && overlaps(a.Send, recv[lo:hi]) {
-				return rejected(e, call, mpierr.New(call, mpierr.Buffer, "sendbuf overlaps the block of rank %d in recvbuf (use MPI_IN_PLACE for an in-place call)", i))
-			}
-		}
-	}
-	// Displaced blocks: gather packed into a temporary, then place them.
-	tmp := make([]byte, total*size)
-	off := make([]int64, p)
-	for i := 1; i < p; i++ {
-		off[i] = off[i-1] + int64(counts[i-1])
-	}
-	if inPlace {
-		copy(tmp[off[me]*size:], recv[int64(disp[me])*size:(int64(disp[me])+int64(counts[me]))*size])
-	}
-	a.Recv = tmp
-	if err := e.c.Allgatherv(a); err != nil {
-		return fail(e, err)
-	}
-	for i := range p {
-		copy(recv[int64(disp[i])*size:], tmp[off[i]*size:(off[i]+int64(counts[i]))*size])
-	}
-	return C.MPI_SUCCESS
+	return fail(e, e.c.Allgatherv(a))
 }
 
 //export go_Barrier
@@ -422,10 +388,4 @@ func go_Gather(sendbuf unsafe.Pointer, scount C.int, stype C.MPI_Datatype, recvb
 		}
 	}
 	return fail(e, e.c.Gather(a))
-}
-
-// overlaps reports whether two byte ranges share memory.
-func overlaps(a, b []byte) bool {
-	pa, pb := uintptr(unsafe.Pointer(unsafe.SliceData(a))), uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	return pa < pb+uintptr(len(b)) && pb < pa+uintptr(len(a))
 }

@@ -153,34 +153,79 @@ func (c *Comm) allgatherv(a Args) error {
 	if len(a.Counts) != c.Size() {
 		return argError(call, mpierr.Arg, "recvcounts has %d entries, the communicator %d ranks", len(a.Counts), c.Size())
 	}
+	if a.Displs != nil && len(a.Displs) != c.Size() {
+		return argError(call, mpierr.Arg, "displs has %d entries, the communicator %d ranks", len(a.Displs), c.Size())
+	}
 	size := a.elemSize()
-	total, before := 0, 0
+	total, before, end := 0, 0, 0
+	packed := true // the displacements are the counts' prefix sums
 	for i, n := range a.Counts {
 		if n < 0 {
 			return argError(call, mpierr.Count, "recvcounts[%d] is negative (%d)", i, n)
+		}
+		if a.Displs != nil {
+			if a.Displs[i] < 0 {
+				return argError(call, mpierr.Arg, "displs[%d] is negative (%d)", i, a.Displs[i])
+			}
+			packed = packed && a.Displs[i] == total
+			end = max(end, a.Displs[i]+n)
 		}
 		if i < c.rank {
 			before += n
 		}
 		total += n
 	}
-	if err := checkBuf(call, "recvbuf", a.Recv, total*size); err != nil {
+	if packed {
+		end = total
+	}
+	if err := checkBuf(call, "recvbuf", a.Recv, end*size); err != nil {
 		return err
 	}
-	out := a.Recv[:total*size]
+	recv := a.Recv[:end*size]
 	n := a.Counts[c.rank] * size
+	block := func(i int) []byte { // rank i's block in recv
+		at := a.Displs[i] * size
+		return recv[at : at+a.Counts[i]*size]
+	}
+	out := recv
+	if !packed {
+		// Displaced blocks: gather packed into a temporary, then place
+		// them.
+		out = make([]byte, total*size)
+		if a.InPlace {
+			copy(out[before*size:], block(c.rank))
+		}
+	}
 	in := out[before*size : before*size+n]
 	if !a.InPlace {
 		if err := checkBuf(call, "sendbuf", a.Send, n); err != nil {
 			return err
 		}
 		in = a.Send[:n]
-		if err := checkDisjoint(call, in, out); err != nil {
-			return err
+		if packed {
+			if err := checkDisjoint(call, in, out); err != nil {
+				return err
+			}
+		} else {
+			for i := range a.Counts {
+				if overlap(in, block(i)) {
+					return argError(call, mpierr.Buffer, "sendbuf overlaps the block of rank %d in recvbuf (use MPI_IN_PLACE for an in-place call)", i)
+				}
+			}
 		}
 	}
 	p := algorithms.Params{P: c.Size(), Rank: c.rank, Counts: a.Counts, Commutative: true, InPlace: a.InPlace}
-	return c.run(call, algorithms.Allgather, a.Algorithm, a.own, int64(total*size), p, in, out, size, nil)
+	if err := c.run(call, algorithms.Allgather, a.Algorithm, a.own, int64(total*size), p, in, out, size, nil); err != nil {
+		return err
+	}
+	if !packed {
+		off := 0
+		for i, n := range a.Counts {
+			copy(block(i), out[off*size:(off+n)*size])
+			off += n
+		}
+	}
+	return nil
 }
 
 // checkReduce validates the datatype and op of a reducing call and returns

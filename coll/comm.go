@@ -178,8 +178,11 @@ type Args struct {
 	// ReduceScatterBlock the elements each rank receives; for Allgather
 	// the elements each rank contributes.
 	Count int
-	// Counts are the recvcounts of ReduceScatter.
+	// Counts are the recvcounts of ReduceScatter and Allgatherv.
 	Counts []int
+	// Displs are Allgatherv's displs: where each rank's block starts in
+	// Recv, in elements. nil: packed in rank order.
+	Displs []int
 
 	Type ops.Type
 	// Mult is the number of Type elements in one element of the call (a

@@ -79,12 +79,17 @@ func checkBuf(call, arg string, buf []byte, need int) error {
 // checkDisjoint fails when the send and receive buffers share memory
 // outside MPI_IN_PLACE.
 func checkDisjoint(call string, send, recv []byte) error {
-	if len(send) == 0 || len(recv) == 0 {
-		return nil
-	}
-	s, r := uintptr(unsafe.Pointer(unsafe.SliceData(send))), uintptr(unsafe.Pointer(unsafe.SliceData(recv)))
-	if s < r+uintptr(len(recv)) && r < s+uintptr(len(send)) {
+	if overlap(send, recv) {
 		return argError(call, mpierr.Buffer, "send and receive buffers overlap (use MPI_IN_PLACE for an in-place call)")
 	}
 	return nil
+}
+
+// overlap reports whether two non-empty buffers share memory.
+func overlap(a, b []byte) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return false
+	}
+	x, y := uintptr(unsafe.Pointer(unsafe.SliceData(a))), uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	return x < y+uintptr(len(b)) && y < x+uintptr(len(a))
 }

@@ -23,6 +23,12 @@ func WithAlgorithm(name string) Option { return func(a *coll.Args) { a.Algorithm
 // Every rank must pass it to the call, as with WithAlgorithm.
 func Reproducible() Option { return func(a *coll.Args) { a.Reproducible = true } }
 
+// Displs places Allgatherv's blocks: rank r's counts[r] elements start at
+// recv[displs[r]], as MPI_Allgatherv's displs do; recv must reach the end
+// of every block. Without it the blocks are packed in rank order. It
+// means nothing to other calls.
+func Displs(displs []int) Option { return func(a *coll.Args) { a.Displs = displs } }
+
 func args[T Elem](call string, send, recv []T, op *Op, opts []Option) (coll.Args, error) {
 	a := coll.Args{Send: asBytes(send), Recv: asBytes(recv), Type: typeOf[T]()}
 	if op != nil {
@@ -142,13 +148,25 @@ func AllgatherInPlace[T Elem](c *Comm, buf []T, opts ...Option) error {
 }
 
 // Allgatherv gathers send from every rank into recv, rank after rank: rank
-// r contributes counts[r] elements, and recv must hold their sum.
+// r contributes counts[r] elements, and recv must hold their sum; with
+// Displs(d), rank r's block starts at recv[d[r]] instead.
 func Allgatherv[T Elem](c *Comm, send, recv []T, counts []int, opts ...Option) error {
 	a, err := args[T]("MPI_Allgatherv", send, recv, nil, opts)
 	if err != nil {
 		return c.reject("MPI_Allgatherv", err)
 	}
 	a.Counts = counts
+	return c.c.Allgatherv(a)
+}
+
+// AllgathervInPlace is Allgatherv with MPI_IN_PLACE: this rank's block is
+// already in buf, where counts (and Displs) place it.
+func AllgathervInPlace[T Elem](c *Comm, buf []T, counts []int, opts ...Option) error {
+	a, err := args[T]("MPI_Allgatherv", nil, buf, nil, opts)
+	if err != nil {
+		return c.reject("MPI_Allgatherv", err)
+	}
+	a.InPlace, a.Counts = true, counts
 	return c.c.Allgatherv(a)
 }
 
