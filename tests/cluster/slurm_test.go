@@ -157,31 +157,7 @@ func (s *Slurm) Srun(t *testing.T, limit time.Duration, env []string, args ...st
 	t.Helper()
 	cmd := exec.Command("srun", append([]string{"--time=1", "--kill-on-bad-exit=1"}, args...)...)
 	cmd.Env = s.Env(env...)
-	cmd.Dir = harness.Work
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var buf harness.LockedBuffer
-	cmd.Stdout, cmd.Stderr = &buf, &buf
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("srun %v: %v", args, err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(limit):
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
-		s.command("scancel", "--partition=debug").Run()
-		t.Fatalf("srun %v: still running after %v (hang)\n%s", args, limit, buf.String())
-	}
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("srun %v: %v", args, err)
-	}
-	return buf.String(), code
+	return harness.RunCmd(t, limit, cmd, func() { s.command("scancel", "--partition=debug").Run() })
 }
 
 // stop cancels what is left of the jobs, stops the daemons (TERM, then

@@ -152,6 +152,15 @@ func Run(t *testing.T, limit time.Duration, env []string, argv ...string) (strin
 	t.Helper()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = BaseEnv(env...)
+	return RunCmd(t, limit, cmd, nil)
+}
+
+// RunCmd is Run for a command the caller made (its environment set): in
+// Work, in a process group of its own, output combined; after limit it
+// kills the group, calls onHang (if not nil) and fails the test as a hang.
+func RunCmd(t *testing.T, limit time.Duration, cmd *exec.Cmd, onHang func()) (string, int) {
+	t.Helper()
+	argv := cmd.Args
 	cmd.Dir = Work
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var buf LockedBuffer
@@ -167,6 +176,9 @@ func Run(t *testing.T, limit time.Duration, env []string, argv ...string) (strin
 	case <-time.After(limit):
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-done
+		if onHang != nil {
+			onHang()
+		}
 		t.Fatalf("%v: still running after %v (hang)\n%s", argv, limit, buf.String())
 	}
 	code := 0
