@@ -519,8 +519,10 @@ func (t *Tree) serve(c net.Conn) {
 	c.SetDeadline(time.Now().Add(t.opts.Timeout))
 	f, err := readFrame(bufio.NewReader(c), t.secret, t.size)
 	if err != nil {
-		c.Write([]byte{treeNack})
+		// The note goes first: a sender that sees the refusal finds it
+		// noted.
 		t.in.reject(fmt.Errorf("a connection from %s: %w", c.RemoteAddr(), err))
+		c.Write([]byte{treeNack})
 		return
 	}
 	// The answer goes first: once the frame is taken, this rank's

@@ -210,6 +210,16 @@ func dialFrame(t *testing.T, addr string, b []byte) byte {
 	return a[0]
 }
 
+// waitFor polls cond for up to 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 10 s for %s", what)
+		}
+	}
+}
+
 // Frames under another secret, garbage, and a valid frame of an earlier
 // call are refused or dropped; the call still gives the right blobs.
 func TestTreeRefusesForeignFrames(t *testing.T) {
@@ -232,6 +242,13 @@ func TestTreeRefusesForeignFrames(t *testing.T) {
 			if a := dialFrame(t, root, late.frame(kindGather, 0, body)); a != treeAck {
 				t.Errorf("a late frame: answer %q, want %q", a, treeAck)
 			}
+			// The late frame is acknowledged before it is put in the
+			// inbox; call 1 must find it there to drop it.
+			waitFor(t, "the late frame in rank 0's inbox", func() bool {
+				trees[0].in.mu.Lock()
+				defer trees[0].in.mu.Unlock()
+				return len(trees[0].in.frames) == 1
+			})
 		}
 		errs := onAll(t, p, 30*time.Second, func(r int) error {
 			all, err := trees[r].Allgather(treeBlob(p, gen, r))
