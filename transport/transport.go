@@ -22,7 +22,8 @@
 // longer touches the buffer.
 //
 // Blocking. Start does not wait for the peer; it may copy a small message
-// and return. Wait blocks until every op passed to it has completed. A send
+// and return. Wait blocks until every op passed to it has completed;
+// Test never blocks, and reports whether they have. A send
 // may complete before the receiver posts its receive (eager) or only once it
 // has (rendezvous): callers must post the receives of a round in the same
 // Start as its sends, or before them.
@@ -59,6 +60,10 @@ type Transport interface {
 	// Wait blocks until every op in ops has completed and returns the first
 	// error among them.
 	Wait(ops []Op) error
+	// Test does what can be done for ops without waiting and reports
+	// whether every one has completed; when it has, it returns the first
+	// error among them, as Wait would. Resumable executors call it.
+	Test(ops []Op) (bool, error)
 	// Close releases the endpoint. Pending operations fail.
 	Close() error
 }
@@ -150,6 +155,17 @@ func CheckPeer(op *Op, rank, size int) error {
 		return &Error{Peer: op.Peer, Err: ErrBadPeer}
 	}
 	return nil
+}
+
+// Completed is Test for transports whose ops complete without the
+// caller's help (goroutines of their own deliver them).
+func Completed(ops []Op) (bool, error) {
+	for i := range ops {
+		if !ops[i].Done() {
+			return false, nil
+		}
+	}
+	return true, FirstError(ops)
 }
 
 // FirstError returns the first error among completed ops.

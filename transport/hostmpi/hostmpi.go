@@ -285,6 +285,15 @@ func (e *Endpoint) Wait(ops []transport.Op) error {
 	}
 }
 
+// Test polls the ops' requests once and reports whether every op has
+// completed.
+func (e *Endpoint) Test(ops []transport.Op) (bool, error) {
+	if done, _ := e.poll(ops); !done {
+		return false, nil
+	}
+	return true, transport.FirstError(ops)
+}
+
 // poll tests every incomplete op once and reports whether all are done and
 // whether any completed.
 func (e *Endpoint) poll(ops []transport.Op) (done, moved bool) {

@@ -161,6 +161,10 @@ func (e *endpoint) startSend(op *transport.Op, done *[2]completion) int {
 
 func (e *endpoint) isClosed() bool { return e.closed.Load() }
 
+// Test reports whether every op has completed: the peer's Start
+// completes a matched op.
+func (e *endpoint) Test(ops []transport.Op) (bool, error) { return transport.Completed(ops) }
+
 func (e *endpoint) Wait(ops []transport.Op) error {
 	e.mu.Lock()
 	for i := range ops {

@@ -97,6 +97,23 @@ func (r *router) Wait(ops []transport.Op) error {
 	return first
 }
 
+func (r *router) Test(ops []transport.Op) (bool, error) {
+	all := true
+	for i := 0; i < len(ops); {
+		k, j := r.run(ops, i)
+		if j >= 0 {
+			if done, _ := r.ts[j].Test(ops[i:k]); !done {
+				all = false
+			}
+		}
+		i = k
+	}
+	if !all {
+		return false, nil
+	}
+	return true, transport.FirstError(ops)
+}
+
 func (r *router) Close() error {
 	var errs []error
 	for _, t := range r.ts {

@@ -105,6 +105,9 @@ func (f *recorder) Start(ops []transport.Op) error {
 	}
 	return nil
 }
+func (f *recorder) Test(ops []transport.Op) (bool, error) {
+	return true, f.Wait(ops)
+}
 func (f *recorder) Wait(ops []transport.Op) error {
 	for i := range ops {
 		if !ops[i].Done() {

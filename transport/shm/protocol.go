@@ -120,6 +120,27 @@ func (e *Endpoint) startSend(op *transport.Op, p *peer) {
 	p.queue = append(p.queue, e.newReq(op, p, sendQueued))
 }
 
+// Test moves what can move (the rings, queued sends, bells) once and
+// reports whether every op has completed.
+func (e *Endpoint) Test(ops []transport.Op) (bool, error) {
+	if !allDone(ops) {
+		e.mu.Lock()
+		if !e.closed && e.seg != nil {
+			e.progress()
+			e.checkLiveness(false)
+			if e.opts.Timeout > 0 {
+				e.checkTimeouts(ops)
+			}
+			e.ringBells()
+		}
+		e.mu.Unlock()
+	}
+	if !allDone(ops) {
+		return false, nil
+	}
+	return true, transport.FirstError(ops)
+}
+
 // Wait polls while messages move, and after e.spin without any progress
 // sleeps on this rank's bell until a peer rings it, looking for dead peers
 // every checkEvery.

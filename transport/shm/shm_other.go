@@ -31,3 +31,5 @@ func (e *Endpoint) Start(ops []transport.Op) error {
 }
 
 func (e *Endpoint) Wait(ops []transport.Op) error { return transport.FirstError(ops) }
+
+func (e *Endpoint) Test(ops []transport.Op) (bool, error) { return true, transport.FirstError(ops) }

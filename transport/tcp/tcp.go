@@ -308,6 +308,10 @@ func (e *Endpoint) Wait(ops []transport.Op) error {
 	return err
 }
 
+// Test reports whether every op has completed: the connections'
+// goroutines complete them.
+func (e *Endpoint) Test(ops []transport.Op) (bool, error) { return transport.Completed(ops) }
+
 // complete records an op's outcome and wakes Wait.
 func (e *Endpoint) complete(op *transport.Op, n int, err error) {
 	e.doneMu.Lock()

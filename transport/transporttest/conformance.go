@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -36,6 +37,7 @@ func Run(t *testing.T, job Job) {
 		{"ManyRounds", testManyRounds},
 		{"ConcurrentContexts", testConcurrentContexts},
 		{"CloseFailsPending", testCloseFailsPending},
+		{"TestCompletes", testTestCompletes},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, job) })
@@ -113,6 +115,43 @@ func testPairSizes(t *testing.T, job Job) {
 			}
 			if err := exchange(ep, ops); err != nil {
 				return err
+			}
+			if ops[0].N != size || !bytes.Equal(got, pattern(size, peer)) {
+				return fmt.Errorf("size %d: rank %d received %d bytes, wrong contents", size, me, ops[0].N)
+			}
+			return nil
+		})
+	}
+}
+
+// Test alone, called in a loop and never Wait, completes every op of
+// small and large (rendezvous) messages: resumable executors rely on it.
+func testTestCompletes(t *testing.T, job Job) {
+	eps := start(t, job, 2)
+	for _, size := range []int{0, 100, 1 << 20} {
+		parallel(t, eps, func(ep transport.Transport) error {
+			me, peer := ep.Rank(), 1-ep.Rank()
+			got := make([]byte, size)
+			ops := []transport.Op{
+				{Peer: peer, Tag: tag(size), Buf: got, Recv: true},
+				{Peer: peer, Tag: tag(size), Buf: pattern(size, me)},
+			}
+			if err := ep.Start(ops); err != nil {
+				return err
+			}
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				done, err := ep.Test(ops)
+				if err != nil {
+					return err
+				}
+				if done {
+					break
+				}
+				if time.Now().After(deadline) {
+					return fmt.Errorf("size %d: Test never reported the ops complete", size)
+				}
+				runtime.Gosched()
 			}
 			if ops[0].N != size || !bytes.Equal(got, pattern(size, peer)) {
 				return fmt.Errorf("size %d: rank %d received %d bytes, wrong contents", size, me, ops[0].N)
