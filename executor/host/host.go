@@ -27,20 +27,72 @@ type Call struct {
 	Tag   transport.Tag // Context and Seq of the call; Round is set per round
 }
 
-// Executor runs calls one after the other and keeps its operation buffer
-// between them, so that a call in steady state allocates nothing. It is not
-// safe for concurrent use: a communicator owns one.
+// Executor runs one call at a time and keeps its operation buffer
+// between calls, so that a call in steady state allocates nothing. A call
+// runs to the end in Run, or resumably: Start, then Progress until it
+// reports done, which never waits for a peer. It is not safe for
+// concurrent use: a communicator owns one, and so does each call in
+// flight.
 type Executor struct {
-	ops []transport.Op
+	ops    []transport.Op
+	c      *Call
+	round  int  // the next round to finish
+	posted bool // round's messages are started
 }
 
 // Run executes the call.
 func (e *Executor) Run(c *Call) error {
-	for i := range c.Sched.Rounds {
+	e.Start(c)
+	_, err := e.advance(true)
+	return err
+}
+
+// Start begins the call; Progress runs it.
+func (e *Executor) Start(c *Call) {
+	e.c, e.round, e.posted = c, 0, false
+}
+
+// Progress runs the call as far as it can go without waiting: it posts a
+// round's messages, and once they have all completed applies the round's
+// steps and goes on to the next. It reports whether the call is done and
+// whether anything moved.
+func (e *Executor) Progress() (done, moved bool, err error) {
+	before := e.round
+	wasPosted := e.posted
+	done, err = e.advance(false)
+	return done, done || e.round != before || e.posted != wasPosted, err
+}
+
+// advance runs rounds until the call ends, or, unless block, until a
+// round's messages have not all arrived.
+func (e *Executor) advance(block bool) (bool, error) {
+	c := e.c
+	for e.round < len(c.Sched.Rounds) {
+		i := e.round
 		r := &c.Sched.Rounds[i]
 		if r.Communicates() {
-			if err := e.communicate(c, i, r); err != nil {
-				return err
+			if !e.posted {
+				if err := e.post(c, i, r); err != nil {
+					return true, err
+				}
+				e.posted = true
+			}
+			var err error
+			if block {
+				err = c.T.Wait(e.ops)
+			} else {
+				var done bool
+				if done, err = c.T.Test(e.ops); !done {
+					return false, nil
+				}
+			}
+			e.posted = false
+			if err == nil {
+				err = e.received(c, i, r)
+			}
+			if err != nil {
+				e.round = len(c.Sched.Rounds)
+				return true, fmt.Errorf("round %d: %w", i, err)
 			}
 		}
 		for _, st := range r.Steps {
@@ -53,11 +105,13 @@ func (e *Executor) Run(c *Call) error {
 			}
 			c.Reduce(dst, a, c.bytes(st.B))
 		}
+		e.round++
 	}
-	return nil
+	return true, nil
 }
 
-func (e *Executor) communicate(c *Call, i int, r *schedule.Round) error {
+// post starts round i's receives and sends.
+func (e *Executor) post(c *Call, i int, r *schedule.Round) error {
 	ops := e.ops[:0]
 	tag := c.Tag
 	tag.Round = uint32(i)
@@ -69,16 +123,18 @@ func (e *Executor) communicate(c *Call, i int, r *schedule.Round) error {
 		ops = append(ops, transport.Op{Peer: c.Ranks[t.Peer], Tag: tag, Buf: c.bytes(t.Range)})
 	}
 	e.ops = ops
-	err := c.T.Start(ops)
-	if err == nil {
-		err = c.T.Wait(ops)
-	}
-	if err != nil {
+	if err := c.T.Start(ops); err != nil {
+		e.round = len(c.Sched.Rounds)
 		return fmt.Errorf("round %d: %w", i, err)
 	}
+	return nil
+}
+
+// received checks that every receive of round i got its whole block.
+func (e *Executor) received(c *Call, i int, r *schedule.Round) error {
 	for j, t := range r.Recvs {
-		if ops[j].N != len(ops[j].Buf) {
-			return fmt.Errorf("round %d: received %d bytes from rank %d, expected %d", i, ops[j].N, t.Peer, len(ops[j].Buf))
+		if e.ops[j].N != len(e.ops[j].Buf) {
+			return fmt.Errorf("received %d bytes from rank %d, expected %d", e.ops[j].N, t.Peer, len(e.ops[j].Buf))
 		}
 	}
 	return nil
