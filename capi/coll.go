@@ -73,16 +73,15 @@ func reduceArgs(call string, sendbuf unsafe.Pointer, dt C.MPI_Datatype, op C.MPI
 
 //export go_Allreduce
 func go_Allreduce(sendbuf, recvbuf unsafe.Pointer, count C.int, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) C.int {
-	return allreduce(sendbuf, recvbuf, int64(count), dt, op, comm)
+	return allreduce("MPI_Allreduce", nil, sendbuf, recvbuf, int64(count), dt, op, comm)
 }
 
 //export go_Allreduce_c
 func go_Allreduce_c(sendbuf, recvbuf unsafe.Pointer, count C.MPI_Count, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) C.int {
-	return allreduce(sendbuf, recvbuf, int64(count), dt, op, comm)
+	return allreduce("MPI_Allreduce", nil, sendbuf, recvbuf, int64(count), dt, op, comm)
 }
 
-func allreduce(sendbuf, recvbuf unsafe.Pointer, count int64, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) (rc C.int) {
-	const call = "MPI_Allreduce"
+func allreduce(call string, f *form, sendbuf, recvbuf unsafe.Pointer, count int64, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) (rc C.int) {
 	defer guard(call, &rc)
 	e, d, a, err := reduceArgs(call, sendbuf, dt, op, comm)
 	if err == nil {
@@ -99,21 +98,20 @@ func allreduce(sendbuf, recvbuf unsafe.Pointer, count int64, dt C.MPI_Datatype, 
 	if err != nil {
 		return rejected(e, call, err)
 	}
-	return fail(e, e.c.Allreduce(a))
+	return collective(e, call, f, a, e.c.Allreduce, e.c.Iallreduce, e.c.AllreduceInit)
 }
 
 //export go_Reduce_scatter_block
 func go_Reduce_scatter_block(sendbuf, recvbuf unsafe.Pointer, count C.int, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) C.int {
-	return reduceScatterBlock(sendbuf, recvbuf, int64(count), dt, op, comm)
+	return reduceScatterBlock("MPI_Reduce_scatter_block", nil, sendbuf, recvbuf, int64(count), dt, op, comm)
 }
 
 //export go_Reduce_scatter_block_c
 func go_Reduce_scatter_block_c(sendbuf, recvbuf unsafe.Pointer, count C.MPI_Count, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) C.int {
-	return reduceScatterBlock(sendbuf, recvbuf, int64(count), dt, op, comm)
+	return reduceScatterBlock("MPI_Reduce_scatter_block", nil, sendbuf, recvbuf, int64(count), dt, op, comm)
 }
 
-func reduceScatterBlock(sendbuf, recvbuf unsafe.Pointer, count int64, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) (rc C.int) {
-	const call = "MPI_Reduce_scatter_block"
+func reduceScatterBlock(call string, f *form, sendbuf, recvbuf unsafe.Pointer, count int64, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) (rc C.int) {
 	defer guard(call, &rc)
 	e, d, a, err := reduceArgs(call, sendbuf, dt, op, comm)
 	if err == nil {
@@ -133,33 +131,20 @@ func reduceScatterBlock(sendbuf, recvbuf unsafe.Pointer, count int64, dt C.MPI_D
 	if err != nil {
 		return rejected(e, call, err)
 	}
-	return fail(e, e.c.ReduceScatterBlock(a))
+	return collective(e, call, f, a, e.c.ReduceScatterBlock, e.c.IreduceScatterBlock, e.c.ReduceScatterBlockInit)
 }
 
 //export go_Reduce_scatter
 func go_Reduce_scatter(sendbuf, recvbuf unsafe.Pointer, recvcounts *C.int, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) C.int {
-	return reduceScatter(sendbuf, recvbuf, func(n int) []int64 {
-		out := make([]int64, n)
-		for i, v := range unsafe.Slice(recvcounts, n) {
-			out[i] = int64(v)
-		}
-		return out
-	}, recvcounts == nil || isInPlace(unsafe.Pointer(recvcounts)), dt, op, comm)
+	return reduceScatter("MPI_Reduce_scatter", nil, sendbuf, recvbuf, intCounts(recvcounts), recvcounts == nil || isInPlace(unsafe.Pointer(recvcounts)), dt, op, comm)
 }
 
 //export go_Reduce_scatter_c
 func go_Reduce_scatter_c(sendbuf, recvbuf unsafe.Pointer, recvcounts *C.MPI_Count, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) C.int {
-	return reduceScatter(sendbuf, recvbuf, func(n int) []int64 {
-		out := make([]int64, n)
-		for i, v := range unsafe.Slice(recvcounts, n) {
-			out[i] = int64(v)
-		}
-		return out
-	}, recvcounts == nil || isInPlace(unsafe.Pointer(recvcounts)), dt, op, comm)
+	return reduceScatter("MPI_Reduce_scatter", nil, sendbuf, recvbuf, countCounts(recvcounts), recvcounts == nil || isInPlace(unsafe.Pointer(recvcounts)), dt, op, comm)
 }
 
-func reduceScatter(sendbuf, recvbuf unsafe.Pointer, counts func(int) []int64, nullCounts bool, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) (rc C.int) {
-	const call = "MPI_Reduce_scatter"
+func reduceScatter(call string, f *form, sendbuf, recvbuf unsafe.Pointer, counts func(int) []int64, nullCounts bool, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) (rc C.int) {
 	defer guard(call, &rc)
 	e, d, a, err := reduceArgs(call, sendbuf, dt, op, comm)
 	if err == nil && nullCounts {
@@ -186,7 +171,7 @@ func reduceScatter(sendbuf, recvbuf unsafe.Pointer, counts func(int) []int64, nu
 	if err != nil {
 		return rejected(e, call, err)
 	}
-	return fail(e, e.c.ReduceScatter(a))
+	return collective(e, call, f, a, e.c.ReduceScatter, e.c.IreduceScatter, e.c.ReduceScatterInit)
 }
 
 // gatherTypes decodes the send and receive datatypes of an allgather-like
@@ -217,16 +202,15 @@ func gatherTypes(call string, e *commEntry, inPlace bool, scount int64, stype C.
 
 //export go_Allgather
 func go_Allgather(sendbuf unsafe.Pointer, scount C.int, stype C.MPI_Datatype, recvbuf unsafe.Pointer, rcount C.int, rtype C.MPI_Datatype, comm C.MPI_Comm) C.int {
-	return allgather(sendbuf, int64(scount), stype, recvbuf, int64(rcount), rtype, comm)
+	return allgather("MPI_Allgather", nil, sendbuf, int64(scount), stype, recvbuf, int64(rcount), rtype, comm)
 }
 
 //export go_Allgather_c
 func go_Allgather_c(sendbuf unsafe.Pointer, scount C.MPI_Count, stype C.MPI_Datatype, recvbuf unsafe.Pointer, rcount C.MPI_Count, rtype C.MPI_Datatype, comm C.MPI_Comm) C.int {
-	return allgather(sendbuf, int64(scount), stype, recvbuf, int64(rcount), rtype, comm)
+	return allgather("MPI_Allgather", nil, sendbuf, int64(scount), stype, recvbuf, int64(rcount), rtype, comm)
 }
 
-func allgather(sendbuf unsafe.Pointer, scount int64, stype C.MPI_Datatype, recvbuf unsafe.Pointer, rcount int64, rtype C.MPI_Datatype, comm C.MPI_Comm) (rc C.int) {
-	const call = "MPI_Allgather"
+func allgather(call string, f *form, sendbuf unsafe.Pointer, scount int64, stype C.MPI_Datatype, recvbuf unsafe.Pointer, rcount int64, rtype C.MPI_Datatype, comm C.MPI_Comm) (rc C.int) {
 	defer guard(call, &rc)
 	e, err := prologue(call, comm)
 	if err != nil {
@@ -245,7 +229,7 @@ func allgather(sendbuf unsafe.Pointer, scount int64, stype C.MPI_Datatype, recvb
 	if err != nil {
 		return rejected(e, call, err)
 	}
-	return fail(e, e.c.Allgather(a))
+	return collective(e, call, f, a, e.c.Allgather, e.c.Iallgather, e.c.AllgatherInit)
 }
 
 //export go_Allgatherv

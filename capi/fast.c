@@ -37,8 +37,12 @@ static struct gocoll_shm *slot_for(MPI_Comm comm) {
     return 0;
 }
 
+int gocoll_fast_held;
+
 static struct gocoll_shm *find(MPI_Comm comm, int call) {
     if (!(gocoll_fast_enabled & (1 << call))) return 0;
+    /* Collective requests in flight run first, in order, in Go. */
+    if (__atomic_load_n(&gocoll_fast_held, __ATOMIC_ACQUIRE)) return 0;
     struct gocoll_shm *s = slot_for(comm);
     return s && __atomic_load_n(&s->base, __ATOMIC_ACQUIRE) ? s : 0;
 }

@@ -6,6 +6,9 @@
 
 /* Bit 1 << GOCOLL_CALL_x: the fast path takes call x (set by Go). */
 extern int gocoll_fast_enabled;
+/* Collective requests active in the process (set by Go): while there are
+ * any, every call goes to Go, which runs it after them. */
+extern int gocoll_fast_held;
 /* Calls completed by the fast path, by GOCOLL_CALL_ code (mpi.c's FAST
  * counts, relaxed atomic adds; GOCOLL_REPORT and gocoll_test_counter read
  * them). */

@@ -68,11 +68,14 @@ type commEntry struct {
 	handle C.MPI_Comm
 }
 
-// request is an MPI_Request's state.
+// request is an MPI_Request's state: a point-to-point request (r) or a
+// collective one (cr, requests.go).
 type request struct {
 	r    *p2p.Request
+	cr   *coll.Request
 	comm *commEntry
 	elem int // datatype size, for the status count
+	held bool // an active collective request holds off the C fast path
 }
 
 // table hands out handles for user objects.

@@ -131,3 +131,43 @@ double MPI_Wtick(void) __attribute__((weak, alias("PMPI_Wtick")));
 void gocoll_call_user_fn(void *fn, void *in, void *inout, int len, MPI_Datatype dt) {
     ((MPI_User_function *)fn)(in, inout, &len, &dt);
 }
+
+/* Nonblocking and persistent collectives; completion (requests.go). */
+PAIR(int, Iallreduce, (const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request),
+     ((void *)sendbuf, recvbuf, count, datatype, op, comm, request))
+PAIR(int, Iallreduce_c, (const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request),
+     ((void *)sendbuf, recvbuf, count, datatype, op, comm, request))
+PAIR(int, Ireduce_scatter, (const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request),
+     ((void *)sendbuf, recvbuf, (int *)recvcounts, datatype, op, comm, request))
+PAIR(int, Ireduce_scatter_c, (const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request),
+     ((void *)sendbuf, recvbuf, (MPI_Count *)recvcounts, datatype, op, comm, request))
+PAIR(int, Ireduce_scatter_block, (const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request),
+     ((void *)sendbuf, recvbuf, recvcount, datatype, op, comm, request))
+PAIR(int, Ireduce_scatter_block_c, (const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request),
+     ((void *)sendbuf, recvbuf, recvcount, datatype, op, comm, request))
+PAIR(int, Iallgather, (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request),
+     ((void *)sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request))
+PAIR(int, Iallgather_c, (const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request),
+     ((void *)sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request))
+PAIR(int, Allreduce_init, (const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request),
+     ((void *)sendbuf, recvbuf, count, datatype, op, comm, info, request))
+PAIR(int, Allreduce_init_c, (const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request),
+     ((void *)sendbuf, recvbuf, count, datatype, op, comm, info, request))
+PAIR(int, Reduce_scatter_init, (const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request),
+     ((void *)sendbuf, recvbuf, (int *)recvcounts, datatype, op, comm, info, request))
+PAIR(int, Reduce_scatter_init_c, (const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request),
+     ((void *)sendbuf, recvbuf, (MPI_Count *)recvcounts, datatype, op, comm, info, request))
+PAIR(int, Reduce_scatter_block_init, (const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request),
+     ((void *)sendbuf, recvbuf, recvcount, datatype, op, comm, info, request))
+PAIR(int, Reduce_scatter_block_init_c, (const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request),
+     ((void *)sendbuf, recvbuf, recvcount, datatype, op, comm, info, request))
+PAIR(int, Allgather_init, (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request),
+     ((void *)sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request))
+PAIR(int, Allgather_init_c, (const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request),
+     ((void *)sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request))
+PAIR(int, Waitany, (int count, MPI_Request array_of_requests[], int *index, MPI_Status *status), (count, array_of_requests, index, status))
+PAIR(int, Testall, (int count, MPI_Request array_of_requests[], int *flag, MPI_Status array_of_statuses[]), (count, array_of_requests, flag, array_of_statuses))
+PAIR(int, Testany, (int count, MPI_Request array_of_requests[], int *index, int *flag, MPI_Status *status), (count, array_of_requests, index, flag, status))
+PAIR(int, Start, (MPI_Request *request), (request))
+PAIR(int, Startall, (int count, MPI_Request array_of_requests[]), (count, array_of_requests))
+PAIR(int, Request_free, (MPI_Request *request), (request))

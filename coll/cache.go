@@ -2,6 +2,7 @@ package coll
 
 import (
 	"slices"
+	"sync"
 
 	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/schedule"
@@ -11,8 +12,12 @@ import (
 // call with the same shape as an earlier one pays nothing for building.
 // Calls with irregular counts are cached by their counts too.
 type scheduleCache struct {
-	m      map[cacheKey]*cacheEntry
-	counts []int // the last uniform counts handed out
+	m map[cacheKey]*cacheEntry
+	// counts are the last uniform counts handed out, never written once
+	// handed out; countsMu lets a nonblocking call's checks (outside the
+	// communicator's lock) take them while another call runs.
+	countsMu sync.Mutex
+	counts   []int
 }
 
 type cacheKey struct {
@@ -67,6 +72,8 @@ func (sc *scheduleCache) get(coll algorithms.Collective, a *algorithms.Algorithm
 // uniformCounts returns p copies of n without allocating when the last
 // call asked for the same.
 func (sc *scheduleCache) uniformCounts(p, n int) []int {
+	sc.countsMu.Lock()
+	defer sc.countsMu.Unlock()
 	if len(sc.counts) != p || (p > 0 && sc.counts[0] != n) {
 		sc.counts = make([]int, p)
 		for i := range sc.counts {

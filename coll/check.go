@@ -153,6 +153,7 @@ func (c *Comm) checked(sig signature, body func() error) error {
 	c.mu.Unlock()
 	if unsent && err != nil {
 		c.mu.Lock()
+		c.drain()
 		c.exchange("", sig, false)
 		c.mu.Unlock()
 	}
@@ -212,6 +213,7 @@ func (c *Comm) Rejected(call string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.closed {
+		c.drain()
 		c.exchange("", sig, false)
 	}
 }

@@ -17,10 +17,12 @@ import (
 // Allreduce combines Count elements from every rank with Op and leaves the
 // result on every rank. In place, Recv holds the input.
 func (c *Comm) Allreduce(a Args) error {
-	return c.checked(signatureOf(algorithms.Allreduce, a), func() error { return c.allreduce(a) })
+	return c.checked(signatureOf(algorithms.Allreduce, a), func() error { return c.allreduce(a, nil) })
 }
 
-func (c *Comm) allreduce(a Args) error {
+// allreduce checks the arguments and runs the call, or, with r, makes
+// it r's call (as do the other collectives' lower-case methods).
+func (c *Comm) allreduce(a Args, r *Request) error {
 	const call = "MPI_Allreduce"
 	size, kernel, err := c.checkReduce(call, a)
 	if err != nil {
@@ -36,19 +38,19 @@ func (c *Comm) allreduce(a Args) error {
 	}
 	p := algorithms.Params{P: c.Size(), Rank: c.rank, Count: a.Count, Commutative: a.Op.commutative(), InPlace: a.InPlace, Reproducible: c.reproducible(a)}
 	if wide, ok := wideType(p, a); ok {
-		return c.runWide(call, algorithms.Allreduce, a, p, in, out, n, wide)
+		return c.runWide(r, call, algorithms.Allreduce, a, p, in, out, n, wide)
 	}
-	return c.run(call, algorithms.Allreduce, a.Algorithm, a.own, int64(n), p, in, out, size, kernel, gpuOpOf(a))
+	return c.dispatch(r, op{call: call, coll: algorithms.Allreduce, force: a.Algorithm, own: a.own, bytes: int64(n), p: p, in: in, out: out, size: size, kernel: kernel, g: gpuOpOf(a), hasG: true})
 }
 
 // ReduceScatter combines the vectors of all ranks and leaves block r, of
 // Counts[r] elements, on rank r. In place, Recv holds the whole input and
 // receives the result at its start.
 func (c *Comm) ReduceScatter(a Args) error {
-	return c.checked(signatureOf(algorithms.ReduceScatter, a), func() error { return c.reduceScatterV(a) })
+	return c.checked(signatureOf(algorithms.ReduceScatter, a), func() error { return c.reduceScatterV(a, nil) })
 }
 
-func (c *Comm) reduceScatterV(a Args) error {
+func (c *Comm) reduceScatterV(a Args, r *Request) error {
 	const call = "MPI_Reduce_scatter"
 	size, kernel, err := c.checkReduce(call, a)
 	if err != nil {
@@ -65,15 +67,15 @@ func (c *Comm) reduceScatterV(a Args) error {
 		total += n
 	}
 	p := algorithms.Params{P: c.Size(), Rank: c.rank, Counts: a.Counts, Commutative: a.Op.commutative(), InPlace: a.InPlace, Reproducible: c.reproducible(a)}
-	return c.reduceScatter(call, algorithms.ReduceScatter, a, p, total*size, a.Counts[c.rank]*size, size, kernel)
+	return c.reduceScatter(r, call, algorithms.ReduceScatter, a, p, total*size, a.Counts[c.rank]*size, size, kernel)
 }
 
 // ReduceScatterBlock is ReduceScatter with Count elements for every rank.
 func (c *Comm) ReduceScatterBlock(a Args) error {
-	return c.checked(signatureOf(algorithms.ReduceScatterBlock, a), func() error { return c.reduceScatterBlock(a) })
+	return c.checked(signatureOf(algorithms.ReduceScatterBlock, a), func() error { return c.reduceScatterBlock(a, nil) })
 }
 
-func (c *Comm) reduceScatterBlock(a Args) error {
+func (c *Comm) reduceScatterBlock(a Args, r *Request) error {
 	const call = "MPI_Reduce_scatter_block"
 	size, kernel, err := c.checkReduce(call, a)
 	if err != nil {
@@ -83,10 +85,10 @@ func (c *Comm) reduceScatterBlock(a Args) error {
 		return err
 	}
 	p := algorithms.Params{P: c.Size(), Rank: c.rank, Counts: c.uniform(a.Count), Commutative: a.Op.commutative(), InPlace: a.InPlace, Reproducible: c.reproducible(a)}
-	return c.reduceScatter(call, algorithms.ReduceScatterBlock, a, p, c.Size()*a.Count*size, a.Count*size, size, kernel)
+	return c.reduceScatter(r, call, algorithms.ReduceScatterBlock, a, p, c.Size()*a.Count*size, a.Count*size, size, kernel)
 }
 
-func (c *Comm) reduceScatter(call string, coll algorithms.Collective, a Args, p algorithms.Params, total, mine, size int, kernel ops.Kernel) error {
+func (c *Comm) reduceScatter(r *Request, call string, coll algorithms.Collective, a Args, p algorithms.Params, total, mine, size int, kernel ops.Kernel) error {
 	outLen := mine
 	if a.InPlace {
 		outLen = total
@@ -96,19 +98,19 @@ func (c *Comm) reduceScatter(call string, coll algorithms.Collective, a Args, p 
 		return err
 	}
 	if wide, ok := wideType(p, a); ok {
-		return c.runWide(call, coll, a, p, in, out, mine, wide)
+		return c.runWide(r, call, coll, a, p, in, out, mine, wide)
 	}
-	return c.run(call, coll, a.Algorithm, a.own, int64(total), p, in, out, size, kernel, gpuOpOf(a))
+	return c.dispatch(r, op{call: call, coll: coll, force: a.Algorithm, own: a.own, bytes: int64(total), p: p, in: in, out: out, size: size, kernel: kernel, g: gpuOpOf(a), hasG: true})
 }
 
 // Allgather gathers Count elements from every rank, in rank order, into
 // Recv on every rank. In place, each rank's contribution is already at its
 // place in Recv.
 func (c *Comm) Allgather(a Args) error {
-	return c.checked(signatureOf(algorithms.Allgather, a), func() error { return c.allgather("MPI_Allgather", a) })
+	return c.checked(signatureOf(algorithms.Allgather, a), func() error { return c.allgather("MPI_Allgather", a, nil) })
 }
 
-func (c *Comm) allgather(call string, a Args) error {
+func (c *Comm) allgather(call string, a Args, r *Request) error {
 	if err := checkType(call, a.Type); err != nil {
 		return err
 	}
@@ -133,7 +135,7 @@ func (c *Comm) allgather(call string, a Args) error {
 		}
 	}
 	p := algorithms.Params{P: c.Size(), Rank: c.rank, Counts: c.uniform(a.Count), Commutative: true, InPlace: a.InPlace}
-	return c.run(call, algorithms.Allgather, a.Algorithm, a.own, int64(total), p, in, out, size, nil)
+	return c.dispatch(r, op{call: call, coll: algorithms.Allgather, force: a.Algorithm, own: a.own, bytes: int64(total), p: p, in: in, out: out, size: size})
 }
 
 // Allgatherv is Allgather with Counts[r] elements from rank r, laid out
@@ -142,10 +144,10 @@ func (c *Comm) allgather(call string, a Args) error {
 func (c *Comm) Allgatherv(a Args) error {
 	sig := signatureOf(algorithms.Allgather, a)
 	sig.call = callAllgatherv
-	return c.checked(sig, func() error { return c.allgatherv(a) })
+	return c.checked(sig, func() error { return c.allgatherv(a, nil) })
 }
 
-func (c *Comm) allgatherv(a Args) error {
+func (c *Comm) allgatherv(a Args, r *Request) error {
 	const call = "MPI_Allgatherv"
 	if err := checkType(call, a.Type); err != nil {
 		return err
@@ -188,12 +190,20 @@ func (c *Comm) allgatherv(a Args) error {
 		return recv[at : at+a.Counts[i]*size]
 	}
 	out := recv
+	var pre, post func()
 	if !packed {
 		// Displaced blocks: gather packed into a temporary, then place
 		// them.
 		out = make([]byte, total*size)
 		if a.InPlace {
-			copy(out[before*size:], block(c.rank))
+			pre = func() { copy(out[before*size:], block(c.rank)) }
+		}
+		post = func() {
+			off := 0
+			for i, n := range a.Counts {
+				copy(block(i), out[off*size:(off+n)*size])
+				off += n
+			}
 		}
 	}
 	in := out[before*size : before*size+n]
@@ -215,17 +225,7 @@ func (c *Comm) allgatherv(a Args) error {
 		}
 	}
 	p := algorithms.Params{P: c.Size(), Rank: c.rank, Counts: a.Counts, Commutative: true, InPlace: a.InPlace}
-	if err := c.run(call, algorithms.Allgather, a.Algorithm, a.own, int64(total*size), p, in, out, size, nil); err != nil {
-		return err
-	}
-	if !packed {
-		off := 0
-		for i, n := range a.Counts {
-			copy(block(i), out[off*size:(off+n)*size])
-			off += n
-		}
-	}
-	return nil
+	return c.dispatch(r, op{call: call, coll: algorithms.Allgather, force: a.Algorithm, own: a.own, bytes: int64(total * size), p: p, in: in, out: out, size: size, pre: pre, post: post})
 }
 
 // checkReduce validates the datatype and op of a reducing call and returns
@@ -264,43 +264,109 @@ func (c *Comm) uniform(n int) []int {
 	return c.cache.uniformCounts(c.Size(), n)
 }
 
-// run picks the algorithm, gets its schedule and executes it: on the
-// host executor, or on the device executor when a buffer is CUDA device
-// memory (g names the op and datatype, for a GPU reduction kernel). It
-// counts the call and its algorithm (package counters) unless own.
-func (c *Comm) run(call string, coll algorithms.Collective, force string, own bool, bytes int64, p algorithms.Params, in, out []byte, size int, kernel ops.Kernel, g ...gpuOp) error {
+// op is one collective call whose arguments were checked: what it takes
+// to choose an algorithm and run it, blocking or as a Request's.
+type op struct {
+	call   string
+	coll   algorithms.Collective
+	force  string // Args.Algorithm
+	own    bool   // not counted (Args.own)
+	bytes  int64
+	p      algorithms.Params
+	in     []byte
+	out    []byte
+	size   int
+	kernel ops.Kernel
+	g      gpuOp // the predefined op and datatype, for a GPU kernel
+	hasG   bool
+	// pre runs before each execution and post after each that succeeds:
+	// the temporaries of reproducible 16-bit floats and of a displaced
+	// Allgatherv. nil: nothing.
+	pre, post func()
+}
+
+// route is how an op runs: the algorithm, and where.
+type route struct {
+	alg      *algorithms.Algorithm
+	onDevice bool
+	pl       placed
+	h        *hierarchy // the shm form of a hierarchical algorithm
+}
+
+// resumable reports whether the route is a schedule on the host
+// executor, which a Request steps without waiting; the others (the shm
+// engine, the device executor, hierarchical's shm form) run as one piece.
+func (rt route) resumable() bool { return !rt.alg.Direct && rt.h == nil && !rt.onDevice }
+
+// dispatch runs o now, or with r makes it r's call.
+func (c *Comm) dispatch(r *Request, o op) error {
+	if r != nil {
+		r.o = o
+		return nil
+	}
+	return c.run(&o)
+}
+
+// run runs o to the end, after the requests started before it on this
+// communicator.
+func (c *Comm) run(o *op) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return argError(call, mpierr.Comm, "communicator %s was freed (or MPI finalized)", c.name)
+		return argError(o.call, mpierr.Comm, "communicator %s was freed (or MPI finalized)", c.name)
 	}
-	pl, onDevice := c.classify(in, out)
+	if c.inFlight.Load() > 0 {
+		c.drain()
+	}
+	if o.pre != nil {
+		o.pre()
+	}
+	rt, err := c.decide(o)
+	if err != nil {
+		return err
+	}
+	if err := c.execute(o, rt); err != nil {
+		return err
+	}
+	if o.post != nil {
+		o.post()
+	}
+	return nil
+}
+
+// decide classifies the memory, agrees on the call (GOCOLL_CHECK) and
+// picks the algorithm; it prints the call (GOCOLL_DEBUG) and counts it
+// (package counters) unless o.own. c.mu is held.
+func (c *Comm) decide(o *op) (route, error) {
+	call, p := o.call, o.p
+	pl, onDevice := c.classify(o.in, o.out)
 	if c.hasPending { // GOCOLL_CHECK: agree on the call before running it
 		c.pending.device = onDevice
 		c.hasPending = false
 		if err := c.exchange(call, c.pending, true); err != nil {
-			return err
+			return route{}, err
 		}
 	}
 	p.SharedMemory = c.shared != nil
 	p.DeviceMemory = onDevice
 	p.Nodes = c.nodes
+	o.p = p
 	var choice tuner.Choice
-	if slices.Contains(algorithms.Rooted, coll) {
-		choice = tuner.Choice{Alg: algorithms.All(coll)[0], How: "only algorithm"}
+	if slices.Contains(algorithms.Rooted, o.coll) {
+		choice = tuner.Choice{Alg: algorithms.All(o.coll)[0], How: "only algorithm"}
 	} else {
 		var err error
-		choice, err = c.cfg.Tuner.Choose(tuner.Query{Collective: coll, Bytes: bytes, Params: p, Force: force})
+		choice, err = c.cfg.Tuner.Choose(tuner.Query{Collective: o.coll, Bytes: o.bytes, Params: p, Force: o.force})
 		if err != nil {
-			return argError(call, mpierr.Arg, "%v", err)
+			return route{}, argError(call, mpierr.Arg, "%v", err)
 		}
 	}
+	rt := route{alg: choice.Alg, onDevice: onDevice, pl: pl}
 	// A hierarchical call takes the shm form where the communicator has
 	// its node and slice communicators and the memory is the host's.
-	composes := c.composes(coll, choice.Alg)
-	var h *hierarchy
+	composes := c.composes(o.coll, choice.Alg)
 	if composes {
-		h = c.hierarchyFor(onDevice)
+		rt.h = c.hierarchyFor(onDevice)
 	}
 	if c.cfg.Debug != nil {
 		how := choice.How
@@ -309,28 +375,37 @@ func (c *Comm) run(call string, coll algorithms.Collective, force string, own bo
 		}
 		form := ""
 		if composes {
-			form = formNote(h)
+			form = formNote(rt.h)
 		}
 		fmt.Fprintf(c.cfg.Debug, "gocoll: rank %d: %s comm=%s bytes=%d p=%d algorithm=%s (%s)%s%s\n",
-			c.rank, call, c.name, bytes, p.P, choice.Alg.Name, how, form, memoryNote(onDevice))
+			c.rank, call, c.name, o.bytes, p.P, choice.Alg.Name, how, form, memoryNote(onDevice))
 	}
-	if cl, ok := counters.CallOf(call); ok && !own && choice.Alg != nil {
+	if cl, ok := counters.CallOf(call); ok && !o.own && choice.Alg != nil {
 		counters.Ran(cl, choice.Alg, choice.Fallback)
 	}
-	if choice.Alg.Direct {
-		return c.runDirect(call, coll, p, in, out, size, kernel, g...)
+	return rt, nil
+}
+
+// execute runs o on route rt to the end; c.mu is held.
+func (c *Comm) execute(o *op, rt route) error {
+	var g []gpuOp
+	if o.hasG {
+		g = []gpuOp{o.g}
 	}
-	if h != nil {
-		return c.runHierarchical(call, coll, h, p, in, out, size, kernel)
+	if rt.alg.Direct {
+		return c.runDirect(o.call, o.coll, o.p, o.in, o.out, o.size, o.kernel, g...)
 	}
-	s := c.cache.get(coll, choice.Alg, p)
+	if rt.h != nil {
+		return c.runHierarchical(o.call, o.coll, rt.h, o.p, o.in, o.out, o.size, o.kernel)
+	}
+	s := c.cache.get(o.coll, rt.alg, o.p)
 	c.seq++
-	if onDevice {
-		return c.runDevice(call, choice.Alg.Name, s, pl, in, out, size, kernel, g)
+	if rt.onDevice {
+		return c.runDevice(o.call, rt.alg.Name, s, rt.pl, o.in, o.out, o.size, o.kernel, g)
 	}
-	c.call = hostCall(c, s, in, out, size, kernel)
+	c.call = hostCall(c, s, o.in, o.out, o.size, o.kernel)
 	if err := c.exec.Run(&c.call); err != nil {
-		return c.runError(call, choice.Alg.Name, err)
+		return c.runError(o.call, rt.alg.Name, err)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gocoll/gocoll/algorithms"
@@ -43,6 +44,9 @@ type Config struct {
 	// depends on the order of the terms return the canonical association
 	// (algorithms/canonical.go), bit for bit (reproducible.go).
 	Reproducible bool
+	// ProgressThread (GOCOLL_PROGRESS_THREAD=1): a goroutine moves
+	// requests on (request.go).
+	ProgressThread bool
 	// Report (GOCOLL_REPORT=1): MPI_Finalize prints the path counters
 	// (package counters) on stderr.
 	Report bool
@@ -82,6 +86,12 @@ type Comm struct {
 	// not a pointer: taking its address would allocate on every call).
 	pending    signature
 	hasPending bool
+
+	// Requests started and not yet complete, in call order (request.go);
+	// qmu guards queue, inFlight counts it for a lock-free look.
+	qmu      sync.Mutex
+	queue    []*Request
+	inFlight atomic.Int32
 }
 
 // NewComm returns the communicator of the given transport ranks (in

@@ -36,4 +36,5 @@ func ConfigFromEnv() (*Config, error) {
 func (cfg *Config) Apply(s envvar.Settings) {
 	cfg.SharedSlot, cfg.SharedNoCMA = s.SharedSlot, s.SharedNoCMA
 	cfg.Check, cfg.Reproducible, cfg.Report = s.Check, s.Reproducible, s.Report
+	cfg.ProgressThread = s.ProgressThread
 }

@@ -194,7 +194,7 @@ func (c *Comm) hierAllreduce(call string, h *hierarchy, p algorithms.Params, in,
 	if mine > 0 && h.slice.Size() > 1 {
 		s := h.slice
 		sp := algorithms.Params{P: s.Size(), Rank: s.rank, Count: mine, Commutative: p.Commutative, InPlace: true, Reproducible: p.Reproducible}
-		if err := s.run(call, algorithms.Allreduce, "auto", true, int64(mine*size), sp, own, own, size, kernel); err != nil {
+		if err := s.run(&op{call: call, coll: algorithms.Allreduce, force: "auto", own: true, bytes: int64(mine * size), p: sp, in: own, out: own, size: size, kernel: kernel}); err != nil {
 			return err
 		}
 	}
@@ -285,7 +285,7 @@ func (c *Comm) hierReduceScatter(call string, h *hierarchy, p algorithms.Params,
 		gc := ns.GroupCounts(local)
 		if s := h.slice; s.Size() > 1 {
 			sp := algorithms.Params{P: s.Size(), Rank: s.rank, Counts: gc, Commutative: p.Commutative, InPlace: true, Reproducible: p.Reproducible}
-			if err := s.run(call, algorithms.ReduceScatter, "auto", true, int64(gLen*size), sp, grp, grp, size, kernel); err != nil {
+			if err := s.run(&op{call: call, coll: algorithms.ReduceScatter, force: "auto", own: true, bytes: int64(gLen * size), p: sp, in: grp, out: grp, size: size, kernel: kernel}); err != nil {
 				return err
 			}
 		}
@@ -375,7 +375,7 @@ func (c *Comm) hierAllgather(call string, h *hierarchy, p algorithms.Params, in,
 		copy(mine, slice)
 		if s := h.slice; gLen > 0 && s.Size() > 1 {
 			sp := algorithms.Params{P: s.Size(), Rank: s.rank, Counts: ns.GroupCounts(local), Commutative: true, InPlace: true}
-			if err := s.run(call, algorithms.Allgather, "auto", true, int64(gLen*size), sp, mine, grp, size, nil); err != nil {
+			if err := s.run(&op{call: call, coll: algorithms.Allgather, force: "auto", own: true, bytes: int64(gLen * size), p: sp, in: mine, out: grp, size: size}); err != nil {
 				return err
 			}
 		}

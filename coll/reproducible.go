@@ -40,7 +40,7 @@ func wideType(p algorithms.Params, a Args) (ops.Type, bool) {
 // output into out: result is the bytes of the call's result (the whole
 // vector of an Allreduce, this rank's block of a ReduceScatter, which an
 // in-place call leaves at the start of out).
-func (c *Comm) runWide(call string, coll algorithms.Collective, a Args, p algorithms.Params, in, out []byte, result int, wide ops.Type) error {
+func (c *Comm) runWide(r *Request, call string, coll algorithms.Collective, a Args, p algorithms.Params, in, out []byte, result int, wide ops.Type) error {
 	kernel, err := a.Op.kernel(call, wide)
 	if err != nil {
 		return err
@@ -50,13 +50,11 @@ func (c *Comm) runWide(call string, coll algorithms.Collective, a Args, p algori
 	}
 	win := make([]byte, 2*len(in))
 	wout := make([]byte, 2*len(out))
-	ops.Widen(a.Type, win, in)
 	p.InPlace = false // the float32 copies do not overlap
-	size := 2 * a.elemSize()
-	w := gpuOp{a.Op.Builtin, wide}
-	if err := c.run(call, coll, a.Algorithm, a.own, int64(len(win)), p, win, wout, size, kernel, w); err != nil {
-		return err
-	}
-	ops.Narrow(a.Type, out[:result], wout[:2*result])
-	return nil
+	return c.dispatch(r, op{
+		call: call, coll: coll, force: a.Algorithm, own: a.own, bytes: int64(len(win)), p: p,
+		in: win, out: wout, size: 2 * a.elemSize(), kernel: kernel, g: gpuOp{a.Op.Builtin, wide}, hasG: true,
+		pre:  func() { ops.Widen(a.Type, win, in) },
+		post: func() { ops.Narrow(a.Type, out[:result], wout[:2*result]) },
+	})
 }

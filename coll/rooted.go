@@ -35,7 +35,7 @@ func (c *Comm) bcast(a Args) error {
 	}
 	buf := a.Recv[:n]
 	p := algorithms.Params{P: c.Size(), Rank: c.rank, Root: a.Root, Count: a.Count, Commutative: true, InPlace: true}
-	return c.run(call, algorithms.Bcast, "", a.own, int64(n), p, buf, buf, a.elemSize(), nil)
+	return c.run(&op{call: call, coll: algorithms.Bcast, own: a.own, bytes: int64(n), p: p, in: buf, out: buf, size: a.elemSize()})
 }
 
 // Reduce combines Count elements from every rank with Op into Recv on the
@@ -74,9 +74,9 @@ func (c *Comm) reduce(a Args) error {
 	}
 	p := algorithms.Params{P: c.Size(), Rank: c.rank, Root: a.Root, Count: a.Count, Commutative: a.Op.commutative(), InPlace: a.InPlace, Reproducible: c.reproducible(a)}
 	if wide, ok := wideType(p, a); ok {
-		return c.runWide(call, algorithms.Reduce, a, p, in, out, len(out), wide)
+		return c.runWide(nil, call, algorithms.Reduce, a, p, in, out, len(out), wide)
 	}
-	return c.run(call, algorithms.Reduce, "", a.own, int64(n), p, in, out, size, kernel)
+	return c.run(&op{call: call, coll: algorithms.Reduce, own: a.own, bytes: int64(n), p: p, in: in, out: out, size: size, kernel: kernel})
 }
 
 // Gather collects Count elements from every rank, in rank order, into Recv
@@ -119,7 +119,7 @@ func (c *Comm) gather(a Args) error {
 		}
 	}
 	p := algorithms.Params{P: c.Size(), Rank: c.rank, Root: a.Root, Counts: c.uniform(a.Count), Commutative: true, InPlace: a.InPlace}
-	return c.run(call, algorithms.Gather, "", a.own, int64(n*c.Size()), p, in, out, size, nil)
+	return c.run(&op{call: call, coll: algorithms.Gather, own: a.own, bytes: int64(n * c.Size()), p: p, in: in, out: out, size: size})
 }
 
 // Barrier returns once every rank has entered it. It is an allgather of
@@ -140,5 +140,5 @@ func (c *Comm) runBarrier(own bool) error {
 	c.mu.Unlock()
 	a := Args{InPlace: true, Recv: buf, Count: 1, Type: ops.Byte, Algorithm: "bruck", own: own}
 	sig := signature{call: callBarrier}
-	return c.checked(sig, func() error { return c.allgather("MPI_Barrier", a) })
+	return c.checked(sig, func() error { return c.allgather("MPI_Barrier", a, nil) })
 }

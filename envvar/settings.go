@@ -30,6 +30,9 @@ type Settings struct {
 	Transport   string
 	SharedSlot  int  // GOCOLL_SHM_SLOT in bytes; 0: the shm algorithms' default
 	SharedNoCMA bool // GOCOLL_SHM_CMA=0
+	// ProgressThread (GOCOLL_PROGRESS_THREAD=1): nonblocking calls move
+	// on a thread of their own.
+	ProgressThread bool
 }
 
 // DefaultTimeout is GOCOLL_TIMEOUT's default.
@@ -59,6 +62,9 @@ func Parse(getenv func(string) string) (Settings, error) {
 		return s, err
 	}
 	if err := flag("GOCOLL_SHM_CMA", "0", "1", &s.SharedNoCMA); err != nil {
+		return s, err
+	}
+	if err := flag("GOCOLL_PROGRESS_THREAD", "1", "0", &s.ProgressThread); err != nil {
 		return s, err
 	}
 	switch v := strings.TrimSpace(getenv("GOCOLL_DEBUG")); strings.ToLower(v) {

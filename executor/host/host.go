@@ -63,6 +63,12 @@ func (e *Executor) Progress() (done, moved bool, err error) {
 	return done, done || e.round != before || e.posted != wasPosted, err
 }
 
+// Finish runs a started call to the end, waiting for peers.
+func (e *Executor) Finish() error {
+	_, err := e.advance(true)
+	return err
+}
+
 // advance runs rounds until the call ends, or, unless block, until a
 // round's messages have not all arrived.
 func (e *Executor) advance(block bool) (bool, error) {

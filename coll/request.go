@@ -1,0 +1,498 @@
+package coll
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gocoll/gocoll/algorithms"
+	"github.com/gocoll/gocoll/executor/host"
+	"github.com/gocoll/gocoll/mpierr"
+	"github.com/gocoll/gocoll/schedule"
+	"github.com/gocoll/gocoll/transport"
+)
+
+// A Request is one collective call that runs while the program goes on:
+// a nonblocking call (MPI_Iallreduce), started when it is made, or a
+// persistent one (MPI_Allreduce_init), made once and started many times.
+//
+// A communicator runs its requests one after another in the order they
+// were started, as MPI orders collectives, and a blocking call after them.
+// The call at the head of a communicator's queue begins (its algorithm is
+// chosen, the GOCOLL_CHECK agreement made) and then moves:
+//
+//   - a schedule on host memory is stepped by the host executor's
+//     Progress, which never waits for a peer, from every gocoll call
+//     (Test, Wait, other collectives) and, with GOCOLL_PROGRESS_THREAD=1,
+//     from a progress goroutine;
+//   - the other routes (the shm engine, the device executor, the shm form
+//     of hierarchical) are not resumable yet: they run as one piece on a
+//     goroutine of their own, holding the communicator.
+type Request struct {
+	c          *Comm
+	o          op
+	persistent bool
+	check      bool // GOCOLL_CHECK: agree on sig when the call begins
+	sig        signature
+
+	// Guarded by c.qmu.
+	active bool
+
+	// Set by whoever runs the request, with c.mu held.
+	begun     bool
+	offloaded bool
+	rt        route
+	routed    bool // rt and sched hold a persistent request's choice
+	sched     *schedule.Schedule
+	exec      host.Executor
+	hc        host.Call
+	scratch   []byte
+	err       error
+
+	offDone atomic.Bool   // the offloaded piece has returned
+	done    atomic.Bool   // complete; err is final
+	doneCh  chan struct{} // closed when done
+}
+
+// Comm returns the communicator the request runs on.
+func (r *Request) Comm() *Comm { return r.c }
+
+// Persistent reports whether the request is persistent.
+func (r *Request) Persistent() bool { return r.persistent }
+
+// Active reports whether the request was started and has not been
+// completed by Wait or a successful Test.
+func (r *Request) Active() bool {
+	r.c.qmu.Lock()
+	defer r.c.qmu.Unlock()
+	return r.active
+}
+
+// newRequest checks a call's arguments with build (a collective's
+// lower-case method) and returns its request, not started.
+func (c *Comm) newRequest(sig signature, persistent bool, build func(r *Request) error) (*Request, error) {
+	r := &Request{c: c, persistent: persistent, sig: sig, check: c.cfg.Check}
+	if err := build(r); err != nil {
+		if c.cfg.Check {
+			// The other ranks wait for this rank's signature: send it,
+			// marked invalid, in this call's place.
+			c.mu.Lock()
+			c.drain()
+			c.exchange("", sig, false)
+			c.mu.Unlock()
+		}
+		return nil, err
+	}
+	return r, nil
+}
+
+// Iallreduce starts Allreduce and returns its request.
+func (c *Comm) Iallreduce(a Args) (*Request, error) {
+	return c.startNew(signatureOf(algorithms.Allreduce, a), func(r *Request) error { return c.allreduce(a, r) })
+}
+
+// IreduceScatter starts ReduceScatter and returns its request.
+func (c *Comm) IreduceScatter(a Args) (*Request, error) {
+	return c.startNew(signatureOf(algorithms.ReduceScatter, a), func(r *Request) error { return c.reduceScatterV(a, r) })
+}
+
+// IreduceScatterBlock starts ReduceScatterBlock and returns its request.
+func (c *Comm) IreduceScatterBlock(a Args) (*Request, error) {
+	return c.startNew(signatureOf(algorithms.ReduceScatterBlock, a), func(r *Request) error { return c.reduceScatterBlock(a, r) })
+}
+
+// Iallgather starts Allgather and returns its request.
+func (c *Comm) Iallgather(a Args) (*Request, error) {
+	return c.startNew(signatureOf(algorithms.Allgather, a), func(r *Request) error { return c.allgather("MPI_Allgather", a, r) })
+}
+
+// AllreduceInit returns a persistent Allreduce, to be started by Start.
+func (c *Comm) AllreduceInit(a Args) (*Request, error) {
+	return c.newRequest(signatureOf(algorithms.Allreduce, a), true, func(r *Request) error { return c.allreduce(a, r) })
+}
+
+// ReduceScatterInit returns a persistent ReduceScatter.
+func (c *Comm) ReduceScatterInit(a Args) (*Request, error) {
+	return c.newRequest(signatureOf(algorithms.ReduceScatter, a), true, func(r *Request) error { return c.reduceScatterV(a, r) })
+}
+
+// ReduceScatterBlockInit returns a persistent ReduceScatterBlock.
+func (c *Comm) ReduceScatterBlockInit(a Args) (*Request, error) {
+	return c.newRequest(signatureOf(algorithms.ReduceScatterBlock, a), true, func(r *Request) error { return c.reduceScatterBlock(a, r) })
+}
+
+// AllgatherInit returns a persistent Allgather.
+func (c *Comm) AllgatherInit(a Args) (*Request, error) {
+	return c.newRequest(signatureOf(algorithms.Allgather, a), true, func(r *Request) error { return c.allgather("MPI_Allgather", a, r) })
+}
+
+func (c *Comm) startNew(sig signature, build func(r *Request) error) (*Request, error) {
+	r, err := c.newRequest(sig, false, build)
+	if err != nil {
+		return nil, err
+	}
+	return r, r.Start()
+}
+
+// Start starts the request: a nonblocking one once (when it is made), a
+// persistent one again after each completion.
+func (r *Request) Start() error {
+	c := r.c
+	call := r.o.call
+	if r.persistent {
+		call = startName(call)
+	}
+	c.qmu.Lock()
+	if r.active {
+		c.qmu.Unlock()
+		return argError("MPI_Start", mpierr.Request, "the persistent %s request is already active (complete it with MPI_Wait or MPI_Test first)", r.o.call)
+	}
+	c.mu.Lock() // read closed without racing Close
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		c.qmu.Unlock()
+		return argError(call, mpierr.Comm, "communicator %s was freed (or MPI finalized)", c.name)
+	}
+	r.active, r.begun, r.offloaded, r.err = true, false, false, nil
+	r.offDone.Store(false)
+	r.done.Store(false)
+	r.doneCh = make(chan struct{})
+	c.queue = append(c.queue, r)
+	first := c.inFlight.Add(1) == 1
+	c.qmu.Unlock()
+	if first {
+		engine.add(c)
+	}
+	c.progress() // begin at once where the communicator is free
+	return nil
+}
+
+// startName is the name of a persistent call's start in messages.
+func startName(call string) string { return "MPI_Start (" + call + ")" }
+
+// Test moves every request on and reports whether r is complete, with its
+// error. A complete request is inactive again (persistent: it can be
+// started again); testing an inactive one reports true and no error.
+func (r *Request) Test() (bool, error) {
+	if !r.done.Load() {
+		engine.progressAll()
+	}
+	return r.finish()
+}
+
+// finish reports whether r is complete and, if it is, makes it inactive.
+func (r *Request) finish() (bool, error) {
+	c := r.c
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	if !r.active {
+		return true, nil
+	}
+	if !r.done.Load() {
+		return false, nil
+	}
+	r.active = false
+	return true, r.err
+}
+
+// Wait moves requests on until r completes and returns its error.
+func (r *Request) Wait() error {
+	r.wait()
+	_, err := r.finish()
+	return err
+}
+
+// Done reports, without moving anything, whether r has completed.
+func (r *Request) Done() bool { return r.done.Load() }
+
+// wait returns once r is complete (or inactive).
+func (r *Request) wait() {
+	c := r.c
+	c.qmu.Lock()
+	active := r.active
+	c.qmu.Unlock()
+	if !active {
+		return
+	}
+	for idle := 0; !r.done.Load(); {
+		if c.cfg.ProgressThread {
+			// The progress goroutine moves it: sleep until it is done.
+			select {
+			case <-r.doneCh:
+			case <-time.After(time.Millisecond):
+			}
+			continue
+		}
+		if engine.comms.Load() == 1 {
+			// Only this communicator has requests: finish its head with
+			// the transport's own blocking wait.
+			c.mu.Lock()
+			c.finishHead()
+			c.mu.Unlock()
+			continue
+		}
+		// Several communicators' requests: move them all in turn (any of
+		// them may be what a peer waits for before it answers r).
+		if engine.progressAll() {
+			idle = 0
+		} else if idle++; idle > 64 {
+			time.Sleep(20 * time.Microsecond)
+		} else {
+			runtime.Gosched()
+		}
+	}
+}
+
+// head returns the first request of c's queue, or nil.
+func (c *Comm) head() *Request {
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	if len(c.queue) == 0 {
+		return nil
+	}
+	return c.queue[0]
+}
+
+// finishHead completes the request at the head of c's queue; c.mu is
+// held, and is let go while an offloaded head runs on its goroutine
+// (which needs it).
+func (c *Comm) finishHead() {
+	h := c.head()
+	if h != nil && h.begun && h.offloaded && !h.offDone.Load() {
+		c.mu.Unlock()
+		<-h.doneCh
+		c.mu.Lock()
+		return
+	}
+	c.advance(true)
+}
+
+// progress moves c's requests on unless another goroutine is running on
+// c; it reports whether anything moved.
+func (c *Comm) progress() bool {
+	if c.inFlight.Load() == 0 || !c.mu.TryLock() {
+		return false
+	}
+	defer c.mu.Unlock()
+	return c.advance(false)
+}
+
+// drain completes every request started on c, in order; c.mu is held. A
+// blocking call on c runs after them.
+func (c *Comm) drain() {
+	for c.inFlight.Load() > 0 {
+		c.finishHead()
+	}
+}
+
+// advance moves the requests at the head of c's queue; with block it
+// completes at least the head. c.mu is held. It reports whether anything
+// moved.
+func (c *Comm) advance(block bool) bool {
+	moved := false
+	for {
+		r := c.head()
+		if r == nil {
+			return moved
+		}
+		if !r.begun {
+			moved = true
+			r.begun = true
+			if err := c.begin(r, block); err != nil {
+				r.err = err
+				c.complete(r)
+				continue
+			}
+		}
+		if r.offloaded {
+			if !r.offDone.Load() {
+				return moved
+			}
+			c.complete(r)
+			moved = true
+			continue
+		}
+		done, stepped, err := r.step(block)
+		moved = moved || stepped
+		if !done {
+			return moved
+		}
+		if err != nil {
+			r.err = c.runError(r.o.call, r.rt.alg.Name, err)
+		}
+		c.complete(r)
+		moved = true
+		block = false // the head is done; go on only as far as is free
+	}
+}
+
+// step moves r's schedule; with block it runs it to the end.
+func (r *Request) step(block bool) (done, moved bool, err error) {
+	if block {
+		return true, true, r.exec.Finish()
+	}
+	return r.exec.Progress()
+}
+
+// begin starts r's execution: the hooks, the agreement, the choice of
+// algorithm; a schedule on host memory starts on r's own executor,
+// anything else runs on a goroutine of its own (or now, with block).
+// c.mu is held and r is at the head of c's queue.
+func (c *Comm) begin(r *Request, block bool) error {
+	o := &r.o
+	if o.pre != nil {
+		o.pre()
+	}
+	if r.check {
+		c.pending, c.hasPending = r.sig, true
+	}
+	if !r.routed {
+		rt, err := c.decide(o)
+		if err != nil {
+			return err
+		}
+		r.rt = rt
+		if rt.resumable() {
+			r.sched = c.cache.get(o.coll, rt.alg, o.p)
+		}
+		r.routed = r.persistent // a persistent request keeps its choice
+	} else if r.check {
+		c.hasPending = false
+		if err := c.exchange(o.call, c.pending, true); err != nil {
+			return err
+		}
+	}
+	if !r.rt.resumable() {
+		if block {
+			r.offloaded = true
+			r.err = c.execute(o, r.rt)
+			r.offDone.Store(true)
+			return nil
+		}
+		r.offloaded = true
+		go func() {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			r.err = c.execute(o, r.rt)
+			r.offDone.Store(true)
+			c.advance(false) // complete it, begin the next
+		}()
+		return nil
+	}
+	c.seq++
+	s := r.sched
+	if n := s.ScratchLen * o.size; cap(r.scratch) < n {
+		r.scratch = make([]byte, n)
+	}
+	r.hc = host.Call{
+		Sched: s, In: o.in, Out: o.out, Scratch: r.scratch[:s.ScratchLen*o.size], ElemSize: o.size, Reduce: host.Kernel(o.kernel),
+		T: c.t, Ranks: c.ranks, Tag: transport.Tag{Context: c.ctx, Seq: c.seq},
+	}
+	r.exec.Start(&r.hc)
+	return nil
+}
+
+// complete ends r at the head of c's queue; c.mu is held.
+func (c *Comm) complete(r *Request) {
+	if r.err == nil && r.o.post != nil {
+		r.o.post()
+	}
+	c.qmu.Lock()
+	c.queue[0] = nil
+	c.queue = c.queue[1:]
+	last := c.inFlight.Add(-1) == 0
+	c.qmu.Unlock()
+	r.done.Store(true)
+	close(r.doneCh)
+	if last {
+		engine.remove(c)
+	}
+}
+
+// progressEngine knows the communicators with requests in flight, so
+// that any gocoll call, or the progress goroutine, can move them all.
+type progressEngine struct {
+	mu     sync.Mutex
+	list   []*Comm
+	comms  atomic.Int32 // len(list), read without the lock
+	wake   chan struct{}
+	thread sync.Once
+}
+
+var engine = &progressEngine{wake: make(chan struct{}, 1)}
+
+func (e *progressEngine) add(c *Comm) {
+	e.mu.Lock()
+	e.list = append(e.list, c)
+	e.comms.Store(int32(len(e.list)))
+	e.mu.Unlock()
+	if c.cfg.ProgressThread {
+		e.thread.Do(func() { go e.run() })
+		select {
+		case e.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (e *progressEngine) remove(c *Comm) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for i, x := range e.list {
+		if x == c {
+			e.list = append(e.list[:i], e.list[i+1:]...)
+			break
+		}
+	}
+	e.comms.Store(int32(len(e.list)))
+}
+
+// progressAll moves every communicator's requests; it reports whether
+// anything moved.
+func (e *progressEngine) progressAll() bool {
+	if e.comms.Load() == 0 {
+		return false
+	}
+	e.mu.Lock()
+	list := append([]*Comm(nil), e.list...)
+	e.mu.Unlock()
+	moved := false
+	for _, c := range list {
+		if c.progress() {
+			moved = true
+		}
+	}
+	return moved
+}
+
+// run is the progress goroutine (GOCOLL_PROGRESS_THREAD=1): while
+// requests are in flight it moves them, polling at once while they move
+// and backing off to short sleeps while they wait for peers; with none in
+// flight it sleeps until one starts.
+func (e *progressEngine) run() {
+	idle := 0
+	for {
+		if e.comms.Load() == 0 {
+			<-e.wake
+			idle = 0
+			continue
+		}
+		if e.progressAll() {
+			idle = 0
+			continue
+		}
+		idle++
+		switch {
+		case idle < 32:
+			runtime.Gosched()
+		default:
+			time.Sleep(time.Duration(min(idle, 200)) * time.Microsecond / 4)
+		}
+	}
+}
+
+// Progress moves every request in flight on; gocoll calls that do not
+// otherwise move them (point-to-point) call it.
+func Progress() { engine.progressAll() }

@@ -1,0 +1,148 @@
+package coll_test
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/gocoll/gocoll/coll"
+	"github.com/gocoll/gocoll/ops"
+)
+
+func int64s(v []int64) []byte {
+	b := make([]byte, 8*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint64(b[8*i:], uint64(x))
+	}
+	return b
+}
+
+func int64At(b []byte, i int) int64 { return int64(binary.LittleEndian.Uint64(b[8*i:])) }
+
+// rankVector is rank r's input: r*1000 + i + k.
+func rankVector(r, n, k int) []byte {
+	v := make([]int64, n)
+	for i := range v {
+		v[i] = int64(r*1000 + i + k)
+	}
+	return int64s(v)
+}
+
+// sumOf checks that out holds the sum over p ranks of rankVector(r, n, k).
+func sumOf(p, n, k int, out []byte) error {
+	for i := range n {
+		want := int64(0)
+		for r := range p {
+			want += int64(r*1000 + i + k)
+		}
+		if got := int64At(out, i); got != want {
+			return fmt.Errorf("element %d is %d, want %d", i, got, want)
+		}
+	}
+	return nil
+}
+
+var opSum = coll.Op{Builtin: ops.Sum}
+
+// Several nonblocking calls in flight on one communicator and on a
+// duplicate, a blocking call between them, completed in another order:
+// every route (the shm engine on its goroutine, schedules stepped by the
+// host executor) with and without the progress goroutine.
+func TestNonblockingInFlight(t *testing.T) {
+	for _, thread := range []bool{false, true} {
+		for _, alg := range []string{"auto", "ring", "recursive_doubling", "rabenseifner"} {
+			for _, p := range []int{1, 2, 3, 5} {
+				const n = 1003
+				jobWith(t, p, func(cfg *coll.Config) { cfg.ProgressThread = thread }, func(c *coll.Comm) error {
+					d, err := c.Dup("dup")
+					if err != nil {
+						return err
+					}
+					defer d.Free()
+					var reqs []*coll.Request
+					outs := make([][]byte, 3)
+					for k := range 2 {
+						outs[k] = make([]byte, 8*n)
+						r, err := c.Iallreduce(coll.Args{Send: rankVector(c.Rank(), n, k), Recv: outs[k], Count: n, Type: ops.Int64, Op: opSum, Algorithm: alg})
+						if err != nil {
+							return err
+						}
+						reqs = append(reqs, r)
+					}
+					gathered := make([]byte, 8*p)
+					rg, err := d.Iallgather(coll.Args{Send: int64s([]int64{int64(c.Rank())}), Recv: gathered, Count: 1, Type: ops.Int64})
+					if err != nil {
+						return err
+					}
+					blocking := make([]byte, 8*n)
+					if err := c.Allreduce(coll.Args{Send: rankVector(c.Rank(), n, 7), Recv: blocking, Count: n, Type: ops.Int64, Op: opSum, Algorithm: alg}); err != nil {
+						return err
+					}
+					if err := sumOf(p, n, 7, blocking); err != nil {
+						return fmt.Errorf("the blocking call: %w", err)
+					}
+					for !func() bool { done, _ := rg.Test(); return done }() {
+					}
+					for k := 1; k >= 0; k-- {
+						if err := reqs[k].Wait(); err != nil {
+							return err
+						}
+						if err := sumOf(p, n, k, outs[k]); err != nil {
+							return fmt.Errorf("request %d: %w", k, err)
+						}
+					}
+					for r := range p {
+						if int64At(gathered, r) != int64(r) {
+							return fmt.Errorf("iallgather: block %d is %d", r, int64At(gathered, r))
+						}
+					}
+					return nil
+				})
+			}
+		}
+	}
+}
+
+// A persistent allreduce runs three times with new data each time; a
+// start of an active request is refused; Wait and Test on an inactive
+// one return at once.
+func TestPersistent(t *testing.T) {
+	for _, alg := range []string{"auto", "ring"} {
+		for _, p := range []int{1, 2, 4} {
+			const n = 300
+			job(t, p, func(c *coll.Comm) error {
+				send := make([]byte, 8*n)
+				out := make([]byte, 8*n)
+				r, err := c.AllreduceInit(coll.Args{Send: send, Recv: out, Count: n, Type: ops.Int64, Op: opSum, Algorithm: alg})
+				if err != nil {
+					return err
+				}
+				if err := r.Wait(); err != nil {
+					return fmt.Errorf("wait on an inactive request: %v", err)
+				}
+				for k := range 3 {
+					copy(send, rankVector(c.Rank(), n, k))
+					if err := r.Start(); err != nil {
+						return err
+					}
+					if k == 1 {
+						if err := r.Start(); err == nil || !strings.Contains(err.Error(), "already active") {
+							return fmt.Errorf("a second start: %v", err)
+						}
+					}
+					if err := r.Wait(); err != nil {
+						return err
+					}
+					if err := sumOf(p, n, k, out); err != nil {
+						return fmt.Errorf("start %d: %w", k, err)
+					}
+				}
+				if done, err := r.Test(); !done || err != nil {
+					return fmt.Errorf("test of an inactive request: %v %v", done, err)
+				}
+				return nil
+			})
+		}
+	}
+}
