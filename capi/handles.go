@@ -74,7 +74,7 @@ type request struct {
 	r    *p2p.Request
 	cr   *coll.Request
 	comm *commEntry
-	elem int // datatype size, for the status count
+	elem int  // datatype size, for the status count
 	held bool // an active collective request holds off the C fast path
 }
 
