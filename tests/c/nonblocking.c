@@ -185,7 +185,8 @@ static void ireduce_scatter_block(void) {
                 OK(MPI_Ireduce_scatter_block_c(in, out, (MPI_Count)blk, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &req));
 #endif
             }
-            OK(MPI_Waitall(1, &req, MPI_STATUSES_IGNORE));
+            MPI_Status st;
+            OK(MPI_Waitall(1, &req, &st));
             int ok = form == 1 ? out[total] == -7 : out[blk] == -7;
             for (int i = 0; i < blk; i++) ok &= out[i] == fold((long)rank * blk + i, k, 0, 1, size, 0);
             CHECK(ok, "ireduce_scatter_block block %d form %d: wrong block", blk, form);
@@ -320,7 +321,8 @@ static void completion(void) {
         else OK(MPI_Iallreduce(in[j], out[j], N, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &req[j]));
     flag = 0;
     double end = MPI_Wtime() + SPIN_SECONDS;
-    while (!flag && MPI_Wtime() < end) OK(MPI_Testall(4, req, &flag, MPI_STATUSES_IGNORE));
+    MPI_Status st[4];
+    while (!flag && MPI_Wtime() < end) OK(MPI_Testall(4, req, &flag, st));
     CHECK(flag, "MPI_Testall did not complete in %.0f s", SPIN_SECONDS);
     if (!flag) MPI_Waitall(4, req, MPI_STATUSES_IGNORE);
     int ok = 1;
@@ -396,7 +398,7 @@ static void completion(void) {
 
 static void persistent(void) {
     enum { N = 301, ROUNDS = 5 };
-    int a[N + 1], ar[N + 1], ip[N + 1], blk = 3;
+    int a[N + 1] = {0}, ar[N + 1], ip[N + 1], blk = 3;
     int *cnts = malloc(size * sizeof(int)), total = 0, at = 0;
     for (int q = 0; q < size; q++) {
         cnts[q] = (q * 2 + 1) % 4;
