@@ -136,3 +136,37 @@ FORTRAN(allgather, ALLGATHER, (void *sbuf, F *scount, F *stype, void *rbuf, F *r
         { *ierr = PMPI_Allgather(BUF(sbuf), *scount, *stype, rbuf, *rcount, *rtype, *comm); })
 FORTRAN(allgatherv, ALLGATHERV, (void *sbuf, F *scount, F *stype, void *rbuf, F *counts, F *displs, F *rtype, F *comm, F *ierr),
         { *ierr = PMPI_Allgatherv(BUF(sbuf), *scount, *stype, rbuf, counts, displs, *rtype, *comm); })
+
+/* Nonblocking and persistent collectives. A Fortran request is the C one. */
+FORTRAN(iallreduce, IALLREDUCE, (void *sbuf, void *rbuf, F *count, F *dt, F *op, F *comm, F *req, F *ierr),
+        { *ierr = PMPI_Iallreduce(BUF(sbuf), rbuf, *count, *dt, *op, *comm, req); })
+FORTRAN(ireduce_scatter, IREDUCE_SCATTER, (void *sbuf, void *rbuf, F *counts, F *dt, F *op, F *comm, F *req, F *ierr),
+        { *ierr = PMPI_Ireduce_scatter(BUF(sbuf), rbuf, counts, *dt, *op, *comm, req); })
+FORTRAN(ireduce_scatter_block, IREDUCE_SCATTER_BLOCK, (void *sbuf, void *rbuf, F *count, F *dt, F *op, F *comm, F *req, F *ierr),
+        { *ierr = PMPI_Ireduce_scatter_block(BUF(sbuf), rbuf, *count, *dt, *op, *comm, req); })
+FORTRAN(iallgather, IALLGATHER, (void *sbuf, F *scount, F *stype, void *rbuf, F *rcount, F *rtype, F *comm, F *req, F *ierr),
+        { *ierr = PMPI_Iallgather(BUF(sbuf), *scount, *stype, rbuf, *rcount, *rtype, *comm, req); })
+FORTRAN(allreduce_init, ALLREDUCE_INIT, (void *sbuf, void *rbuf, F *count, F *dt, F *op, F *comm, F *info, F *req, F *ierr),
+        { *ierr = PMPI_Allreduce_init(BUF(sbuf), rbuf, *count, *dt, *op, *comm, *info, req); })
+FORTRAN(reduce_scatter_init, REDUCE_SCATTER_INIT, (void *sbuf, void *rbuf, F *counts, F *dt, F *op, F *comm, F *info, F *req, F *ierr),
+        { *ierr = PMPI_Reduce_scatter_init(BUF(sbuf), rbuf, counts, *dt, *op, *comm, *info, req); })
+FORTRAN(reduce_scatter_block_init, REDUCE_SCATTER_BLOCK_INIT,
+        (void *sbuf, void *rbuf, F *count, F *dt, F *op, F *comm, F *info, F *req, F *ierr),
+        { *ierr = PMPI_Reduce_scatter_block_init(BUF(sbuf), rbuf, *count, *dt, *op, *comm, *info, req); })
+FORTRAN(allgather_init, ALLGATHER_INIT,
+        (void *sbuf, F *scount, F *stype, void *rbuf, F *rcount, F *rtype, F *comm, F *info, F *req, F *ierr),
+        { *ierr = PMPI_Allgather_init(BUF(sbuf), *scount, *stype, rbuf, *rcount, *rtype, *comm, *info, req); })
+FORTRAN(start, START, (F *req, F *ierr), { *ierr = PMPI_Start(req); })
+FORTRAN(startall, STARTALL, (F *count, F *reqs, F *ierr), { *ierr = PMPI_Startall(*count, reqs); })
+FORTRAN(request_free, REQUEST_FREE, (F *req, F *ierr), { *ierr = PMPI_Request_free(req); })
+FORTRAN(testall, TESTALL, (F *count, F *reqs, F *flag, F *statuses, F *ierr),
+        { *ierr = PMPI_Testall(*count, reqs, flag, STATUSES(statuses)); })
+/* Fortran indices count from 1; MPI_UNDEFINED (nothing to complete) stays. */
+FORTRAN(waitany, WAITANY, (F *count, F *reqs, F *index, F *status, F *ierr), {
+    *ierr = PMPI_Waitany(*count, reqs, index, STATUS(status));
+    if (*index >= 0) ++*index;
+})
+FORTRAN(testany, TESTANY, (F *count, F *reqs, F *index, F *flag, F *status, F *ierr), {
+    *ierr = PMPI_Testany(*count, reqs, index, flag, STATUS(status));
+    if (*index >= 0) ++*index;
+})
