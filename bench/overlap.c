@@ -7,7 +7,7 @@
  * bench/overlap.sh runs the series.
  *
  *   overlap [-c iallreduce|iallgather] [-m MIN[:MAX]] [-f FACTOR] [-t SECONDS]
- *           [-i CALLS] [-w WARMUP] [-b BATCH] [-B] [-p]
+ *           [-i CALLS] [-w WARMUP] [-b BATCH] [-B] [-s mean|median] [-p]
  *
  * Sizes are bytes from MIN to MAX (default 4 KiB to 16 MiB), times FACTOR
  * (default 4) each step. iallreduce: MPI_Iallreduce of MPI_DOUBLE with
@@ -21,8 +21,8 @@
  *   cpu:   compute(target)
  *   total: I<coll>; compute(target); MPI_Wait
  * compute is a busy loop on doubles (no sleeping, no MPI call), calibrated
- * at start; target is t_pure as a pilot run measured it (the mean call
- * over the slowest rank). Then
+ * at start and re-aimed at each size's target; target is t_pure as a pilot run measured it (the slowest
+ * rank's mean call, or its median with -s median). Then
  *   overlap% = max(0, min(100, 100 * (1 - (t_total - t_cpu) / t_pure)))
  * with t_cpu the compute measured alone, so that a progress thread that
  * slows the computation counts against overlap. t_comp is the compute
@@ -38,10 +38,12 @@
  * (default 5) come first; then CALLS of each kind, or (default) as many as
  * fill about SECONDS (default 0.2) per size, from a pilot run that all
  * ranks agree on. Times are each rank's mean per call, averaged over the
- * ranks. Rank 0 prints `# ` comment lines that say how it measured, one
- * line per size, and `check: PASS` or `check: FAIL` when one more call of
- * each kind, into a poisoned buffer, gave the right result on every rank
- * (it exits non-zero on FAIL).
+ * ranks; -s median takes each rank's median call instead, which a busy
+ * machine's preemptions (milliseconds, here and there) move less. Rank 0
+ * prints `# ` comment lines that say how it measured, one line per size,
+ * and `check: PASS` or `check: FAIL` when one more call of each kind, into
+ * a poisoned buffer, gave the right result on every rank (it exits
+ * non-zero on FAIL).
  */
 #include <mpi.h>
 #if defined(OPEN_MPI) && MPI_VERSION < 4
@@ -70,7 +72,8 @@ static void *sbuf, *rbuf;       /* sized for MAX */
 static MPI_Request preq;        /* the persistent request of the current size */
 static double units_per_s;      /* compute's calibration */
 static double target;           /* seconds each compute runs */
-static double comp_sum;         /* compute time inside TOTAL calls */
+static double comp_last;        /* compute time inside the last TOTAL call */
+static int median;              /* -s median: each rank's median call, not its mean */
 
 static double now(void) {
     struct timespec ts;
@@ -144,7 +147,7 @@ static double call(enum kind k) {
         start_nonblocking(&r);
         double c0 = now();
         compute(target);
-        comp_sum += now() - c0;
+        comp_last = now() - c0;
         complete(&r);
         break;
     }
@@ -181,10 +184,26 @@ static long verify(enum kind k) {
     return bad;
 }
 
+static int cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* stat is the mean of v[0..n) or its median (v gets sorted). */
+static double stat(double *v, long n, int med) {
+    double s = 0;
+    if (med) {
+        qsort(v, n, sizeof *v, cmp);
+        return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    }
+    for (long i = 0; i < n; i++) s += v[i];
+    return s / n;
+}
+
 static void usage(void) {
     if (rank == 0)
         fprintf(stderr, "usage: overlap [-c iallreduce|iallgather] [-m MIN[:MAX]] [-f FACTOR] [-t SECONDS]\n"
-                        "               [-i CALLS] [-w WARMUP] [-b BATCH] [-B] [-p]\n");
+                        "               [-i CALLS] [-w WARMUP] [-b BATCH] [-B] [-s mean|median] [-p]\n");
 }
 
 /* fail prints msg (rank 0), finalizes and exits 2: every rank sees the
@@ -220,6 +239,11 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "-i")) calls = atol(argv[++i]);
         else if (!strcmp(a, "-w")) warmup = atol(argv[++i]);
         else if (!strcmp(a, "-b")) batch = atol(argv[++i]);
+        else if (!strcmp(a, "-s")) {
+            if (!strcmp(v, "median")) median = 1;
+            else if (strcmp(v, "mean")) fail("bad -s (mean, median): ", v);
+            i++;
+        }
         else { usage(); fail("unknown argument ", a); }
     }
     if (factor < 2 || calls < 0 || warmup < 0 || batch < 1 || !(seconds > 0))
@@ -249,14 +273,14 @@ int main(int argc, char **argv) {
         printf("# %s; %ld warm-up calls of each kind, then ", barrier ? "MPI_Barrier before every call, only the call timed" : "calls back to back (no barrier)", warmup);
         if (calls) printf("%ld calls", calls);
         else printf("calls for about %.2f s per size", seconds);
-        printf(" of each kind, interleaved in batches of %ld (%s, %s, %s then the reverse); time per call: each rank's mean, averaged over ranks\n",
-               batch, kind_names[kinds[0]], kind_names[kinds[1]], kind_names[kinds[2]]);
+        printf(" of each kind, interleaved in batches of %ld (%s, %s, %s then the reverse); time per call: each rank's %s, averaged over ranks\n",
+               batch, kind_names[kinds[0]], kind_names[kinds[1]], kind_names[kinds[2]], median ? "median" : "mean");
         if (persistent) {
             printf("# blocking: %s; persistent: %s once per size (init_us), then MPI_Start, MPI_Wait; nonblocking: %s, MPI_Wait\n",
                    gather ? "MPI_Allgather" : "MPI_Allreduce", gather ? "MPI_Allgather_init" : "MPI_Allreduce_init", coll);
             printf("# bytes blocking_us persistent_us nonblocking_us persistent/blocking init_us calls\n");
         } else {
-            printf("# compute: busy loop on doubles, %.0f passes/ms on rank 0, run for t_pure as a pilot measured it\n", units_per_s / 1e3);
+            printf("# compute: busy loop on doubles, %.0f passes/ms on rank 0, run for t_pure as a pilot measured it (%s of the slowest rank)\n", units_per_s / 1e3, median ? "median" : "mean");
             printf("# overlap%% = max(0, min(100, 100*(1 - (t_total - t_cpu)/t_pure))); t_cpu: compute alone; "
                    "t_comp: compute inside the total calls (osu_iallreduce's t_cpu)\n");
             printf("# bytes t_pure_us t_total_us t_cpu_us overlap_pct t_comp_us calls\n");
@@ -295,26 +319,44 @@ int main(int argc, char **argv) {
          * needed for -p with -i. */
         double pilot = 0, enough = seconds / 10 < 0.02 ? seconds / 10 : 0.02;
         for (long n = 1; !(persistent && calls); n *= 4) {
-            double t = 0;
-            for (long j = 0; j < n; j++) t += call(PURE);
-            MPI_Allreduce(&t, &pilot, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-            pilot /= n;
-            if (pilot * n >= enough || n >= 1 << 16) break;
+            double *v = malloc(n * sizeof *v), mine[3] = {0, 0, 0}, most[3];
+            for (long j = 0; j < n; j++) mine[0] += v[j] = call(PURE);
+            mine[1] = stat(v, n, median);
+            mine[2] = stat(v, n, 1); /* the count: a preemption in the pilot must not cut it to one */
+            free(v);
+            MPI_Allreduce(mine, most, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+            target = persistent ? 0 : most[1];
+            pilot = most[2];
+            if (most[0] >= enough || n >= 1 << 16) break;
         }
-        target = persistent ? 0 : pilot;
+        /* Re-aim the computation at target: the calibration drifts as the
+         * machine's load (or an MPI's progress thread) changes. */
+        for (int r = 0; r < 3 && target > 0; r++) {
+            double v[5];
+            for (int j = 0; j < 5; j++) {
+                double t0 = now();
+                compute(target);
+                v[j] = now() - t0;
+            }
+            units_per_s *= target / stat(v, 5, 1);
+        }
         long n = calls;
         if (!n) {
             n = (long)(seconds / (3 * pilot)); /* the three kinds each cost about a pilot call */
+            if (n > 100000) n = 100000;
             if (n < 1) n = 1;
         }
 
-        double sum[3] = {0, 0, 0};
-        comp_sum = 0;
+        double *t[4]; /* each kind's calls, and the compute inside TOTAL's */
+        for (int k = 0; k < 4; k++) t[k] = malloc(n * sizeof(double));
         for (long done = 0, round = 0; done < n; done += batch, round++) {
             long b = n - done < batch ? n - done : batch;
             for (int k = 0; k < 3; k++) {
                 int kk = round % 2 ? 2 - k : k;
-                for (long j = 0; j < b; j++) sum[kk] += call(kinds[kk]);
+                for (long j = done; j < done + b; j++) {
+                    t[kk][j] = call(kinds[kk]);
+                    if (kinds[kk] == TOTAL) t[3][j] = comp_last;
+                }
             }
         }
         for (int k = 0; k < 3; k++) {
@@ -324,7 +366,9 @@ int main(int argc, char **argv) {
         }
         if (persistent) check(MPI_Request_free(&preq), "MPI_Request_free");
 
-        double mine[5] = {sum[0] / n, sum[1] / n, sum[2] / n, comp_sum / n, init}, avg[5];
+        double mine[5] = {stat(t[0], n, median), stat(t[1], n, median), stat(t[2], n, median),
+                           persistent ? 0 : stat(t[3], n, median), init}, avg[5];
+        for (int k = 0; k < 4; k++) free(t[k]);
         MPI_Reduce(mine, avg, 5, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
         if (rank == 0) {
             for (int k = 0; k < 5; k++) avg[k] *= 1e6 / size;

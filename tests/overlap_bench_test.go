@@ -24,7 +24,7 @@ type overlapRun struct {
 
 var overlapRuns = []overlapRun{
 	{args: "-m 4:1024 -i 1 -w 1 -t 0.001", sizes: []int64{16, 64, 256, 1024}, skipped: []int64{4}},
-	{args: "-c iallgather -m 1:64 -f 8 -i 2 -w 0 -t 0.001 -B", sizes: []int64{1, 8, 64}},
+	{args: "-c iallgather -m 1:64 -f 8 -i 2 -w 0 -t 0.001 -B -s median", sizes: []int64{1, 8, 64}},
 	{args: "-p -m 8:32768 -f 8 -i 1 -w 1 -b 1", sizes: []int64{8, 64, 512, 4096, 32768}},
 	{args: "-p -c iallgather -m 4096 -i 1 -w 1", sizes: []int64{4096}},
 }
