@@ -271,9 +271,9 @@ int main(int argc, char **argv) {
                       : "size total (bytes of the whole vector)",
                size);
         printf("# %s; %ld warm-up calls of each kind, then ", barrier ? "MPI_Barrier before every call, only the call timed" : "calls back to back (no barrier)", warmup);
-        if (calls) printf("%ld calls", calls);
-        else printf("calls for about %.2f s per size", seconds);
-        printf(" of each kind, interleaved in batches of %ld (%s, %s, %s then the reverse); time per call: each rank's %s, averaged over ranks\n",
+        if (calls) printf("%ld calls of each kind", calls);
+        else printf("as many calls of each kind as fill about %.2f s per size", seconds);
+        printf(", interleaved in batches of %ld (%s, %s, %s then the reverse); time per call: each rank's %s, averaged over ranks\n",
                batch, kind_names[kinds[0]], kind_names[kinds[1]], kind_names[kinds[2]], median ? "median" : "mean");
         if (persistent) {
             printf("# blocking: %s; persistent: %s once per size (init_us), then MPI_Start, MPI_Wait; nonblocking: %s, MPI_Wait\n",
