@@ -338,7 +338,8 @@ int main(int argc, char **argv) {
                 compute(target);
                 v[j] = now() - t0;
             }
-            units_per_s *= target / stat(v, 5, 1);
+            double m = stat(v, 5, 1);
+            if (m > 0) units_per_s *= target / m;
         }
         long n = calls;
         if (!n) {
