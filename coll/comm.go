@@ -92,6 +92,7 @@ type Comm struct {
 	qmu      sync.Mutex
 	queue    []*Request
 	inFlight atomic.Int32
+	freed    atomic.Bool // closed, for Start, which must not wait for mu
 }
 
 // NewComm returns the communicator of the given transport ranks (in
@@ -137,6 +138,7 @@ func (c *Comm) Config() *Config { return c.cfg }
 func (c *Comm) Close() {
 	c.mu.Lock()
 	c.closed = true
+	c.freed.Store(true)
 	c.closeDevice()
 	if c.shared != nil {
 		c.shared.Close()

@@ -148,10 +148,7 @@ func (r *Request) Start() error {
 		c.qmu.Unlock()
 		return argError("MPI_Start", mpierr.Request, "the persistent %s request is already active (complete it with MPI_Wait or MPI_Test first)", r.o.call)
 	}
-	c.mu.Lock() // read closed without racing Close
-	closed := c.closed
-	c.mu.Unlock()
-	if closed {
+	if c.freed.Load() {
 		c.qmu.Unlock()
 		return argError(call, mpierr.Comm, "communicator %s was freed (or MPI finalized)", c.name)
 	}

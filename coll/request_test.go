@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gocoll/gocoll/coll"
 	"github.com/gocoll/gocoll/ops"
@@ -144,5 +145,46 @@ func TestPersistent(t *testing.T) {
 				return nil
 			})
 		}
+	}
+}
+
+// Reduce-scatter requests of every shape (zero blocks, empty calls),
+// completed by Test loops.
+func TestIreduceScatterShapes(t *testing.T) {
+	for _, p := range []int{2, 3} {
+		job(t, p, func(c *coll.Comm) error {
+			for shape := range 4 {
+				for form := range 3 {
+					counts := make([]int, p)
+					total := 0
+					for q := range counts {
+						counts[q] = []int{(q*5 + 1) % 4, 1, 2*q + 3, 0}[shape]
+						total += counts[q]
+					}
+					a := coll.Args{Send: rankVector(c.Rank(), total, 0), Recv: make([]byte, 8*counts[c.Rank()]), Counts: counts, Type: ops.Int64, Op: opSum}
+					if form == 1 {
+						a = coll.Args{InPlace: true, Recv: rankVector(c.Rank(), total, 0), Counts: counts, Type: ops.Int64, Op: opSum}
+					}
+					r, err := c.IreduceScatter(a)
+					if err != nil {
+						return err
+					}
+					deadline := time.Now().Add(10 * time.Second)
+					for {
+						done, err := r.Test()
+						if err != nil {
+							return err
+						}
+						if done {
+							break
+						}
+						if time.Now().After(deadline) {
+							return fmt.Errorf("shape %d form %d: never done", shape, form)
+						}
+					}
+				}
+			}
+			return nil
+		})
 	}
 }
