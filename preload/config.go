@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -41,7 +40,8 @@ type config struct {
 	report    bool
 	transport string // auto, shm or hostmpi
 	timeout   time.Duration
-	// fault, for tests: panic inside the fault-th collective gocoll runs.
+	// fault, for tests: panic inside the fault-th collective gocoll runs
+	// (fault.go; always 0 without the gocolltest build tag).
 	fault int64
 	// exclude, for tests: (ops.Op, ops.Type) pairs this rank keeps from
 	// the host (GOCOLL_PRELOAD_EXCLUDE).
@@ -92,12 +92,8 @@ func loadConfig(env func(string) string, flavor string) (*config, error) {
 		}
 		return nil, err
 	}
-	if v := env("GOCOLL_PRELOAD_FAULT"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("GOCOLL_PRELOAD_FAULT=%s: want a call number (1, 2, ...)", v)
-		}
-		c.fault = n
+	if c.fault, err = loadFault(env); err != nil {
+		return nil, err
 	}
 	if v := env("GOCOLL_PRELOAD_EXCLUDE"); v != "" {
 		if c.exclude, err = parseExclude(v); err != nil {

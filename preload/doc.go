@@ -210,7 +210,8 @@
 // panic in a collective becomes MPI_ERR_INTERN through the communicator's
 // error handler (PMPI_Comm_call_errhandler), as every gocoll error does,
 // after a message on stderr unless the handler is MPI_ERRORS_RETURN.
-// GOCOLL_PRELOAD_FAULT=N injects a panic into the Nth call, for tests.
+// GOCOLL_PRELOAD_FAULT=N injects a panic into the Nth call, for tests, in
+// a library built with -tags gocolltest only (fault.go).
 // Bad GOCOLL_ variables are reported once and fail every collective the
 // same way.
 //

@@ -283,9 +283,7 @@ func gc_go_run(c *C.struct_gc_call) (rc C.int) {
 		}
 	}
 	n := gocollCalls.Add(1)
-	if cfg.fault > 0 && int64(n) == cfg.fault {
-		panic(fmt.Sprintf("GOCOLL_PRELOAD_FAULT=%d: a panic on purpose", cfg.fault))
-	}
+	injectFault(int64(n))
 	memory := ""
 	if c.device != 0 {
 		deviceCalls.Add(1)
