@@ -287,7 +287,7 @@ func (c *Comm) run(call string, coll algorithms.Collective, force string, own bo
 	p.Nodes = c.nodes
 	var choice tuner.Choice
 	if slices.Contains(algorithms.Rooted, coll) {
-		choice = tuner.Choice{Alg: algorithms.All(coll)[0], How: "only algorithm"}
+		choice = tuner.Choice{Alg: algorithms.All(coll)[0], Source: tuner.Only}
 	} else {
 		var err error
 		choice, err = c.cfg.Tuner.Choose(tuner.Query{Collective: coll, Bytes: bytes, Params: p, Force: force})
@@ -303,7 +303,7 @@ func (c *Comm) run(call string, coll algorithms.Collective, force string, own bo
 		h = c.hierarchyFor(onDevice)
 	}
 	if c.cfg.Debug != nil {
-		how := choice.How
+		how := choice.How()
 		if choice.Why != "" {
 			how += ": " + choice.Why // the rule or the model's estimate
 		}

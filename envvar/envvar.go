@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/gocoll/gocoll/algorithms"
+	"github.com/gocoll/gocoll/preload/native"
 	"github.com/gocoll/gocoll/tuner"
 )
 
@@ -51,7 +52,7 @@ func forceVars() []Var {
 	var vs []Var
 	for _, c := range algorithms.Collectives {
 		vs = append(vs, Var{tuner.ForceVar(c), "auto",
-			fmt.Sprintf("force %s's algorithm: auto, %s; under LD_PRELOAD also %s (the host MPI's own)", c, strings.Join(algorithms.Names(c), ", "), tuner.Native)})
+			fmt.Sprintf("force %s's algorithm: auto, %s; under LD_PRELOAD also %s (the host MPI's own)", c, strings.Join(algorithms.Names(c), ", "), native.Name)})
 	}
 	return vs
 }

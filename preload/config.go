@@ -10,6 +10,7 @@ import (
 	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/coll"
 	"github.com/gocoll/gocoll/envvar"
+	"github.com/gocoll/gocoll/preload/native"
 	"github.com/gocoll/gocoll/tuner"
 )
 
@@ -55,7 +56,7 @@ type config struct {
 // measured rules of host MPI flavor ("openmpi" or "mpich"). Errors name
 // the variable.
 func loadConfig(env func(string) string, flavor string) (*config, error) {
-	t, err := tuner.NewWithOptions(env, tuner.Options{Native: true, Rules: measuredRules[flavor]})
+	t, err := tuner.NewWithOptions(env, tuner.Options{Extra: native.Candidate(), Rules: measuredRules[flavor]})
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +125,7 @@ func gocollOnlyTuner(env func(string) string, rules []tuner.Rule) (*tuner.Tuner,
 	all = append(all, rules...)
 	gocoll := make([]tuner.Rule, 0, len(all))
 	for _, r := range all {
-		if r.Algorithm != tuner.Native {
+		if r.Algorithm != native.Name {
 			gocoll = append(gocoll, r)
 		}
 	}
@@ -133,7 +134,7 @@ func gocollOnlyTuner(env func(string) string, rules []tuner.Rule) (*tuner.Tuner,
 		switch {
 		case name == "GOCOLL_TUNING_FILE":
 			return "" // read above
-		case strings.HasSuffix(name, "_ALGORITHM") && strings.TrimSpace(v) == tuner.Native:
+		case strings.HasSuffix(name, "_ALGORITHM") && strings.TrimSpace(v) == native.Name:
 			return "" // such calls never reach the tuner
 		}
 		return v
