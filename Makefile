@@ -85,8 +85,11 @@ gpu-bundle: build
 demo: build
 	tools/demo.sh
 
+# The test-only hooks (preload/fault.go) build only with -tags gocolltest:
+# vetted both ways.
 vet:
 	$(GO) vet ./...
+	$(GO) vet -tags gocolltest ./preload
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

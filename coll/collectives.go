@@ -353,7 +353,7 @@ func (c *Comm) decide(o *op) (route, error) {
 	o.p = p
 	var choice tuner.Choice
 	if slices.Contains(algorithms.Rooted, o.coll) {
-		choice = tuner.Choice{Alg: algorithms.All(o.coll)[0], How: "only algorithm"}
+		choice = tuner.Choice{Alg: algorithms.All(o.coll)[0], Source: tuner.Only}
 	} else {
 		var err error
 		choice, err = c.cfg.Tuner.Choose(tuner.Query{Collective: o.coll, Bytes: o.bytes, Params: p, Force: o.force})
@@ -369,7 +369,7 @@ func (c *Comm) decide(o *op) (route, error) {
 		rt.h = c.hierarchyFor(onDevice)
 	}
 	if c.cfg.Debug != nil {
-		how := choice.How
+		how := choice.How()
 		if choice.Why != "" {
 			how += ": " + choice.Why // the rule or the model's estimate
 		}

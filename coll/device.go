@@ -65,14 +65,9 @@ func gpuOpOf(a Args) gpuOp { return gpuOp{a.Op.Builtin, a.Type} }
 
 // deviceState is a communicator's CUDA state.
 type deviceState struct {
-	rt   *gpu.Runtime // overrides Config.Device.Runtime (SetCUDA)
+	rt   *gpu.Runtime // overrides Config.Device.Runtime; set by tests only (export_test.go)
 	exec *device.Executor
 }
-
-// SetCUDA makes the communicator classify buffers with rt instead of the
-// job's runtime: tests run several fake processes as goroutines of one.
-// Call it before the communicator's first collective.
-func (c *Comm) SetCUDA(rt *gpu.Runtime) { c.device.rt = rt }
 
 // cuda returns the communicator's CUDA runtime, or nil.
 func (c *Comm) cuda() *gpu.Runtime {

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/gocoll/gocoll/algorithms"
+	"github.com/gocoll/gocoll/preload/native"
 	"github.com/gocoll/gocoll/tuner"
 )
 
@@ -43,7 +44,7 @@ var All = append(forceVars(), []Var{
 	{"GOCOLL_JOB_SECRET", "set by gocollrun", "random 32 bytes (hex) shared by the ranks of one job, never printed; passed to the remote hosts' proxies on standard input, never on a command line"},
 	{"GOCOLL_HOST", "set by gocollrun", "the rank's --host entry (\"localhost\" without --host); ranks with the same value share memory and a node (the node map; MPI_Comm_split_type). Unset: the hostname plus the network namespace"},
 	{"GOCOLL_NUM_HOSTS", "set by gocollrun", "the number of hosts the job's ranks run on, so that start-up publishes the TCP transport's address only where ranks span hosts, in its one exchange"},
-	{"GOCOLL_PRELOAD_FAULT", "", "testing only, LD_PRELOAD mode: the Nth collective gocoll runs panics inside Go, to prove that the panic comes back as MPI_ERR_INTERN through the communicator's error handler"},
+	{"GOCOLL_PRELOAD_FAULT", "", "testing only, LD_PRELOAD mode, read only by a library built with -tags gocolltest (tests/preload builds its own): the Nth collective gocoll runs panics inside Go, to prove that the panic comes back as MPI_ERR_INTERN through the communicator's error handler"},
 	{"GOCOLL_PRELOAD_EXCLUDE", "", "testing only, LD_PRELOAD mode: op:datatype pairs (MPI_SUM:MPI_INT,...) this rank keeps from the host MPI as if it were wrong on them, to prove that a communicator's ranks agree on the route"},
 }...)
 
@@ -52,7 +53,7 @@ func forceVars() []Var {
 	var vs []Var
 	for _, c := range algorithms.Collectives {
 		vs = append(vs, Var{tuner.ForceVar(c), "auto",
-			fmt.Sprintf("force %s's algorithm: auto, %s; under LD_PRELOAD also %s (the host MPI's own)", c, strings.Join(algorithms.Names(c), ", "), tuner.Native)})
+			fmt.Sprintf("force %s's algorithm: auto, %s; under LD_PRELOAD also %s (the host MPI's own)", c, strings.Join(algorithms.Names(c), ", "), native.Name)})
 	}
 	return vs
 }

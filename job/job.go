@@ -159,17 +159,57 @@ func (j *Job) connect(mode string) (err error) {
 			return errors.New("rank 0's card has no tcp secret")
 		}
 	}
-	oneHost = j.OneHost()
-	if mode == "shm" && !oneHost {
-		return errors.New("GOCOLL_TRANSPORT=shm: the ranks run on several hosts; shared memory cannot reach them all")
+	// The transports in order of preference: shared memory to the ranks
+	// on this host (the same grouping as shm.Join's), tcp to any rank.
+	var shmCards []shm.Card
+	if mode != "tcp" {
+		shmCards = make([]shm.Card, j.Size)
+		for r, c := range cards {
+			if shmCards[r], err = shm.ParseCard(c.Shm); err != nil {
+				return fmt.Errorf("rank %d's card: %w", r, err)
+			}
+		}
 	}
-	if tc != nil && mode != "tcp" && oneHost {
-		tc.Close() // listened in case the ranks spanned hosts; they do not
-		tc = nil
+	table := route.Table{{
+		Name:    "shm",
+		Reaches: func(peer int) bool { return shmCards != nil && shmCards[peer].Host == shmCards[j.Rank].Host },
+		New: func() (transport.Transport, error) {
+			sm, err := shm.Join(j.Rank, shmCards, shm.Options{JobID: j.JobID, Timeout: j.Timeout})
+			if err != nil {
+				return nil, err
+			}
+			j.closers = append(j.closers, sm.Close)
+			return sm, nil
+		},
+	}, {
+		Name:    "tcp",
+		Reaches: func(int) bool { return true },
+		New: func() (transport.Transport, error) {
+			addrs := make([]string, j.Size)
+			for r, c := range cards {
+				addrs[r] = c.TCP
+			}
+			if err := tc.Connect(addrs, secret); err != nil {
+				return nil, err
+			}
+			j.closers = append(j.closers, tc.Close)
+			return tc, nil
+		},
+		Unused: func() {
+			if tc != nil {
+				tc.Close() // listened in case the ranks spanned hosts; they do not
+				tc = nil
+			}
+		},
+	}}
+	plan, err := table.Pick(j.Rank, j.Size, mode)
+	if err != nil {
+		return err
 	}
-	if tc == nil && (mode == "tcp" || !oneHost) {
+	if tc == nil && plan.Uses("tcp") {
 		// The launcher could not say the ranks span hosts: the addresses
-		// travel in a second exchange.
+		// travel in a second exchange. Every rank uses tcp or none does:
+		// a rank has a peer on another host if any rank has.
 		if tc, err = j.listenTCP(false); err != nil {
 			return err
 		}
@@ -177,60 +217,15 @@ func (j *Job) connect(mode string) (err error) {
 			return err
 		}
 	}
-	var ts []transport.Transport
-	var sm *shm.Endpoint
-	if mode != "tcp" {
-		shmCards := make([]shm.Card, j.Size)
-		for r, c := range cards {
-			if shmCards[r], err = shm.ParseCard(c.Shm); err != nil {
-				return fmt.Errorf("rank %d's card: %w", r, err)
-			}
-		}
-		if sm, err = shm.Join(j.Rank, shmCards, shm.Options{JobID: j.JobID, Timeout: j.Timeout}); err != nil {
-			return fmt.Errorf("shared-memory transport: %w", err)
-		}
-		j.closers = append(j.closers, sm.Close)
-		ts = append(ts, sm)
-	}
-	if tc != nil {
-		addrs := make([]string, j.Size)
-		for r, c := range cards {
-			addrs[r] = c.TCP
-		}
-		if err := tc.Connect(addrs, secret); err != nil {
-			return fmt.Errorf("tcp transport: %w", err)
-		}
-		j.closers = append(j.closers, tc.Close)
-		ts = append(ts, tc)
-	}
-	reach := func(peer int) int { // index in ts
-		if sm != nil && sm.Reaches(peer) {
-			return 0
-		}
-		return len(ts) - 1
-	}
 	if j.debug {
-		names := map[transport.Transport]string{}
-		if sm != nil {
-			names[sm] = "shm"
+		listen := ""
+		if tc != nil && plan.Uses("tcp") {
+			listen = " (tcp on " + tc.ListenAddr() + ")"
 		}
-		if tc != nil {
-			names[tc] = "tcp " + tc.ListenAddr()
-		}
-		by := map[string][]int{}
-		for peer := range j.Size {
-			if peer != j.Rank {
-				by[names[ts[reach(peer)]]] = append(by[names[ts[reach(peer)]]], peer)
-			}
-		}
-		fmt.Fprintf(os.Stderr, "gocoll: rank %d on host %s: transports %v\n", j.Rank, bootstrap.HostID(), by)
+		fmt.Fprintf(os.Stderr, "gocoll: rank %d on host %s: transports %s%s\n", j.Rank, bootstrap.HostID(), plan, listen)
 	}
-	if len(ts) == 1 {
-		j.T = ts[0]
-		return nil
-	}
-	j.T = route.New(j.Rank, j.Size, ts, reach)
-	return nil
+	j.T, err = plan.Build()
+	return err
 }
 
 // listenTCP starts the tcp transport's listener (tcp.Listen).

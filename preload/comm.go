@@ -186,64 +186,47 @@ func (st *commState) build(comm C.gc_handle) error {
 		hosts[r] = h
 	}
 	st.nodes = algorithms.NewNodeMap(hosts)
-	var local, remote []int
-	for p := range st.size {
-		if p == st.rank {
-			continue
-		}
-		if sm != nil && sm.Reaches(p) {
-			local = append(local, p)
-		} else {
-			remote = append(remote, p)
-		}
-	}
-	st.transports = fmt.Sprintf("shm to %v, hostmpi to %v", local, remote)
-	if len(remote) == 0 {
-		st.t, st.oneHost = sm, true
-		return nil
-	}
-	if cfg.transport == "shm" {
-		if sm != nil {
-			sm.Close()
-		}
-		return fmt.Errorf("GOCOLL_TRANSPORT=shm, but ranks %v are on other hosts", remote)
-	}
-	m, err := newPMPIComm(st.dup, st.rank, st.size)
+	// The transports in order of preference: shared memory to the ranks
+	// on this host, the host MPI's point-to-point to any rank. Sharing a
+	// host is symmetric, as route requires.
+	var plan *route.Plan
+	table := route.Table{{
+		Name:    "shm",
+		Reaches: func(peer int) bool { return sm != nil && sm.Reaches(peer) },
+		New:     func() (transport.Transport, error) { return sm, nil },
+		Unused: func() {
+			if sm != nil {
+				sm.Close()
+			}
+		},
+	}, {
+		Name:    "hostmpi",
+		Reaches: func(int) bool { return true },
+		New: func() (transport.Transport, error) {
+			m, err := newPMPIComm(st.dup, st.rank, st.size)
+			if err != nil {
+				return nil, err
+			}
+			var idle func()
+			if plan.Uses("shm") {
+				// While waiting for other hosts, keep serving this one
+				// (see package hostmpi, "Progress").
+				idle = func() { sm.Start(nil) }
+			}
+			return hostmpi.New(m, hostmpi.Options{Idle: idle})
+		},
+	}}
+	plan, err := table.Pick(st.rank, st.size, cfg.transport)
 	if err != nil {
 		if sm != nil {
 			sm.Close()
 		}
 		return err
 	}
-	var idle func()
-	if sm != nil && len(local) > 0 {
-		// While waiting for other hosts, keep serving this one (see
-		// package hostmpi, "Progress").
-		idle = func() { sm.Start(nil) }
-	}
-	hm, err := hostmpi.New(m, hostmpi.Options{Idle: idle})
-	if err != nil {
-		if sm != nil {
-			sm.Close()
-		}
-		return err
-	}
-	if sm == nil || len(local) == 0 {
-		if sm != nil {
-			sm.Close()
-		}
-		st.t = hm
-		return nil
-	}
-	// Same host over shared memory, else the host MPI: symmetric, as
-	// route requires, since sharing a host is.
-	st.t = route.New(st.rank, st.size, []transport.Transport{sm, hm}, func(peer int) int {
-		if sm.Reaches(peer) {
-			return 0
-		}
-		return 1
-	})
-	return nil
+	st.transports = plan.String()
+	st.oneHost = !plan.Uses("hostmpi")
+	st.t, err = plan.Build()
+	return err
 }
 
 // attachEngine lets the engine's C half (shim.c) run small shm calls on

@@ -4,13 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/coll"
 	"github.com/gocoll/gocoll/envvar"
+	"github.com/gocoll/gocoll/preload/native"
 	"github.com/gocoll/gocoll/tuner"
 )
 
@@ -41,7 +41,8 @@ type config struct {
 	report    bool
 	transport string // auto, shm or hostmpi
 	timeout   time.Duration
-	// fault, for tests: panic inside the fault-th collective gocoll runs.
+	// fault, for tests: panic inside the fault-th collective gocoll runs
+	// (fault.go; always 0 without the gocolltest build tag).
 	fault int64
 	// exclude, for tests: (ops.Op, ops.Type) pairs this rank keeps from
 	// the host (GOCOLL_PRELOAD_EXCLUDE).
@@ -55,7 +56,7 @@ type config struct {
 // measured rules of host MPI flavor ("openmpi" or "mpich"). Errors name
 // the variable.
 func loadConfig(env func(string) string, flavor string) (*config, error) {
-	t, err := tuner.NewWithOptions(env, tuner.Options{Native: true, Rules: measuredRules[flavor]})
+	t, err := tuner.NewWithOptions(env, tuner.Options{Extra: native.Candidate(), Rules: measuredRules[flavor]})
 	if err != nil {
 		return nil, err
 	}
@@ -92,12 +93,8 @@ func loadConfig(env func(string) string, flavor string) (*config, error) {
 		}
 		return nil, err
 	}
-	if v := env("GOCOLL_PRELOAD_FAULT"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("GOCOLL_PRELOAD_FAULT=%s: want a call number (1, 2, ...)", v)
-		}
-		c.fault = n
+	if c.fault, err = loadFault(env); err != nil {
+		return nil, err
 	}
 	if v := env("GOCOLL_PRELOAD_EXCLUDE"); v != "" {
 		if c.exclude, err = parseExclude(v); err != nil {
@@ -128,7 +125,7 @@ func gocollOnlyTuner(env func(string) string, rules []tuner.Rule) (*tuner.Tuner,
 	all = append(all, rules...)
 	gocoll := make([]tuner.Rule, 0, len(all))
 	for _, r := range all {
-		if r.Algorithm != tuner.Native {
+		if r.Algorithm != native.Name {
 			gocoll = append(gocoll, r)
 		}
 	}
@@ -137,7 +134,7 @@ func gocollOnlyTuner(env func(string) string, rules []tuner.Rule) (*tuner.Tuner,
 		switch {
 		case name == "GOCOLL_TUNING_FILE":
 			return "" // read above
-		case strings.HasSuffix(name, "_ALGORITHM") && strings.TrimSpace(v) == tuner.Native:
+		case strings.HasSuffix(name, "_ALGORITHM") && strings.TrimSpace(v) == native.Name:
 			return "" // such calls never reach the tuner
 		}
 		return v

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gocoll/gocoll/algorithms"
+	"github.com/gocoll/gocoll/preload/native"
 	"github.com/gocoll/gocoll/tuner"
 )
 
@@ -68,14 +69,14 @@ func TestDeviceChoices(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %+v on device memory: %v", flavor, q, err)
 			}
-			if dev.Native || dev.Alg == nil {
-				t.Fatalf("%s: %+v on device memory: the host MPI chosen (%s)", flavor, q, dev.How)
+			if dev.Extra == native.Name || dev.Alg == nil {
+				t.Fatalf("%s: %+v on device memory: the host MPI chosen (%s)", flavor, q, dev.How())
 			}
 			if r := dev.Alg.Check(q.Params); r != nil || dev.Alg.Direct {
 				t.Fatalf("%s: %+v on device memory: %s chosen: %v", flavor, q, dev.Alg.Name, r)
 			}
 			switch {
-			case host.Native:
+			case host.Extra == native.Name:
 				natives++
 			case host.Alg.Direct:
 				shms++
@@ -103,12 +104,12 @@ func TestDeviceForced(t *testing.T) {
 	// A forced shm algorithm runs host calls; device calls fall back to
 	// the tuner's choice among gocoll's algorithms, saying why.
 	c := mustConfig(t, map[string]string{"GOCOLL_CUDA": "off", "GOCOLL_ALLREDUCE_ALGORITHM": "shm", "GOCOLL_FALLBACK": "silent"}, "openmpi")
-	if ch, err := c.choose(q); err != nil || ch.Native || ch.Alg.Name != "shm" || ch.How != "forced" {
+	if ch, err := c.choose(q); err != nil || ch.Extra == native.Name || ch.Alg.Name != "shm" || ch.How() != "forced" {
 		t.Errorf("host memory, forced shm: %+v, %v", ch, err)
 	}
 	ch, err := c.choose(dq)
-	if err != nil || ch.Native || ch.Alg.Direct || !strings.HasPrefix(ch.How, "tuned (forced shm cannot run: ") ||
-		!strings.Contains(ch.How, "device memory") {
+	if err != nil || ch.Extra == native.Name || ch.Alg.Direct || !strings.HasPrefix(ch.How(), "tuned (forced shm cannot run: ") ||
+		!strings.Contains(ch.How(), "device memory") {
 		t.Errorf("device memory, forced shm: %+v, %v", ch, err)
 	}
 
@@ -120,17 +121,17 @@ func TestDeviceForced(t *testing.T) {
 
 	// A forced schedule algorithm runs device calls too.
 	c = mustConfig(t, map[string]string{"GOCOLL_CUDA": "off", "GOCOLL_ALLREDUCE_ALGORITHM": "ring"}, "mpich")
-	if ch, err := c.choose(dq); err != nil || ch.Native || ch.Alg.Name != "ring" || ch.How != "forced" {
+	if ch, err := c.choose(dq); err != nil || ch.Extra == native.Name || ch.Alg.Name != "ring" || ch.How() != "forced" {
 		t.Errorf("device memory, forced ring: %+v, %v", ch, err)
 	}
 
 	// Forced native: the C half sends every such call to the host before
 	// asking (gc_forced_native); the device tuner accepts the setting.
 	c = mustConfig(t, map[string]string{"GOCOLL_CUDA": "off", "GOCOLL_ALLREDUCE_ALGORITHM": "native"}, "openmpi")
-	if c.tuner.Forced(algorithms.Allreduce) != tuner.Native {
+	if c.tuner.Forced(algorithms.Allreduce) != native.Name {
 		t.Errorf("forced native: the tuner has %q forced", c.tuner.Forced(algorithms.Allreduce))
 	}
-	if ch, err := c.choose(q); err != nil || !ch.Native {
+	if ch, err := c.choose(q); err != nil || ch.Extra != native.Name {
 		t.Errorf("host memory, forced native: %+v, %v", ch, err)
 	}
 }
@@ -152,11 +153,11 @@ func TestDeviceTuningFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := bytes <= 1024; host.Native != want {
+		if want := bytes <= 1024; (host.Extra == native.Name) != want {
 			t.Errorf("%d bytes on host memory: %+v, native %v", bytes, host, want)
 		}
 		q.Params.DeviceMemory = true
-		if dev, err := c.choose(q); err != nil || dev.Native || dev.Alg.Name != "ring" {
+		if dev, err := c.choose(q); err != nil || dev.Extra == native.Name || dev.Alg.Name != "ring" {
 			t.Errorf("%d bytes on device memory: %+v, %v; want ring", bytes, dev, err)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/gocoll/gocoll/intranode/engine"
 	"github.com/gocoll/gocoll/mpierr"
 	"github.com/gocoll/gocoll/ops"
+	"github.com/gocoll/gocoll/preload/native"
 	"github.com/gocoll/gocoll/tuner"
 )
 
@@ -95,7 +96,7 @@ func gc_go_start() (rc C.int) {
 		// In reproducible mode a forced native comes to the tuner, which
 		// runs it on the host where the order does not matter and falls
 		// back (GOCOLL_FALLBACK) where it does.
-		if c.tuner.Forced(cl) == tuner.Native && !c.coll.Reproducible {
+		if c.tuner.Forced(cl) == native.Name && !c.coll.Reproducible {
 			C.gc_forced_native[i] = 1
 		}
 	}
@@ -181,14 +182,14 @@ func decide(c *C.struct_gc_call, shared bool, nodes *algorithms.NodeMap) C.int {
 		return -2
 	}
 	switch {
-	case ch.How == "tuned":
-		c.how = 0
-	case ch.How == "forced":
+	case ch.Fallback:
+		c.how = 2
+	case ch.Source == tuner.Forced:
 		c.how = 1
 	default:
-		c.how = 2
+		c.how = 0
 	}
-	if ch.Native && c.excluded != 0 && ch.How != "forced" {
+	if ch.Extra == native.Name && c.excluded != 0 && ch.Source != tuner.Forced {
 		// The host must not run this pair (host.go): gocoll's best
 		// instead, whatever the reason it chose the host.
 		if ch, err = cfg.gocollOnly.Choose(q); err != nil {
@@ -197,12 +198,11 @@ func decide(c *C.struct_gc_call, shared bool, nodes *algorithms.NodeMap) C.int {
 		}
 		c.how |= C.GC_HOW_CORRECTED
 	}
-	if ch.Native {
+	if ch.Extra == native.Name {
 		if cfg.debug {
-			// ch.How is "tuned", or "tuned (forced X cannot run: why)".
 			why := ""
-			if rest, ok := strings.CutPrefix(ch.How, "tuned ("); ok {
-				why = "; " + strings.TrimSuffix(rest, ")")
+			if ch.Fallback {
+				why = fmt.Sprintf("; forced %s cannot run: %v", ch.Refused, ch.Refusal)
 			}
 			if ch.Why != "" {
 				why += "; " + ch.Why // the rule or the model's estimate
@@ -283,9 +283,7 @@ func gc_go_run(c *C.struct_gc_call) (rc C.int) {
 		}
 	}
 	n := gocollCalls.Add(1)
-	if cfg.fault > 0 && int64(n) == cfg.fault {
-		panic(fmt.Sprintf("GOCOLL_PRELOAD_FAULT=%d: a panic on purpose", cfg.fault))
-	}
+	injectFault(int64(n))
 	memory := ""
 	if c.device != 0 {
 		deviceCalls.Add(1)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 	"sync"
 
 	"github.com/gocoll/gocoll/algorithms"
@@ -39,27 +40,10 @@ import (
 // call's size not such a multiple, the price is an estimate of the
 // call's.
 //
-// In LD_PRELOAD mode (Options.Native), the host MPI's collective is one
-// more candidate that the model cannot price: it estimates the host by
-// the best of the textbook algorithms that MPICH and Open MPI also
-// implement (textbook), and chooses gocoll only where gocoll's best beats
-// that by more than NativeMargin.
-
-// NativeMargin is how much faster (by the model) gocoll's best algorithm
-// must be than the estimate of the host's, outside the measured rules,
-// for LD_PRELOAD mode to choose gocoll: 25%, the accuracy the model is
-// held to against measurement at 64 KiB and up (issue 13), so that a
-// choice of gocoll outside the measured range is one the model's error
-// cannot reverse.
-const NativeMargin = 1.25
-
-// textbook are the algorithms the host MPIs implement as well (with their
-// own crossovers): the model's estimate of a host collective is the best
-// of these.
-var textbook = map[string]bool{
-	"ring": true, "recursive_doubling": true, "rabenseifner": true, "bruck": true,
-	"pairwise": true, "recursive_halving": true,
-}
+// With an extra candidate (Options.Extra: the host MPI's collective, in
+// LD_PRELOAD mode), which the model cannot price, the model estimates it
+// by the best of the algorithms it names (Extra.EstimatedBy), and chooses
+// gocoll only where gocoll's best beats that by more than Extra.Margin.
 
 // Shape is what the rules and the model see of a communicator: its ranks,
 // its nodes and the most ranks on one node. Without a node map, ranks
@@ -228,8 +212,11 @@ func (t *Tuner) modelChoice(q Query, sh Shape) Choice {
 	if t.models.choices == nil {
 		t.models.choices = map[modelKey]Choice{}
 	}
-	// The host's association is unknown: it never runs a reproducible call.
-	c = decide(plansFor(pk), pk, classBytes(key.class), t.machine, t.native && !pk.reproducible)
+	var x *Extra
+	if t.extra != nil && t.extra.refuses(q.Params) == nil {
+		x = t.extra
+	}
+	c = decide(plansFor(pk), pk, classBytes(key.class), t.machine, x)
 	t.models.choices[key] = c
 	return c
 }
@@ -316,9 +303,9 @@ func preparePlans(pk planKey) []pricedPlan {
 	return out
 }
 
-// decide prices the plans at bytes and returns the cheapest, or in
-// LD_PRELOAD mode native unless gocoll's best wins by NativeMargin.
-func decide(plans []pricedPlan, pk planKey, bytes int64, m model.Machine, native bool) Choice {
+// decide prices the plans at bytes and returns the cheapest, or the extra
+// candidate x (nil: none) unless gocoll's best wins by x.Margin.
+func decide(plans []pricedPlan, pk planKey, bytes int64, m model.Machine, x *Extra) Choice {
 	s := Scale(pk.coll, pk.shape.P, bytes)
 	best, second, host := -1, -1, -1
 	times := make([]float64, len(plans))
@@ -333,26 +320,26 @@ func decide(plans []pricedPlan, pk planKey, bytes int64, m model.Machine, native
 		case second < 0 || times[i] < times[second]:
 			second = i
 		}
-		if textbook[pp.Alg.Name] && (host < 0 || times[i] < times[host]) {
+		if x != nil && slices.Contains(x.EstimatedBy, pp.Alg.Name) && (host < 0 || times[i] < times[host]) {
 			host = i
 		}
 	}
 	if best < 0 { // Choose turns this into the call's error
-		return Choice{Why: fmt.Sprintf("no %s algorithm can run a call of %s%s", pk.coll, pk.shape, map[bool]string{true: " in reproducible mode"}[pk.reproducible])}
+		return Choice{Source: FromModel, Why: fmt.Sprintf("no %s algorithm can run a call of %s%s", pk.coll, pk.shape, map[bool]string{true: " in reproducible mode"}[pk.reproducible])}
 	}
 	where := fmt.Sprintf("model (%s, %d B): ", pk.shape, bytes)
-	if native && host >= 0 && times[best]*NativeMargin >= times[host] {
-		return Choice{Native: true, How: "tuned", Why: fmt.Sprintf("%sgocoll's best %s %s is not %.0f%% under the host's estimate (%s %s)",
-			where, plans[best].Alg.Name, us(times[best]), (NativeMargin-1)*100, plans[host].Alg.Name, us(times[host]))}
+	if host >= 0 && times[best]*x.Margin >= times[host] {
+		return Choice{Extra: x.Name, Source: FromModel, Why: fmt.Sprintf("%sgocoll's best %s %s is not %.0f%% under %s's estimate (%s %s)",
+			where, plans[best].Alg.Name, us(times[best]), (x.Margin-1)*100, x.Called, plans[host].Alg.Name, us(times[host]))}
 	}
 	why := where + plans[best].Alg.Name + " " + us(times[best])
 	if second >= 0 {
 		why += ", next " + plans[second].Alg.Name + " " + us(times[second])
 	}
-	if native && host >= 0 {
-		why += fmt.Sprintf(", the host estimated at %s (%s)", us(times[host]), plans[host].Alg.Name)
+	if host >= 0 {
+		why += fmt.Sprintf(", %s estimated at %s (%s)", x.Called, us(times[host]), plans[host].Alg.Name)
 	}
-	return Choice{Alg: plans[best].Alg, How: "tuned", Why: why}
+	return Choice{Alg: plans[best].Alg, Source: FromModel, Why: why}
 }
 
 func us(t float64) string { return fmt.Sprintf("%.3g µs", t*1e6) }

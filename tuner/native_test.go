@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gocoll/gocoll/algorithms"
+	"github.com/gocoll/gocoll/preload/native"
 	"github.com/gocoll/gocoll/tuner"
 )
 
@@ -28,12 +29,12 @@ func TestNativeRejectedStandalone(t *testing.T) {
 
 // In preload mode native can be forced, named by rules (Options.Rules
 // after the tuning file; no defaults: outside the rules the model
-// decides, and it keeps the host unless gocoll wins by NativeMargin), and
+// decides, and it keeps the host unless gocoll wins by native.Margin), and
 // never fails a restriction.
 func TestNativePreload(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rules.json")
 	os.WriteFile(path, []byte(`{"rules": [{"collective": "allreduce", "min_bytes": 1000, "max_bytes": 2000, "algorithm": "ring"}]}`), 0o644)
-	opts := tuner.Options{Native: true, Rules: []tuner.Rule{
+	opts := tuner.Options{Extra: native.Candidate(), Rules: []tuner.Rule{
 		{Collective: "allreduce", MaxBytes: 4096, Algorithm: "native"},
 		{Collective: "allgather", MinRanks: 3, Algorithm: "native"},
 	}}
@@ -61,21 +62,21 @@ func TestNativePreload(t *testing.T) {
 	}
 	for _, tc := range cases {
 		ch, err := tu.Choose(query(tc.c, tc.bytes, tc.p, tc.comm))
-		if err != nil || ch.Name() != tc.want || ch.How != tc.how || ch.Native != (tc.want == "native") {
-			t.Errorf("%v %d bytes p=%d commutative=%v: got %s (%s) %v, want %s (%s)", tc.c, tc.bytes, tc.p, tc.comm, ch.Name(), ch.How, err, tc.want, tc.how)
+		if err != nil || ch.Name() != tc.want || ch.How() != tc.how || (ch.Extra == native.Name) != (tc.want == "native") {
+			t.Errorf("%v %d bytes p=%d commutative=%v: got %s (%s) %v, want %s (%s)", tc.c, tc.bytes, tc.p, tc.comm, ch.Name(), ch.How(), err, tc.want, tc.how)
 		}
 	}
 	// A per-call force of native works too.
 	q := query(algorithms.Allgather, 1<<20, 2, true)
 	q.Force = "native"
-	if ch, _ := tu.Choose(q); !ch.Native || ch.How != "forced" {
-		t.Errorf("per-call native: got %s (%s)", ch.Name(), ch.How)
+	if ch, _ := tu.Choose(q); ch.Extra != native.Name || ch.How() != "forced" {
+		t.Errorf("per-call native: got %s (%s)", ch.Name(), ch.How())
 	}
 	// Bad option rules are errors.
 	if _, err := tuner.NewWithOptions(env(), tuner.Options{Rules: []tuner.Rule{{Collective: "allreduce", Algorithm: "native"}}}); err == nil {
-		t.Error("native rule accepted without Options.Native")
+		t.Error("native rule accepted without Options.Extra")
 	}
-	if _, err := tuner.NewWithOptions(env(), tuner.Options{Native: true, Rules: []tuner.Rule{{Collective: "bcast", Algorithm: "native"}}}); err == nil {
+	if _, err := tuner.NewWithOptions(env(), tuner.Options{Extra: native.Candidate(), Rules: []tuner.Rule{{Collective: "bcast", Algorithm: "native"}}}); err == nil {
 		t.Error("unknown collective accepted in Options.Rules")
 	}
 }

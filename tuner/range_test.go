@@ -8,6 +8,7 @@ import (
 
 	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/executor/model"
+	"github.com/gocoll/gocoll/preload/native"
 	"github.com/gocoll/gocoll/tuner"
 )
 
@@ -191,12 +192,12 @@ func TestModelChoiceAllocatesNothing(t *testing.T) {
 
 // Under LD_PRELOAD, outside the measured rules the host's collective is
 // kept unless gocoll's best beats the model's estimate of the host (the
-// best textbook algorithm) by NativeMargin: a 64 B allreduce at p=1024
+// best textbook algorithm) by native.Margin: a 64 B allreduce at p=1024
 // (the measured rules sent it to ring, 2046 latencies) stays native, a
 // 4 MiB allreduce of 16 ranks on one node goes to shm.
 func TestNativeOutsideMeasured(t *testing.T) {
 	rules := []tuner.Rule{{Collective: "allreduce", MinBytes: 13, MaxBytes: 96, MinRanks: 3, MaxRanks: 4, MaxNodes: 1, Algorithm: "ring"}}
-	tu, err := tuner.NewWithOptions(env(), tuner.Options{Native: true, Rules: rules})
+	tu, err := tuner.NewWithOptions(env(), tuner.Options{Extra: native.Candidate(), Rules: rules})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +208,7 @@ func TestNativeOutsideMeasured(t *testing.T) {
 	}
 	q = query(algorithms.Allreduce, 64, 1024, true)
 	q.Params.Nodes = nodesOf(1024, 8)
-	if ch, _ := tu.Choose(q); !ch.Native || !strings.Contains(ch.Why, "host's estimate") {
+	if ch, _ := tu.Choose(q); ch.Extra != native.Name || !strings.Contains(ch.Why, "host's estimate") {
 		t.Errorf("p=1024 64 B: %s (%s), want native", ch.Name(), ch.Why)
 	}
 	q = query(algorithms.Allreduce, 4<<20, 16, true)
@@ -281,13 +282,13 @@ func TestConcurrentModelChoices(t *testing.T) {
 // on 4 nodes of 64 goes to hierarchical, which the model prices well
 // under every flat algorithm (each rank's link carries 1/64 of its node's
 // bytes), in LD_PRELOAD mode too (it beats the host's estimate by more
-// than NativeMargin); on one node of 256 ranks, or one rank a node, it
+// than native.Margin); on one node of 256 ranks, or one rank a node, it
 // equals a flat algorithm and is not priced; on one node of up to 8 ranks
 // the measured defaults decide as before.
 func TestHierarchicalWhereItWins(t *testing.T) {
 	slow := model.Slow
 	tu, _ := tuner.NewWithOptions(env(), tuner.Options{Machine: &slow})
-	native, _ := tuner.NewWithOptions(env(), tuner.Options{Machine: &slow, Native: true})
+	preloaded, _ := tuner.NewWithOptions(env(), tuner.Options{Machine: &slow, Extra: native.Candidate()})
 	q := query(algorithms.Allgather, 1<<20, 256, true)
 	q.Params.Nodes = nodesOf(256, 64)
 	sh := tuner.Shape{P: 256, Nodes: 4, PerNode: 64}
@@ -304,7 +305,7 @@ func TestHierarchicalWhereItWins(t *testing.T) {
 	if hier == 0 || hier*1.5 > flat {
 		t.Fatalf("the model prices hierarchical at %g s, the best flat algorithm at %g s: not clearly cheaper", hier, flat)
 	}
-	for name, tu := range map[string]*tuner.Tuner{"standalone": tu, "LD_PRELOAD": native} {
+	for name, tu := range map[string]*tuner.Tuner{"standalone": tu, "LD_PRELOAD": preloaded} {
 		if ch, _ := tu.Choose(q); ch.Name() != "hierarchical" || !strings.HasPrefix(ch.Why, "model") {
 			t.Errorf("%s: %s (%s), want hierarchical", name, ch.Name(), ch.Why)
 		}

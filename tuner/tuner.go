@@ -11,14 +11,15 @@
 // collective; a forced algorithm whose restrictions fail falls back to the
 // tuned choice, as GOCOLL_FALLBACK says.
 //
-// # Native, in LD_PRELOAD mode
+// # Extra candidates
 //
-// Under LD_PRELOAD (package preload) the host MPI's own collective is one
-// more candidate: NewWithOptions with Options.Native accepts the name
-// "native" wherever an algorithm name goes (GOCOLL_*_ALGORITHM, tuning
-// file rules, Options.Rules), and Choose then answers with Choice.Native
-// set and no Alg. Native has no restrictions: the host runs any call. A
-// standalone tuner (New) rejects the name as it rejects any unknown one.
+// A user of the tuner may register one candidate that gocoll does not
+// schedule (Options.Extra): under LD_PRELOAD, package preload registers
+// the host MPI's own collective as "native" (preload/native). Its name
+// then goes wherever an algorithm name goes (GOCOLL_*_ALGORITHM, tuning
+// file rules, Options.Rules), and Choose answers with Choice.Extra set
+// and no Alg. A tuner without it (New) rejects the name as it rejects
+// any unknown one.
 package tuner
 
 import (
@@ -84,19 +85,43 @@ const (
 	FallbackSilent Fallback = "silent" // use the tuned choice quietly
 )
 
-// Native is the algorithm name, in LD_PRELOAD mode only, of the host
-// MPI's own implementation of a collective.
-const Native = "native"
+// Extra is a candidate the tuner does not schedule itself, registered
+// by the tuner's user (Options.Extra): the host MPI's own collective
+// under LD_PRELOAD (preload/native).
+type Extra struct {
+	// Name is the candidate's name in rules and GOCOLL_*_ALGORITHM.
+	Name string
+	// Called is how the model's reasons name it: "the host".
+	Called string
+	// Refuse says why the candidate cannot run a call, or nil. It may
+	// look at Commutative, SharedMemory, DeviceMemory and Reproducible
+	// only: the model keeps its choices by those.
+	Refuse func(algorithms.Params) error
+	// EstimatedBy are the algorithms whose best modelled time stands for
+	// the candidate's where the model decides (it cannot price what it
+	// does not schedule); the model chooses gocoll's best only where it
+	// is Margin times faster than that. Without them the model never
+	// chooses the candidate.
+	EstimatedBy []string
+	Margin      float64
+}
+
+// refuses is Refuse, nil for a candidate without restrictions.
+func (x *Extra) refuses(p algorithms.Params) error {
+	if x.Refuse == nil {
+		return nil
+	}
+	return x.Refuse(p)
+}
 
 // Options configures NewWithOptions.
 type Options struct {
-	// Native accepts the name "native" (the host MPI's collective) as a
-	// forced algorithm and in rules. Only LD_PRELOAD mode has a host MPI.
-	Native bool
+	// Extra, if set, is one more candidate besides gocoll's algorithms.
+	Extra *Extra
 	// Rules are tried after the tuning file's rules and before Defaults:
 	// LD_PRELOAD mode puts its measured native/gocoll crossovers here.
-	// With Native, Defaults are not used: outside these rules and the
-	// file's, the model decides between the host and gocoll (model.go).
+	// With an Extra, Defaults are not used: outside these rules and the
+	// file's, the model decides between it and gocoll (model.go).
 	Rules []Rule
 	// Machine is the model's machine, for calls outside every rule; nil:
 	// the tuning file's, or else model.Default.
@@ -109,7 +134,7 @@ type Tuner struct {
 	rules    []Rule // tuning file first, then Options.Rules, then defaults
 	fallback Fallback
 	log      io.Writer
-	native   bool     // "native" is a valid name
+	extra    *Extra   // Options.Extra, or nil
 	sources  []string // where each rule comes from, for Choice.Why
 
 	mu     sync.Mutex
@@ -128,10 +153,10 @@ type Tuner struct {
 
 type compiledRule struct {
 	Rule
-	coll   algorithms.Collective
-	alg    *algorithms.Algorithm // nil for native
-	native bool
-	why    string // for GOCOLL_DEBUG=info: "rule 3 (defaults)"
+	coll  algorithms.Collective
+	alg   *algorithms.Algorithm // nil for the extra candidate
+	extra bool
+	why   string // for GOCOLL_DEBUG=info: "rule 3 (defaults)"
 }
 
 func (t *Tuner) compile() {
@@ -140,8 +165,8 @@ func (t *Tuner) compile() {
 		if !ok {
 			continue
 		}
-		cr := compiledRule{Rule: r, coll: c, native: r.Algorithm == Native && t.native, why: t.sources[i]}
-		if !cr.native {
+		cr := compiledRule{Rule: r, coll: c, extra: t.isExtra(r.Algorithm), why: t.sources[i]}
+		if !cr.extra {
 			a, err := algorithms.Lookup(c, r.Algorithm)
 			if err != nil {
 				continue
@@ -160,15 +185,15 @@ type Env func(string) string
 // GOCOLL_FALLBACK value, naming the variable.
 func New(env Env) (*Tuner, error) { return NewWithOptions(env, Options{}) }
 
-// NewWithOptions is New with the options of LD_PRELOAD mode: "native"
-// as an algorithm, and extra rules between the tuning file and the
+// NewWithOptions is New with the options of LD_PRELOAD mode: an extra
+// candidate ("native"), and extra rules between the tuning file and the
 // defaults. It fails, naming the rule, on a rule with an unknown
 // collective or algorithm.
 func NewWithOptions(env Env, opts Options) (*Tuner, error) {
 	if env == nil {
 		env = os.Getenv
 	}
-	t := &Tuner{force: map[algorithms.Collective]string{}, fallback: FallbackWarn, log: os.Stderr, warned: map[string]bool{}, native: opts.Native, machine: model.Default}
+	t := &Tuner{force: map[algorithms.Collective]string{}, fallback: FallbackWarn, log: os.Stderr, warned: map[string]bool{}, extra: opts.Extra, machine: model.Default}
 	for _, c := range algorithms.Collectives {
 		v := ForceVar(c)
 		name := strings.TrimSpace(env(v))
@@ -194,7 +219,7 @@ func NewWithOptions(env Env, opts Options) (*Tuner, error) {
 		}
 	}
 	if path := env("GOCOLL_TUNING_FILE"); path != "" {
-		f, err := readTuningFile(path, opts.Native)
+		f, err := readTuningFile(path, t.extraName())
 		if err != nil {
 			return nil, fmt.Errorf("GOCOLL_TUNING_FILE: %v", err)
 		}
@@ -203,11 +228,11 @@ func NewWithOptions(env Env, opts Options) (*Tuner, error) {
 			t.machine = f.Machine.Model()
 		}
 	}
-	if err := checkRules(opts.Rules, opts.Native); err != nil {
+	if err := checkRules(opts.Rules, t.extraName()); err != nil {
 		return nil, fmt.Errorf("tuner options: %v", err)
 	}
 	add(opts.Rules, "the measured rules")
-	if !opts.Native {
+	if opts.Extra == nil {
 		add(Defaults, "the defaults")
 	}
 	if opts.Machine != nil {
@@ -216,10 +241,21 @@ func NewWithOptions(env Env, opts Options) (*Tuner, error) {
 	return t, nil
 }
 
-// checkName fails for a name that is neither an algorithm of c nor, where
-// allowed, native.
+// isExtra reports whether name is the extra candidate's.
+func (t *Tuner) isExtra(name string) bool { return t.extra != nil && name == t.extra.Name }
+
+// extraName is the extra candidate's name, or "".
+func (t *Tuner) extraName() string {
+	if t.extra == nil {
+		return ""
+	}
+	return t.extra.Name
+}
+
+// checkName fails for a name that is neither an algorithm of c nor the
+// extra candidate's.
 func (t *Tuner) checkName(c algorithms.Collective, name string) error {
-	if name == Native && t.native {
+	if t.isExtra(name) {
 		return nil
 	}
 	_, err := algorithms.Lookup(c, name)
@@ -255,18 +291,17 @@ func ForcedRounds() [][]string {
 }
 
 // ReadFile reads and validates a tuning file.
-func ReadFile(path string) ([]Rule, error) { return readFile(path, false) }
-
-// readFile reads a tuning file whose rules may name native if native.
-func readFile(path string, native bool) ([]Rule, error) {
-	f, err := readTuningFile(path, native)
+func ReadFile(path string) ([]Rule, error) {
+	f, err := readTuningFile(path, "")
 	return f.Rules, err
 }
 
 // ReadTuningFile reads and validates a tuning file, its machine included.
-func ReadTuningFile(path string) (File, error) { return readTuningFile(path, false) }
+func ReadTuningFile(path string) (File, error) { return readTuningFile(path, "") }
 
-func readTuningFile(path string, native bool) (File, error) {
+// readTuningFile reads a tuning file whose rules may name the extra
+// candidate extra ("": none).
+func readTuningFile(path string, extra string) (File, error) {
 	var f File
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -277,7 +312,7 @@ func readTuningFile(path string, native bool) (File, error) {
 	if err := dec.Decode(&f); err != nil {
 		return f, fmt.Errorf("%s: %v", path, err)
 	}
-	if err := checkRules(f.Rules, native); err != nil {
+	if err := checkRules(f.Rules, extra); err != nil {
 		return f, fmt.Errorf("%s: %v", path, err)
 	}
 	if m := f.Machine; m != nil && (m.Alpha < 0 || m.Beta < 0 || m.Gamma < 0 || m.Delta < 0 || m.NodeAlpha < 0 || m.NodeBeta < 0 || m.Sync < 0) {
@@ -286,14 +321,15 @@ func readTuningFile(path string, native bool) (File, error) {
 	return f, nil
 }
 
-// checkRules fails, naming the rule, on an unknown collective or algorithm.
-func checkRules(rules []Rule, native bool) error {
+// checkRules fails, naming the rule, on an unknown collective or algorithm
+// (extra, if not "", is a known one).
+func checkRules(rules []Rule, extra string) error {
 	for i, r := range rules {
 		c, ok := collectiveByName(r.Collective)
 		if !ok {
 			return fmt.Errorf("rule %d: unknown collective %q (valid: allreduce, reduce_scatter, reduce_scatter_block, allgather)", i+1, r.Collective)
 		}
-		if r.Algorithm == Native && native {
+		if extra != "" && r.Algorithm == extra {
 			continue
 		}
 		if _, err := algorithms.Lookup(c, r.Algorithm); err != nil {
@@ -326,44 +362,67 @@ type Query struct {
 	Force      string // an algorithm forced for this call only, or ""
 }
 
+// Source says where a choice came from.
+type Source uint8
+
+const (
+	FromRule  Source = iota + 1 // a rule; Choice.Why names it
+	FromModel                   // the model, outside every rule; Why has its estimates
+	Forced                      // GOCOLL_*_ALGORITHM or Query.Force
+	Only                        // the collective's only algorithm, by a caller that did not ask
+)
+
 // Choice is the tuner's answer.
 type Choice struct {
-	Alg *algorithms.Algorithm // nil when Native
-	// Native: hand the call to the host MPI's own collective (LD_PRELOAD
-	// mode only; see Options.Native).
-	Native bool
-	// How says where the choice came from: "tuned", "forced", or
-	// "tuned (forced X cannot run: reason)".
-	How string
+	Alg *algorithms.Algorithm // nil when Extra is set
+	// Extra is the name of the extra candidate chosen (Options.Extra),
+	// or "".
+	Extra  string
+	Source Source
 	// Why says, for a tuned choice, which rule or model estimate decided:
 	// "rule 5 of the defaults", or "model (...): ring 1.2 ms, next ...".
 	Why string
-	// Fallback: a forced algorithm could not run the call, and this is
-	// the tuned choice instead (GOCOLL_FALLBACK=warn or silent).
+	// Fallback: a forced algorithm (Refused) could not run the call, for
+	// the reason Refusal, and this is the tuned choice instead
+	// (GOCOLL_FALLBACK=warn or silent).
 	Fallback bool
+	Refused  string
+	Refusal  error
 }
 
-// Name returns the chosen algorithm's name, or "native".
+// Name returns the chosen algorithm's name, or the extra candidate's.
 func (c Choice) Name() string {
-	if c.Native {
-		return Native
+	if c.Extra != "" {
+		return c.Extra
 	}
 	return c.Alg.Name
 }
 
+// How says where the choice came from, for people: "tuned", "forced",
+// "only algorithm", or "tuned (forced X cannot run: reason)".
+func (c Choice) How() string {
+	switch {
+	case c.Fallback:
+		return fmt.Sprintf("tuned (forced %s cannot run: %v)", c.Refused, c.Refusal)
+	case c.Source == Forced:
+		return "forced"
+	case c.Source == Only:
+		return "only algorithm"
+	}
+	return "tuned"
+}
+
 // Choose returns the algorithm for a call.
 func (t *Tuner) Choose(q Query) (Choice, error) {
-	name, how := q.Force, "forced"
+	name := q.Force
 	if name == "" {
 		name = t.force[q.Collective]
 	}
-	if name == Native && t.native {
-		if !q.Params.Reproducible {
-			return Choice{Native: true, How: how}, nil
+	if t.isExtra(name) {
+		if restriction := t.extra.refuses(q.Params); restriction != nil {
+			return t.fallBack(q, name, restriction)
 		}
-		// The host's association is unknown: a forced native cannot run a
-		// reproducible call, and falls back as any forced algorithm does.
-		return t.fallBack(q, name, errNativeNotCanonical)
+		return Choice{Extra: name, Source: Forced}, nil
 	}
 	if name != "" && name != "auto" {
 		a, err := algorithms.Lookup(q.Collective, name)
@@ -372,7 +431,7 @@ func (t *Tuner) Choose(q Query) (Choice, error) {
 		}
 		restriction := a.Check(q.Params)
 		if restriction == nil {
-			return Choice{Alg: a, How: how}, nil
+			return Choice{Alg: a, Source: Forced}, nil
 		}
 		return t.fallBack(q, name, restriction)
 	}
@@ -382,13 +441,11 @@ func (t *Tuner) Choose(q Query) (Choice, error) {
 // tunedOrError is tuned, or an error where no algorithm can run the call.
 func (t *Tuner) tunedOrError(q Query) (Choice, error) {
 	c := t.tuned(q)
-	if c.Alg == nil && !c.Native {
+	if c.Alg == nil && c.Extra == "" {
 		return Choice{}, errors.New(c.Why)
 	}
 	return c, nil
 }
-
-var errNativeNotCanonical = errors.New("the host MPI's collective does not promise the canonical order that GOCOLL_REPRODUCIBLE=1 asks for")
 
 // fallBack answers a call whose forced algorithm name cannot run it, for
 // the reason restriction, as GOCOLL_FALLBACK says.
@@ -400,8 +457,7 @@ func (t *Tuner) fallBack(q Query, name string, restriction error) (Choice, error
 	if err != nil {
 		return Choice{}, err
 	}
-	c.Fallback = true
-	c.How = fmt.Sprintf("tuned (forced %s cannot run: %v)", name, restriction)
+	c.Fallback, c.Refused, c.Refusal = true, name, restriction
 	if t.fallback == FallbackWarn {
 		t.warnOnce(q.Collective.String()+"/"+name, fmt.Sprintf("gocoll: %s: %v; using %s instead\n", q.Collective, restriction, c.Name()))
 	}
@@ -418,14 +474,14 @@ func (t *Tuner) tuned(q Query) Choice {
 		if r.coll != q.Collective || !r.inRange(q.Bytes, sh) {
 			continue
 		}
-		if r.native {
-			if q.Params.Reproducible {
-				continue // the host's association is unknown
+		if r.extra {
+			if t.extra.refuses(q.Params) != nil {
+				continue
 			}
-			return Choice{Native: true, How: "tuned", Why: r.why}
+			return Choice{Extra: t.extra.Name, Source: FromRule, Why: r.why}
 		}
 		if r.alg.Check(q.Params) == nil {
-			return Choice{Alg: r.alg, How: "tuned", Why: r.why}
+			return Choice{Alg: r.alg, Source: FromRule, Why: r.why}
 		}
 	}
 	return t.modelChoice(q, sh)

@@ -42,8 +42,8 @@ func TestDefaultsRespectRestrictions(t *testing.T) {
 					if err := ch.Alg.Check(q.Params); err != nil {
 						t.Errorf("%v %d bytes p=%d commutative=%v: picked %s: %v", c, b, p, comm, ch.Alg.Name, err)
 					}
-					if ch.How != "tuned" {
-						t.Errorf("how = %q, want tuned", ch.How)
+					if ch.How() != "tuned" {
+						t.Errorf("how = %q, want tuned", ch.How())
 					}
 				}
 			}
@@ -57,8 +57,8 @@ func TestForceByEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	ch, _ := tu.Choose(query(algorithms.Allreduce, 8, 4, true))
-	if ch.Alg.Name != "ring" || ch.How != "forced" {
-		t.Errorf("got %s (%s), want ring (forced)", ch.Alg.Name, ch.How)
+	if ch.Alg.Name != "ring" || ch.How() != "forced" {
+		t.Errorf("got %s (%s), want ring (forced)", ch.Alg.Name, ch.How())
 	}
 	// A per-call force wins over the environment.
 	q := query(algorithms.Allreduce, 8, 4, true)
@@ -66,8 +66,8 @@ func TestForceByEnvironment(t *testing.T) {
 	if ch, _ := tu.Choose(q); ch.Alg.Name != "rabenseifner" {
 		t.Errorf("per-call force: got %s", ch.Alg.Name)
 	}
-	if ch, _ := tu.Choose(query(algorithms.Allgather, 8, 4, true)); ch.How != "tuned" {
-		t.Errorf("auto: got %s (%s), want a tuned choice", ch.Alg.Name, ch.How)
+	if ch, _ := tu.Choose(query(algorithms.Allgather, 8, 4, true)); ch.How() != "tuned" {
+		t.Errorf("auto: got %s (%s), want a tuned choice", ch.Alg.Name, ch.How())
 	}
 }
 
@@ -110,8 +110,8 @@ func TestFallbackPolicies(t *testing.T) {
 			if err != nil || ch.Alg.Commutative {
 				t.Fatalf("%q: got %v, %v; want an order-preserving algorithm", policy, ch.Alg, err)
 			}
-			if !strings.Contains(ch.How, "forced ring cannot run") {
-				t.Errorf("how = %q", ch.How)
+			if !strings.Contains(ch.How(), "forced ring cannot run") {
+				t.Errorf("how = %q", ch.How())
 			}
 		}
 		lines := strings.Count(log.String(), "\n")

@@ -56,6 +56,7 @@ import (
 	"time"
 
 	"github.com/gocoll/gocoll/algorithms"
+	"github.com/gocoll/gocoll/preload/native"
 	"github.com/gocoll/gocoll/tuner"
 )
 
@@ -486,7 +487,7 @@ type choice struct{ win, alt string }
 // unrestricted reports whether an algorithm runs every call: it keeps
 // rank order and needs no shared segment.
 func unrestricted(c algorithms.Collective, name string) bool {
-	if name == tuner.Native {
+	if name == native.Name {
 		return true
 	}
 	a, err := algorithms.Lookup(c, name)
@@ -510,15 +511,15 @@ func derive(data map[int]map[string]map[string]map[int64][]float64, nps []int) [
 			var chosen []choice
 			prev := choice{}
 			for _, b := range ss {
-				native := median(cols["native"][b])
-				bar := native * (1 - *margin) // to beat, to be chosen over native
+				hostTime := median(cols["native"][b])
+				bar := hostTime * (1 - *margin) // to beat, to be chosen over native
 				t := func(a string) float64 {
-					if a == tuner.Native {
+					if a == native.Name {
 						return bar
 					}
 					return median(cols[a][b])
 				}
-				best, bestAlt := tuner.Native, tuner.Native
+				best, bestAlt := native.Name, native.Name
 				for _, a := range columns(cols) {
 					if t(a) < t(best) {
 						best = a
@@ -531,10 +532,10 @@ func derive(data map[int]map[string]map[string]map[int64][]float64, nps []int) [
 				// choice, so that noise does not cut the sizes into
 				// ranges.
 				near := func(a, b string) bool { return a != "" && t(a) <= bar && t(a) <= t(b)*(1+*margin) }
-				if prev.win != best && best != tuner.Native && near(prev.win, best) {
+				if prev.win != best && best != native.Name && near(prev.win, best) {
 					best = prev.win
 				}
-				if prev.alt != bestAlt && bestAlt != tuner.Native && unrestricted(c.coll, prev.alt) && near(prev.alt, bestAlt) {
+				if prev.alt != bestAlt && bestAlt != native.Name && unrestricted(c.coll, prev.alt) && near(prev.alt, bestAlt) {
 					bestAlt = prev.alt
 				}
 				ch := choice{win: best}

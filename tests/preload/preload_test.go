@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -175,7 +176,9 @@ func runRanks(t *testing.T, what string, m hostMPI, np int, env []string, prog s
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	env = append([]string{"LD_PRELOAD=" + preloadLib()}, env...)
+	if !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "LD_PRELOAD=") }) {
+		env = append([]string{"LD_PRELOAD=" + preloadLib()}, env...)
+	}
 	argv := append(m.args(np, env), filepath.Join(harness.Root, "tests", "preload", "testdata", "rank.sh"), dir, prog)
 	argv = append(argv, args...)
 	cmd := exec.Command(m.run, argv...)
@@ -387,15 +390,44 @@ func TestTransports(t *testing.T) {
 	}
 }
 
+// faultLib builds, once per test binary, a copy of the library with the
+// test-only fault hook (-tags gocolltest, preload/fault.go), which the
+// library `make` builds lacks.
+var faultLib = sync.OnceValues(func() (string, error) {
+	lib := filepath.Join(harness.Work, "libgocoll-preload-gocolltest.so")
+	cmd := exec.Command("go", "build", "-tags", "gocolltest", "-buildmode=c-shared",
+		"-ldflags", `-extldflags "-Wl,--version-script=`+filepath.Join(harness.Root, "preload", "exports.map")+`"`,
+		"-o", lib, "./preload")
+	cmd.Dir = harness.Root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build -tags gocolltest ./preload: %v\n%s", err, out)
+	}
+	return lib, nil
+})
+
 // A panic inside gocoll becomes MPI_ERR_INTERN through the
-// communicator's error handler, and later calls work.
+// communicator's error handler, and later calls work. The fault hook
+// that injects it is in a library built for tests only, not in the
+// release one.
 func TestPanicBecomesMPIError(t *testing.T) {
+	const hook = "a panic on purpose" // the injected panic's message
+	release, err := os.ReadFile(preloadLib())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(release), hook) {
+		t.Errorf("%s has the test-only fault hook (%q)", preloadLib(), hook)
+	}
+	lib, err := faultLib()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, m := range hostMPIs {
 		t.Run(m.name, func(t *testing.T) {
 			need(t, m.cc, m.run)
 			prog := compile(t, m.cc, "coll-"+m.name, "coll.c")
 			r := check(t, job{mpi: m, np: 2, round: rounds()[1], prog: prog, args: []string{"-fault"},
-				env: []string{"GOCOLL_PRELOAD_FAULT=3"}, fault: true})
+				env: []string{"LD_PRELOAD=" + lib, "GOCOLL_PRELOAD_FAULT=3"}, fault: true})
 			if !strings.Contains(r.errs, "internal error") {
 				t.Errorf("no internal error reported:\n%s", r.errs)
 			}

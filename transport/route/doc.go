@@ -3,6 +3,14 @@
 // choice is made once, in New, by a function of the peer, as NCCL picks a
 // transport per pair of ranks by trying each in order of preference.
 //
+// # Picking: the table
+//
+// Table (table.go) is how the standalone job (shm, tcp) and the preload
+// (shm, hostmpi) pick: an ordered list of entries (name, reaches(peer),
+// new), each peer going through the first entry that reaches it, one
+// entry only where GOCOLL_TRANSPORT forces it. Only the entries some peer
+// picks are built; a router joins them where there are several.
+//
 // # Splitting ops without moving them
 //
 // An op must stay at the same address from Start until Wait returns for
