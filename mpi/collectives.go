@@ -46,15 +46,23 @@ func args[T Elem](call string, send, recv []T, op *Op, opts []Option) (coll.Args
 // Allreduce combines send from every rank with op and stores the result,
 // len(send) elements, in recv on every rank. recv must not overlap send.
 func Allreduce[T Elem](c *Comm, send, recv []T, op Op, opts ...Option) error {
+	a, err := allreduceArgs(c, send, recv, op, opts)
+	if err != nil {
+		return err
+	}
+	return c.c.Allreduce(a)
+}
+
+func allreduceArgs[T Elem](c *Comm, send, recv []T, op Op, opts []Option) (coll.Args, error) {
 	a, err := args("MPI_Allreduce", send, recv, &op, opts)
 	if err != nil {
-		return c.reject("MPI_Allreduce", err)
+		return a, c.reject("MPI_Allreduce", err)
 	}
 	if len(recv) < len(send) {
-		return c.reject("MPI_Allreduce", mpierr.New("MPI_Allreduce", mpierr.Buffer, "recv holds %d elements, send %d", len(recv), len(send)))
+		return a, c.reject("MPI_Allreduce", mpierr.New("MPI_Allreduce", mpierr.Buffer, "recv holds %d elements, send %d", len(recv), len(send)))
 	}
 	a.Count = len(send)
-	return c.c.Allreduce(a)
+	return a, nil
 }
 
 // AllreduceInPlace is Allreduce with buf as both input and output
@@ -122,15 +130,23 @@ func ReduceScatterInPlace[T Elem](c *Comm, buf []T, recvcounts []int, op Op, opt
 // Allgather gathers send from every rank into recv, rank by rank: recv
 // must hold len(send)*Size() elements.
 func Allgather[T Elem](c *Comm, send, recv []T, opts ...Option) error {
+	a, err := allgatherArgs(c, send, recv, opts)
+	if err != nil {
+		return err
+	}
+	return c.c.Allgather(a)
+}
+
+func allgatherArgs[T Elem](c *Comm, send, recv []T, opts []Option) (coll.Args, error) {
 	a, err := args[T]("MPI_Allgather", send, recv, nil, opts)
 	if err != nil {
-		return c.reject("MPI_Allgather", err)
+		return a, c.reject("MPI_Allgather", err)
 	}
 	if len(recv) != len(send)*c.Size() {
-		return c.reject("MPI_Allgather", mpierr.New("MPI_Allgather", mpierr.Count, "recv holds %d elements, want len(send)*Size() = %d", len(recv), len(send)*c.Size()))
+		return a, c.reject("MPI_Allgather", mpierr.New("MPI_Allgather", mpierr.Count, "recv holds %d elements, want len(send)*Size() = %d", len(recv), len(send)*c.Size()))
 	}
 	a.Count = len(send)
-	return c.c.Allgather(a)
+	return a, nil
 }
 
 // AllgatherInPlace is Allgather where each rank's contribution already sits
