@@ -195,16 +195,7 @@ func (c *Comm) allgatherv(a Args, r *Request) error {
 		// Displaced blocks: gather packed into a temporary, then place
 		// them.
 		out = make([]byte, total*size)
-		if a.InPlace {
-			pre = func() { copy(out[before*size:], block(c.rank)) }
-		}
-		post = func() {
-			off := 0
-			for i, n := range a.Counts {
-				copy(block(i), out[off*size:(off+n)*size])
-				off += n
-			}
-		}
+		pre, post = placement(a, recv, out, c.rank, before, size)
 	}
 	in := out[before*size : before*size+n]
 	if !a.InPlace {
@@ -226,6 +217,28 @@ func (c *Comm) allgatherv(a Args, r *Request) error {
 	}
 	p := algorithms.Params{P: c.Size(), Rank: c.rank, Counts: a.Counts, Commutative: true, InPlace: a.InPlace}
 	return c.dispatch(r, op{call: call, coll: algorithms.Allgather, force: a.Algorithm, own: a.own, bytes: int64(total * size), p: p, in: in, out: out, size: size, pre: pre, post: post})
+}
+
+// placement returns the hooks of a displaced Allgatherv gathered packed
+// into out: pre copies an in-place contribution from its place in recv
+// (nil when not in place), post places every block. (A function of its
+// own, so that a packed call's variables are not captured and allocated.)
+func placement(a Args, recv, out []byte, rank, before, size int) (pre, post func()) {
+	block := func(i int) []byte {
+		at := a.Displs[i] * size
+		return recv[at : at+a.Counts[i]*size]
+	}
+	if a.InPlace {
+		pre = func() { copy(out[before*size:], block(rank)) }
+	}
+	post = func() {
+		off := 0
+		for i, n := range a.Counts {
+			copy(block(i), out[off*size:(off+n)*size])
+			off += n
+		}
+	}
+	return pre, post
 }
 
 // checkReduce validates the datatype and op of a reducing call and returns
