@@ -331,7 +331,7 @@ func go_Waitall(count C.int, reqs *C.MPI_Request, statuses *C.MPI_Status) (rc C.
 	left := make([]bool, len(hs))
 	n := 0
 	for i := range hs {
-		q, ok, err := takeRequest(call, hs[i])
+		_, ok, err := takeRequest(call, hs[i])
 		switch {
 		case err != nil:
 			settle(i, nil, p2p.Status{}, err)
@@ -340,7 +340,6 @@ func go_Waitall(count C.int, reqs *C.MPI_Request, statuses *C.MPI_Status) (rc C.
 		default:
 			left[i] = true
 			n++
-			_ = q
 		}
 	}
 	var b backoff
@@ -390,18 +389,14 @@ func go_Testall(count C.int, reqs *C.MPI_Request, flag *C.int, statuses *C.MPI_S
 		return fail(nil, err)
 	}
 	coll.Progress()
-	qs := make([]*request, len(hs))
 	for i := range hs {
 		q, ok, err := takeRequest(call, hs[i])
 		if err != nil {
 			return fail(nil, err)
 		}
-		if ok {
-			if !q.done() {
-				*flag = 0
-				return C.MPI_SUCCESS
-			}
-			qs[i] = q
+		if ok && !q.done() {
+			*flag = 0
+			return C.MPI_SUCCESS
 		}
 	}
 	// All complete: complete them as Waitall does.

@@ -125,13 +125,8 @@ func (e *Endpoint) startSend(op *transport.Op, p *peer) {
 func (e *Endpoint) Test(ops []transport.Op) (bool, error) {
 	if !allDone(ops) {
 		e.mu.Lock()
-		if !e.closed && e.seg != nil {
-			e.progress()
-			e.checkLiveness(false)
-			if e.opts.Timeout > 0 {
-				e.checkTimeouts(ops)
-			}
-			e.ringBells()
+		if e.seg != nil {
+			e.poll(ops)
 		}
 		e.mu.Unlock()
 	}
@@ -139,6 +134,20 @@ func (e *Endpoint) Test(ops []transport.Op) (bool, error) {
 		return false, nil
 	}
 	return true, transport.FirstError(ops)
+}
+
+// poll moves everything once: the rings, dead peers, ops past their
+// timeout, the bells of peers with news. e.mu is held.
+func (e *Endpoint) poll(ops []transport.Op) {
+	if e.closed {
+		return
+	}
+	e.progress()
+	e.checkLiveness(false)
+	if e.opts.Timeout > 0 {
+		e.checkTimeouts(ops)
+	}
+	e.ringBells()
 }
 
 // Wait polls while messages move, and after e.spin without any progress
@@ -181,14 +190,7 @@ func (e *Endpoint) Wait(ops []transport.Op) error {
 		if e.events != events {
 			events, lastMove = e.events, now
 		}
-		if !e.closed {
-			e.progress()
-			e.checkLiveness(false)
-			if e.opts.Timeout > 0 {
-				e.checkTimeouts(ops)
-			}
-			e.ringBells()
-		}
+		e.poll(ops)
 		e.mu.Unlock()
 		done := allDone(ops)
 		if sleeping {
