@@ -56,7 +56,7 @@ func TestTwoHostsOverTCP(t *testing.T) {
 	out, code := run(t, 2*time.Minute, []string{"GOCOLL_DEBUG=info"}, argv...)
 	harness.ExpectRanks(t, "subset on two emulated hosts", out, code, 4)
 	t.Log(regexp.MustCompile(`(?m)^gocoll: rank \d+ on host .*$`).FindAllString(out, -1))
-	for _, want := range []string{"gocoll: rank 0 on host " + a, "tcp " + addrA, "gocoll: rank 3 on host " + b, "shm:["} {
+	for _, want := range []string{"gocoll: rank 0 on host " + a, "tcp on " + addrA, "gocoll: rank 3 on host " + b, "shm to [2], tcp to [0 1]"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("transport report lacks %q", want)
 		}
