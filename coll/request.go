@@ -50,6 +50,10 @@ type Request struct {
 	scratch   []byte
 	err       error
 
+	// claimed: someone runs this start's offloaded piece (its goroutine,
+	// or a waiter); a new one per start, so that a goroutine left over
+	// from an earlier start, whose piece a waiter ran, never runs a later.
+	claimed *atomic.Bool
 	offDone atomic.Bool   // the offloaded piece has returned
 	done    atomic.Bool   // complete; err is final
 	doneCh  chan struct{} // closed when done
@@ -153,6 +157,7 @@ func (r *Request) Start() error {
 		return argError(call, mpierr.Comm, "communicator %s was freed (or MPI finalized)", c.name)
 	}
 	r.active, r.begun, r.offloaded, r.err = true, false, false, nil
+	r.claimed = new(atomic.Bool)
 	r.offDone.Store(false)
 	r.done.Store(false)
 	r.doneCh = make(chan struct{})
@@ -257,6 +262,14 @@ func (c *Comm) head() *Request {
 // (which needs it).
 func (c *Comm) finishHead() {
 	h := c.head()
+	if h != nil && h.begun && h.offloaded && h.claimed.CompareAndSwap(false, true) {
+		// Its goroutine has not started (it waits for c.mu, which this
+		// waiter holds): run it here rather than wake it and wait.
+		h.err = c.execute(&h.o, h.rt)
+		h.offDone.Store(true)
+		c.advance(false)
+		return
+	}
 	if h != nil && h.begun && h.offloaded && !h.offDone.Load() {
 		c.mu.Unlock()
 		<-h.doneCh
@@ -364,14 +377,19 @@ func (c *Comm) begin(r *Request, block bool) error {
 	if !r.rt.resumable() {
 		if block {
 			r.offloaded = true
+			r.claimed.Store(true)
 			r.err = c.execute(o, r.rt)
 			r.offDone.Store(true)
 			return nil
 		}
 		r.offloaded = true
+		claimed := r.claimed
 		go func() {
 			c.mu.Lock()
 			defer c.mu.Unlock()
+			if !claimed.CompareAndSwap(false, true) {
+				return // a waiter ran it (finishHead)
+			}
 			r.err = c.execute(o, r.rt)
 			r.offDone.Store(true)
 			c.advance(false) // complete it, begin the next
