@@ -158,16 +158,8 @@ func countCounts(counts *C.MPI_Count) func(int) []int64 {
 	}
 }
 
-// status is what a completed request reports: a collective's has no
-// source, tag or count.
-func (q *request) status(st p2p.Status) p2p.Status {
-	if q.cr != nil {
-		return emptyStatus
-	}
-	return st
-}
-
-// test completes q if it can, without waiting.
+// test completes q if it can, without waiting. A collective's status has
+// no source, tag or count.
 func (q *request) test() (bool, p2p.Status, error) {
 	if q.cr == nil {
 		return q.r.Test()
@@ -237,7 +229,7 @@ func go_Wait(req *C.MPI_Request, status *C.MPI_Status) (rc C.int) {
 	}
 	st, err := q.wait()
 	err = p2pError(call, err)
-	setStatus(status, q.status(st), err)
+	setStatus(status, st, err)
 	retire(q, req)
 	return fail(q.comm, err)
 }
@@ -268,7 +260,7 @@ func go_Test(req *C.MPI_Request, flag *C.int, status *C.MPI_Status) (rc C.int) {
 	}
 	*flag = 1
 	err = p2pError(call, err)
-	setStatus(status, q.status(st), err)
+	setStatus(status, st, err)
 	retire(q, req)
 	return fail(q.comm, err)
 }
@@ -352,14 +344,14 @@ func go_Waitall(count C.int, reqs *C.MPI_Request, statuses *C.MPI_Status) (rc C.
 			q, _, _ := takeRequest(call, hs[i])
 			if n == 1 {
 				st, err := q.wait()
-				settle(i, q, q.status(st), p2pError(call, err))
+				settle(i, q, st, p2pError(call, err))
 				retire(q, &hs[i])
 				left[i], n = false, 0
 				break
 			}
 			done, st, err := q.test()
 			if done {
-				settle(i, q, q.status(st), p2pError(call, err))
+				settle(i, q, st, p2pError(call, err))
 				retire(q, &hs[i])
 				left[i] = false
 				n--
@@ -452,7 +444,7 @@ func anyOf(call string, wait bool, count C.int, reqs *C.MPI_Request, index, flag
 				*flag = 1
 			}
 			err = p2pError(call, err)
-			setStatus(status, q.status(st), err)
+			setStatus(status, st, err)
 			retire(q, &hs[i])
 			return fail(q.comm, err)
 		}
