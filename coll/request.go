@@ -48,6 +48,7 @@ type Request struct {
 	exec      host.Executor
 	hc        host.Call
 	scratch   []byte
+	st        stepper // what moves the begun call
 	err       error
 
 	// claimed: someone runs this start's offloaded piece (its goroutine,
@@ -338,16 +339,51 @@ func (c *Comm) advance(block bool) bool {
 	}
 }
 
-// step moves r's schedule; with block it runs it to the end.
+// A stepper moves one begun call of a Request: Progress does what it can
+// without waiting for a peer and says whether the call is done; Finish
+// runs it to the end. The host executor is one (a schedule on host
+// memory); the shm engine and the device executor have their own
+// (stepperOf).
+type stepper interface {
+	Progress() (done, moved bool, err error)
+	Finish() error
+}
+
+// step moves r's call; with block it runs it to the end.
 func (r *Request) step(block bool) (done, moved bool, err error) {
 	if block {
-		return true, true, r.exec.Finish()
+		return true, true, r.st.Finish()
 	}
-	return r.exec.Progress()
+	return r.st.Progress()
+}
+
+// stepperOf starts o on route rt as a resumable call, or returns nil
+// where the route runs only as one piece (then r is offloaded). c.mu is
+// held and r is at the head of c's queue.
+func (c *Comm) stepperOf(r *Request, o *op, rt route) (stepper, error) {
+	switch {
+	case rt.resumable():
+		c.seq++
+		s := r.sched
+		if n := s.ScratchLen * o.size; cap(r.scratch) < n {
+			r.scratch = make([]byte, n)
+		}
+		r.hc = host.Call{
+			Sched: s, In: o.in, Out: o.out, Scratch: r.scratch[:s.ScratchLen*o.size], ElemSize: o.size, Reduce: host.Kernel(o.kernel),
+			T: c.t, Ranks: c.ranks, Tag: transport.Tag{Context: c.ctx, Seq: c.seq},
+		}
+		r.exec.Start(&r.hc)
+		return &r.exec, nil
+	case rt.alg.Direct && rt.h == nil && !rt.onDevice:
+		return c.sharedStepper(r, o, rt)
+	case rt.onDevice && !rt.alg.Direct && rt.h == nil:
+		return c.deviceStepper(r, o, rt)
+	}
+	return nil, nil
 }
 
 // begin starts r's execution: the hooks, the agreement, the choice of
-// algorithm; a schedule on host memory starts on r's own executor,
+// algorithm; a resumable route starts on its stepper (stepperOf),
 // anything else runs on a goroutine of its own (or now, with block).
 // c.mu is held and r is at the head of c's queue.
 func (c *Comm) begin(r *Request, block bool) error {
@@ -364,7 +400,7 @@ func (c *Comm) begin(r *Request, block bool) error {
 			return err
 		}
 		r.rt = rt
-		if rt.resumable() {
+		if !rt.alg.Direct && rt.h == nil { // a schedule: host or device
 			r.sched = c.cache.get(o.coll, rt.alg, o.p)
 		}
 		r.routed = r.persistent // a persistent request keeps its choice
@@ -374,38 +410,32 @@ func (c *Comm) begin(r *Request, block bool) error {
 			return err
 		}
 	}
-	if !r.rt.resumable() {
-		if block {
-			r.offloaded = true
-			r.claimed.Store(true)
-			r.err = c.execute(o, r.rt)
-			r.offDone.Store(true)
-			return nil
-		}
-		r.offloaded = true
-		claimed := r.claimed
-		go func() {
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			if !claimed.CompareAndSwap(false, true) {
-				return // a waiter ran it (finishHead)
-			}
-			r.err = c.execute(o, r.rt)
-			r.offDone.Store(true)
-			c.advance(false) // complete it, begin the next
-		}()
+	st, err := c.stepperOf(r, o, r.rt)
+	if err != nil {
+		return err
+	}
+	r.st = st
+	if st != nil {
 		return nil
 	}
-	c.seq++
-	s := r.sched
-	if n := s.ScratchLen * o.size; cap(r.scratch) < n {
-		r.scratch = make([]byte, n)
+	r.offloaded = true
+	if block {
+		r.claimed.Store(true)
+		r.err = c.execute(o, r.rt)
+		r.offDone.Store(true)
+		return nil
 	}
-	r.hc = host.Call{
-		Sched: s, In: o.in, Out: o.out, Scratch: r.scratch[:s.ScratchLen*o.size], ElemSize: o.size, Reduce: host.Kernel(o.kernel),
-		T: c.t, Ranks: c.ranks, Tag: transport.Tag{Context: c.ctx, Seq: c.seq},
-	}
-	r.exec.Start(&r.hc)
+	claimed := r.claimed
+	go func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if !claimed.CompareAndSwap(false, true) {
+			return // a waiter ran it (finishHead)
+		}
+		r.err = c.execute(o, r.rt)
+		r.offDone.Store(true)
+		c.advance(false) // complete it, begin the next
+	}()
 	return nil
 }
 
