@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"errors"
+	"github.com/gocoll/gocoll/coll"
 	"unsafe"
 
 	"github.com/gocoll/gocoll/mpierr"
@@ -78,7 +79,7 @@ func go_Send(buf unsafe.Pointer, count C.int, dt C.MPI_Datatype, dest, tag C.int
 	}
 	r, err := e.p2p.Isend(b, int(dest), int(tag))
 	if err == nil {
-		_, err = r.Wait()
+		_, err = waitP2P(r)
 	}
 	return fail(e, p2pError(call, err))
 }
@@ -94,7 +95,7 @@ func go_Recv(buf unsafe.Pointer, count C.int, dt C.MPI_Datatype, src, tag C.int,
 	r, err := e.p2p.Irecv(b, int(src), int(tag))
 	var st p2p.Status
 	if err == nil {
-		st, err = r.Wait()
+		st, err = waitP2P(r)
 	}
 	err = p2pError(call, err)
 	setStatus(status, st, err)
@@ -122,11 +123,30 @@ func go_Sendrecv(sbuf unsafe.Pointer, scount C.int, stype C.MPI_Datatype, dest, 
 	if err != nil {
 		return fail(e, p2pError(call, err))
 	}
-	_, serr := sr.Wait()
-	st, rerr := rr.Wait()
+	_, serr := waitP2P(sr)
+	st, rerr := waitP2P(rr)
 	err = p2pError(call, errors.Join(serr, rerr))
 	setStatus(status, st, err)
 	return fail(e, err)
+}
+
+// waitP2P waits for a point-to-point request. While collective requests
+// are in flight it moves them too: the peer this rank waits for may
+// itself wait for one of them (MPI's progress rule).
+func waitP2P(r *p2p.Request) (p2p.Status, error) {
+	if !coll.InFlight() {
+		return r.Wait()
+	}
+	var b backoff
+	for {
+		if done, st, err := r.Test(); done {
+			return st, err
+		}
+		if coll.InFlight() {
+			coll.Progress()
+		}
+		b.idle()
+	}
 }
 
 func addRequest(e *commEntry, r *p2p.Request, elem int) C.MPI_Request {

@@ -174,7 +174,7 @@ func (q *request) test() (bool, p2p.Status, error) {
 // wait completes q.
 func (q *request) wait() (p2p.Status, error) {
 	if q.cr == nil {
-		return q.r.Wait()
+		return waitP2P(q.r)
 	}
 	err := q.cr.Wait()
 	q.release()

@@ -329,7 +329,12 @@ func (c *Comm) run(o *op) error {
 		return argError(o.call, mpierr.Comm, "communicator %s was freed (or MPI finalized)", c.name)
 	}
 	if c.inFlight.Load() > 0 {
+		// The requests' begins set the GOCOLL_CHECK signature of their
+		// own: keep this call's for its decide.
+		pending, has := c.pending, c.hasPending
+		c.hasPending = false
 		c.drain()
+		c.pending, c.hasPending = pending, has
 	}
 	if o.pre != nil {
 		o.pre()
@@ -338,7 +343,12 @@ func (c *Comm) run(o *op) error {
 	if err != nil {
 		return err
 	}
-	if err := c.execute(o, rt); err != nil {
+	if c.eng.comms.Load() > 0 {
+		err = c.stepWithOthers(o, rt)
+	} else {
+		err = c.execute(o, rt)
+	}
+	if err != nil {
 		return err
 	}
 	if o.post != nil {

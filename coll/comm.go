@@ -93,13 +93,14 @@ type Comm struct {
 	queue    []*Request
 	inFlight atomic.Int32
 	freed    atomic.Bool // closed, for Start, which must not wait for mu
+	eng      *progressEngine
 }
 
 // NewComm returns the communicator of the given transport ranks (in
 // communicator rank order) with context ctx; the transport's own rank must
 // be among them. Every member must create it with the same ranks and ctx.
 func NewComm(t transport.Transport, ranks []int, ctx uint32, name string, cfg *Config) (*Comm, error) {
-	c := &Comm{t: t, ranks: ranks, rank: -1, ctx: ctx, name: name, cfg: cfg}
+	c := &Comm{t: t, ranks: ranks, rank: -1, ctx: ctx, name: name, cfg: cfg, eng: processEngine}
 	for i, r := range ranks {
 		if r == t.Rank() {
 			c.rank = i

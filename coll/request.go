@@ -166,7 +166,7 @@ func (r *Request) Start() error {
 	first := c.inFlight.Add(1) == 1
 	c.qmu.Unlock()
 	if first {
-		engine.add(c)
+		c.eng.add(c)
 	}
 	c.progress() // begin at once where the communicator is free
 	return nil
@@ -180,7 +180,7 @@ func startName(call string) string { return "MPI_Start (" + call + ")" }
 // started again); testing an inactive one reports true and no error.
 func (r *Request) Test() (bool, error) {
 	if !r.done.Load() {
-		engine.progressAll()
+		r.c.eng.progressAll()
 	}
 	return r.finish()
 }
@@ -228,7 +228,7 @@ func (r *Request) wait() {
 			}
 			continue
 		}
-		if engine.comms.Load() == 1 {
+		if c.eng.comms.Load() == 1 {
 			// Only this communicator has requests: finish its head with
 			// the transport's own blocking wait.
 			c.mu.Lock()
@@ -238,7 +238,7 @@ func (r *Request) wait() {
 		}
 		// Several communicators' requests: move them all in turn (any of
 		// them may be what a peer waits for before it answers r).
-		if engine.progressAll() {
+		if c.eng.progressAll() {
 			idle = 0
 		} else if idle++; idle > 64 {
 			time.Sleep(20 * time.Microsecond)
@@ -330,9 +330,7 @@ func (c *Comm) advance(block bool) bool {
 		if !done {
 			return moved
 		}
-		if err != nil {
-			r.err = c.runError(r.o.call, r.rt.alg.Name, err)
-		}
+		r.err = c.stepError(r, err)
 		c.complete(r)
 		moved = true
 		block = false // the head is done; go on only as far as is free
@@ -347,6 +345,46 @@ func (c *Comm) advance(block bool) bool {
 type stepper interface {
 	Progress() (done, moved bool, err error)
 	Finish() error
+}
+
+// stepWithOthers runs a blocking call while other communicators have
+// requests in flight: it steps the call and moves theirs while it waits,
+// since a peer may need one of them before it can answer this call (MPI's
+// progress rule). A route with no stepper runs whole. c.mu is held.
+func (c *Comm) stepWithOthers(o *op, rt route) error {
+	r := &Request{c: c, o: *o, rt: rt}
+	if !rt.alg.Direct && rt.h == nil {
+		r.sched = c.cache.get(o.coll, rt.alg, o.p)
+	}
+	st, err := c.stepperOf(r, &r.o, rt)
+	if err != nil || st == nil {
+		if err == nil {
+			err = c.execute(o, rt)
+		}
+		return err
+	}
+	r.st = st
+	for idle := 0; ; {
+		done, moved, err := r.step(false)
+		if done {
+			return c.stepError(r, err)
+		}
+		if c.eng.progressAll() || moved {
+			idle = 0
+		} else if idle++; idle > 64 {
+			time.Sleep(20 * time.Microsecond)
+		} else {
+			runtime.Gosched()
+		}
+	}
+}
+
+// stepError is the error of r's call whose stepper ended with err.
+func (c *Comm) stepError(r *Request, err error) error {
+	if err == nil {
+		return nil
+	}
+	return c.runError(r.o.call, r.rt.alg.Name, err)
 }
 
 // step moves r's call; with block it runs it to the end.
@@ -452,7 +490,7 @@ func (c *Comm) complete(r *Request) {
 	r.done.Store(true)
 	close(r.doneCh)
 	if last {
-		engine.remove(c)
+		c.eng.remove(c)
 	}
 }
 
@@ -466,7 +504,11 @@ type progressEngine struct {
 	thread sync.Once
 }
 
-var engine = &progressEngine{wake: make(chan struct{}, 1)}
+// processEngine is the process's: every communicator of a process shares
+// it (tests that run ranks as goroutines give each its own: OwnEngine).
+var processEngine = newProgressEngine()
+
+func newProgressEngine() *progressEngine { return &progressEngine{wake: make(chan struct{}, 1)} }
 
 func (e *progressEngine) add(c *Comm) {
 	e.mu.Lock()
@@ -540,4 +582,9 @@ func (e *progressEngine) run() {
 
 // Progress moves every request in flight on; gocoll calls that do not
 // otherwise move them (point-to-point) call it.
-func Progress() { engine.progressAll() }
+func Progress() { processEngine.progressAll() }
+
+// InFlight reports whether any communicator of the process has requests
+// in flight: a blocking point-to-point call then moves them while it
+// waits (Progress), as MPI's progress rule asks.
+func InFlight() bool { return processEngine.comms.Load() > 0 }

@@ -188,3 +188,60 @@ func TestIreduceScatterShapes(t *testing.T) {
 		})
 	}
 }
+
+// MPI's progress rule: a rank blocked in a collective on one communicator
+// still moves its requests on another, which a peer may be waiting for
+// before it reaches the blocking call. Rank 0 starts an allreduce on the
+// duplicate, then blocks in an allreduce on the world; rank 1 waits for
+// the duplicate's first. Each rank has its own progress engine, as
+// processes do, so only rank 0's blocking call can move rank 0's request.
+func TestBlockingCallMovesOtherRequests(t *testing.T) {
+	for _, alg := range []string{"ring", "recursive_doubling"} {
+		const n = 1003
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			jobWith(t, 2, nil, func(c *coll.Comm) error {
+				c.OwnEngine()
+				d, err := c.Dup("dup")
+				if err != nil {
+					return err
+				}
+				defer d.Free()
+				out := make([]byte, 8*n)
+				r, err := d.Iallreduce(coll.Args{Send: rankVector(c.Rank(), n, 1), Recv: out, Count: n, Type: ops.Int64, Op: opSum, Algorithm: alg})
+				if err != nil {
+					return err
+				}
+				blocking := make([]byte, 8*n)
+				world := func() error {
+					return c.Allreduce(coll.Args{Send: rankVector(c.Rank(), n, 2), Recv: blocking, Count: n, Type: ops.Int64, Op: opSum, Algorithm: alg})
+				}
+				if c.Rank() == 0 {
+					if err := world(); err != nil {
+						return err
+					}
+					if err := r.Wait(); err != nil {
+						return err
+					}
+				} else {
+					if err := r.Wait(); err != nil {
+						return err
+					}
+					if err := world(); err != nil {
+						return err
+					}
+				}
+				if err := sumOf(2, n, 1, out); err != nil {
+					return fmt.Errorf("the duplicate's allreduce: %w", err)
+				}
+				return sumOf(2, n, 2, blocking)
+			})
+		}()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: rank 0's blocking allreduce did not move its request on the duplicate (hung)", alg)
+		}
+	}
+}

@@ -612,6 +612,40 @@ static void errors(void) {
     OK(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_ARE_FATAL));
 }
 
+/* ---- MPI's progress rule: a rank blocked in another call still moves its requests ---- */
+
+/* Rank 0 starts an allreduce, then blocks (in a receive, then in a
+ * collective on another communicator) on rank 1, which first waits for
+ * that allreduce: rank 0's blocking calls must move it. */
+static void progress_rule(void) {
+    enum { N = 1 << 16 };
+    MPI_Comm dup;
+    OK(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
+    double *in = malloc(N * sizeof(double)), *out = malloc(N * sizeof(double));
+    for (int round = 0; round < 2; round++) {
+        for (long i = 0; i < N; i++) in[i] = value(rank, i, round), out[i] = -1;
+        MPI_Request req;
+        OK(MPI_Iallreduce(in, out, N, MPI_DOUBLE, MPI_SUM, dup, &req));
+        int token = 1000 + round, got = -1, x = rank, sum = -1;
+        if (rank == 0 && size > 1) {
+            if (round == 0) OK(MPI_Recv(&got, 1, MPI_INT, 1, 78, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            else OK(MPI_Allreduce(&x, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+            OK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+        } else {
+            OK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+            if (rank == 1 && round == 0) OK(MPI_Send(&token, 1, MPI_INT, 0, 78, MPI_COMM_WORLD));
+            if (round == 1) OK(MPI_Allreduce(&x, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+        }
+        int ok = 1;
+        for (long i = 0; i < N; i++) ok &= out[i] == fold(i, round, 0, 1, size, 0);
+        CHECK(ok, "iallreduce moved by a rank blocked in %s", round == 0 ? "MPI_Recv" : "MPI_Allreduce");
+        if (rank == 0 && size > 1 && round == 0) CHECK(got == token, "MPI_Recv got %d", got);
+        if (round == 1) CHECK(sum == size * (size - 1) / 2, "MPI_Allreduce after the request: %d", sum);
+    }
+    free(in), free(out);
+    MPI_Comm_free(&dup);
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -621,6 +655,7 @@ int main(int argc, char **argv) {
     ireduce_scatter_block();
     iallgather();
     in_flight();
+    progress_rule();
     completion();
     persistent();
     user_ops();
