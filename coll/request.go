@@ -219,7 +219,8 @@ func (r *Request) wait() {
 	if !active {
 		return
 	}
-	for idle := 0; !r.done.Load(); {
+	var pat patience
+	for !r.done.Load() {
 		if c.cfg.ProgressThread {
 			// The progress goroutine moves it: sleep until it is done.
 			select {
@@ -239,13 +240,40 @@ func (r *Request) wait() {
 		// Several communicators' requests: move them all in turn (any of
 		// them may be what a peer waits for before it answers r).
 		if c.eng.progressAll() {
-			idle = 0
-		} else if idle++; idle > 64 {
-			time.Sleep(20 * time.Microsecond)
-		} else {
-			runtime.Gosched()
+			pat.moved()
+		} else if pat.stalled(c.cfg.Timeout) {
+			c.mu.Lock()
+			c.finishHead()
+			c.mu.Unlock()
 		}
 	}
+}
+
+// patience paces a waiter that moves several communicators' requests in
+// turn: it yields, then sleeps briefly, while nothing moves; once nothing
+// has moved for the communicator's timeout it says so, and the waiter
+// finishes its own call with the transport's blocking wait, whose timeout
+// names the peer that does not answer: a stall ends in an error, never a
+// hang.
+type patience struct {
+	idle  int
+	since time.Time
+}
+
+func (p *patience) moved() { p.idle = 0 }
+
+// stalled backs off once and reports whether nothing has moved for
+// timeout (0: never).
+func (p *patience) stalled(timeout time.Duration) bool {
+	if p.idle++; p.idle == 1 {
+		p.since = time.Now()
+	}
+	if p.idle > 64 {
+		time.Sleep(20 * time.Microsecond)
+	} else {
+		runtime.Gosched()
+	}
+	return timeout > 0 && p.idle%256 == 0 && time.Since(p.since) > timeout
 }
 
 // head returns the first request of c's queue, or nil.
@@ -364,17 +392,16 @@ func (c *Comm) stepWithOthers(o *op, rt route) error {
 		return err
 	}
 	r.st = st
-	for idle := 0; ; {
+	var pat patience
+	for {
 		done, moved, err := r.step(false)
 		if done {
 			return c.stepError(r, err)
 		}
 		if c.eng.progressAll() || moved {
-			idle = 0
-		} else if idle++; idle > 64 {
-			time.Sleep(20 * time.Microsecond)
-		} else {
-			runtime.Gosched()
+			pat.moved()
+		} else if pat.stalled(c.cfg.Timeout) {
+			return c.stepError(r, r.st.Finish())
 		}
 	}
 }
