@@ -242,7 +242,7 @@ func TestFortran(t *testing.T) {
 }
 
 // A binary built with MPICH's own mpicc runs unchanged on gocoll, found
-// as libmpich.so.12 through LD_LIBRARY_PATH.
+// as libmpich.so.12 through LD_LIBRARY_PATH, blocking and nonblocking.
 func TestMPICHBinaryRunsOnGocoll(t *testing.T) {
 	if _, err := exec.LookPath("mpicc.mpich"); err != nil {
 		t.Fatal("mpicc.mpich is missing: `make deps` installs it")
@@ -256,6 +256,13 @@ func TestMPICHBinaryRunsOnGocoll(t *testing.T) {
 	for _, n := range []int{1, 2, 4} {
 		out, code := run(t, time.Minute, env, gocollrun(n, bin)...)
 		harness.ExpectRanks(t, fmt.Sprintf("MPICH-built subset on %d ranks", n), out, code, n)
+	}
+	// The nonblocking and persistent forms, their requests and statuses
+	// in MPICH's layout.
+	nb := compile(t, "mpicc.mpich", "tests/c/nonblocking.c", "nonblocking-on-gocoll")
+	for _, n := range []int{1, 3} {
+		out, code := run(t, 2*time.Minute, env, gocollrun(n, nb)...)
+		harness.ExpectRanks(t, fmt.Sprintf("MPICH-built nonblocking on %d ranks", n), out, code, n)
 	}
 }
 
