@@ -280,7 +280,8 @@ func (c *Comm) uniform(n int) []int {
 // op is one collective call whose arguments were checked: what it takes
 // to choose an algorithm and run it, blocking or as a Request's.
 type op struct {
-	call   string
+	call   string // the blocking call's name (counters)
+	form   string // a request's: MPI_Iallreduce, MPI_Allreduce_init; "": call
 	coll   algorithms.Collective
 	force  string // Args.Algorithm
 	own    bool   // not counted (Args.own)
@@ -296,6 +297,14 @@ type op struct {
 	// the temporaries of reproducible 16-bit floats and of a displaced
 	// Allgatherv. nil: nothing.
 	pre, post func()
+}
+
+// label is the call's name as the program made it, for messages.
+func (o *op) label() string {
+	if o.form != "" {
+		return o.form
+	}
+	return o.call
 }
 
 // route is how an op runs: the algorithm, and where.
@@ -361,7 +370,7 @@ func (c *Comm) run(o *op) error {
 // picks the algorithm; it prints the call (GOCOLL_DEBUG) and counts it
 // (package counters) unless o.own. c.mu is held.
 func (c *Comm) decide(o *op) (route, error) {
-	call, p := o.call, o.p
+	call, p := o.label(), o.p
 	pl, onDevice := c.classify(o.in, o.out)
 	if c.hasPending { // GOCOLL_CHECK: agree on the call before running it
 		c.pending.device = onDevice
@@ -403,7 +412,7 @@ func (c *Comm) decide(o *op) (route, error) {
 		fmt.Fprintf(c.cfg.Debug, "gocoll: rank %d: %s comm=%s bytes=%d p=%d algorithm=%s (%s)%s%s\n",
 			c.rank, call, c.name, o.bytes, p.P, choice.Alg.Name, how, form, memoryNote(onDevice))
 	}
-	if cl, ok := counters.CallOf(call); ok && !o.own && choice.Alg != nil {
+	if cl, ok := counters.CallOf(o.call); ok && !o.own && choice.Alg != nil {
 		counters.Ran(cl, choice.Alg, choice.Fallback)
 	}
 	return rt, nil
@@ -416,19 +425,19 @@ func (c *Comm) execute(o *op, rt route) error {
 		g = []gpuOp{o.g}
 	}
 	if rt.alg.Direct {
-		return c.runDirect(o.call, o.coll, o.p, o.in, o.out, o.size, o.kernel, g...)
+		return c.runDirect(o.label(), o.coll, o.p, o.in, o.out, o.size, o.kernel, g...)
 	}
 	if rt.h != nil {
-		return c.runHierarchical(o.call, o.coll, rt.h, o.p, o.in, o.out, o.size, o.kernel)
+		return c.runHierarchical(o.label(), o.coll, rt.h, o.p, o.in, o.out, o.size, o.kernel)
 	}
 	s := c.cache.get(o.coll, rt.alg, o.p)
 	c.seq++
 	if rt.onDevice {
-		return c.runDevice(o.call, rt.alg.Name, s, rt.pl, o.in, o.out, o.size, o.kernel, g)
+		return c.runDevice(o.label(), rt.alg.Name, s, rt.pl, o.in, o.out, o.size, o.kernel, g)
 	}
 	c.call = hostCall(c, s, o.in, o.out, o.size, o.kernel)
 	if err := c.exec.Run(&c.call); err != nil {
-		return c.runError(o.call, rt.alg.Name, err)
+		return c.runError(o.label(), rt.alg.Name, err)
 	}
 	return nil
 }

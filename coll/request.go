@@ -1,7 +1,9 @@
 package coll
 
 import (
+	"errors"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -78,7 +80,12 @@ func (r *Request) Active() bool {
 // lower-case method) and returns its request, not started.
 func (c *Comm) newRequest(sig signature, persistent bool, build func(r *Request) error) (*Request, error) {
 	r := &Request{c: c, persistent: persistent, sig: sig, check: c.cfg.Check}
-	if err := build(r); err != nil {
+	err := build(r)
+	var me *mpierr.Error
+	if errors.As(err, &me) {
+		me.Call = formName(me.Call, persistent)
+	}
+	if err != nil {
 		if c.cfg.Check {
 			// The other ranks wait for this rank's signature: send it,
 			// marked invalid, in this call's place.
@@ -89,7 +96,21 @@ func (c *Comm) newRequest(sig signature, persistent bool, build func(r *Request)
 		}
 		return nil, err
 	}
+	r.o.form = formName(r.o.call, persistent)
 	return r, nil
+}
+
+// formName is the name of a blocking call's nonblocking or persistent
+// form, for messages: MPI_Allreduce: MPI_Iallreduce, MPI_Allreduce_init.
+func formName(call string, persistent bool) string {
+	name, ok := strings.CutPrefix(call, "MPI_")
+	if !ok || name == "" {
+		return call
+	}
+	if persistent {
+		return call + "_init"
+	}
+	return "MPI_I" + strings.ToLower(name[:1]) + name[1:]
 }
 
 // Iallreduce starts Allreduce and returns its request.
@@ -144,14 +165,14 @@ func (c *Comm) startNew(sig signature, build func(r *Request) error) (*Request, 
 // persistent one again after each completion.
 func (r *Request) Start() error {
 	c := r.c
-	call := r.o.call
+	call := r.o.label()
 	if r.persistent {
 		call = startName(call)
 	}
 	c.qmu.Lock()
 	if r.active {
 		c.qmu.Unlock()
-		return argError("MPI_Start", mpierr.Request, "the persistent %s request is already active (complete it with MPI_Wait or MPI_Test first)", r.o.call)
+		return argError("MPI_Start", mpierr.Request, "the persistent %s request is already active (complete it with MPI_Wait or MPI_Test first)", r.o.label())
 	}
 	if c.freed.Load() {
 		c.qmu.Unlock()
@@ -411,7 +432,7 @@ func (c *Comm) stepError(r *Request, err error) error {
 	if err == nil {
 		return nil
 	}
-	return c.runError(r.o.call, r.rt.alg.Name, err)
+	return c.runError(r.o.label(), r.rt.alg.Name, err)
 }
 
 // step moves r's call; with block it runs it to the end.
@@ -471,7 +492,7 @@ func (c *Comm) begin(r *Request, block bool) error {
 		r.routed = r.persistent // a persistent request keeps its choice
 	} else if r.check {
 		c.hasPending = false
-		if err := c.exchange(o.call, c.pending, true); err != nil {
+		if err := c.exchange(o.label(), c.pending, true); err != nil {
 			return err
 		}
 	}

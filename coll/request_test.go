@@ -245,3 +245,29 @@ func TestBlockingCallMovesOtherRequests(t *testing.T) {
 		}
 	}
 }
+
+// An error of a nonblocking or persistent call names the call the program
+// made, not the blocking one it shares its checks with.
+func TestRequestErrorsNameTheirCall(t *testing.T) {
+	jobWith(t, 1, nil, func(c *coll.Comm) error {
+		short := make([]byte, 4)
+		a := coll.Args{Send: rankVector(0, 4, 0), Recv: short, Count: 4, Type: ops.Int64, Op: opSum}
+		for _, tc := range []struct {
+			want string
+			call func() (*coll.Request, error)
+		}{
+			{"MPI_Iallreduce:", func() (*coll.Request, error) { return c.Iallreduce(a) }},
+			{"MPI_Allreduce_init:", func() (*coll.Request, error) { return c.AllreduceInit(a) }},
+			{"MPI_Ireduce_scatter_block:", func() (*coll.Request, error) { return c.IreduceScatterBlock(a) }},
+			{"MPI_Allgather_init:", func() (*coll.Request, error) {
+				return c.AllgatherInit(coll.Args{Send: rankVector(0, 4, 0), Recv: short, Count: 4, Type: ops.Int64})
+			}},
+		} {
+			_, err := tc.call()
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+				return fmt.Errorf("got %v, want an error starting %q", err, tc.want)
+			}
+		}
+		return nil
+	})
+}
