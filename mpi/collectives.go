@@ -80,15 +80,23 @@ func AllreduceInPlace[T Elem](c *Comm, buf []T, op Op, opts ...Option) error {
 // from every rank with op and stores block r of the result in recv on
 // rank r.
 func ReduceScatterBlock[T Elem](c *Comm, send, recv []T, op Op, opts ...Option) error {
-	a, err := args("MPI_Reduce_scatter_block", send, recv, &op, opts)
+	a, err := reduceScatterBlockArgs(c, "MPI_Reduce_scatter_block", send, recv, op, opts)
 	if err != nil {
-		return c.reject("MPI_Reduce_scatter_block", err)
+		return err
+	}
+	return c.c.ReduceScatterBlock(a)
+}
+
+func reduceScatterBlockArgs[T Elem](c *Comm, call string, send, recv []T, op Op, opts []Option) (coll.Args, error) {
+	a, err := args(call, send, recv, &op, opts)
+	if err != nil {
+		return a, c.reject(call, err)
 	}
 	if len(send) != len(recv)*c.Size() {
-		return c.reject("MPI_Reduce_scatter_block", mpierr.New("MPI_Reduce_scatter_block", mpierr.Count, "send holds %d elements, want len(recv)*Size() = %d", len(send), len(recv)*c.Size()))
+		return a, c.reject(call, mpierr.New(call, mpierr.Count, "send holds %d elements, want len(recv)*Size() = %d", len(send), len(recv)*c.Size()))
 	}
 	a.Count = len(recv)
-	return c.c.ReduceScatterBlock(a)
+	return a, nil
 }
 
 // ReduceScatterBlockInPlace is ReduceScatterBlock with buf as the input; the
@@ -108,12 +116,20 @@ func ReduceScatterBlockInPlace[T Elem](c *Comm, buf []T, op Op, opts ...Option) 
 // ReduceScatter combines send (sum(recvcounts) elements) from every rank
 // with op and stores block r, of recvcounts[r] elements, in recv on rank r.
 func ReduceScatter[T Elem](c *Comm, send, recv []T, recvcounts []int, op Op, opts ...Option) error {
-	a, err := args("MPI_Reduce_scatter", send, recv, &op, opts)
+	a, err := reduceScatterArgs(c, "MPI_Reduce_scatter", send, recv, recvcounts, op, opts)
 	if err != nil {
-		return c.reject("MPI_Reduce_scatter", err)
+		return err
+	}
+	return c.c.ReduceScatter(a)
+}
+
+func reduceScatterArgs[T Elem](c *Comm, call string, send, recv []T, recvcounts []int, op Op, opts []Option) (coll.Args, error) {
+	a, err := args(call, send, recv, &op, opts)
+	if err != nil {
+		return a, c.reject(call, err)
 	}
 	a.Counts = recvcounts
-	return c.c.ReduceScatter(a)
+	return a, nil
 }
 
 // ReduceScatterInPlace is ReduceScatter with buf as the input; the result

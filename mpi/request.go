@@ -3,8 +3,10 @@ package mpi
 import "github.com/gocoll/gocoll/coll"
 
 // A Request is a collective that runs while the program goes on: made
-// by Iallreduce or Iallgather (started at once), or by AllreduceInit or
-// AllgatherInit (persistent: started by Start, as often as wanted). The
+// by Iallreduce, IreduceScatter, IreduceScatterBlock or Iallgather
+// (started at once), or by AllreduceInit, ReduceScatterInit,
+// ReduceScatterBlockInit or AllgatherInit (persistent: started by Start,
+// as often as wanted). The
 // buffers belong to the collective until Wait returns or Test reports it
 // done. Requests on one communicator run in the order they were started,
 // and before any later blocking call on it. They move on inside every
@@ -65,4 +67,40 @@ func AllgatherInit[T Elem](c *Comm, send, recv []T, opts ...Option) (*Request, e
 		return nil, err
 	}
 	return request(c.c.AllgatherInit(a))
+}
+
+// IreduceScatterBlock starts ReduceScatterBlock and returns its request.
+func IreduceScatterBlock[T Elem](c *Comm, send, recv []T, op Op, opts ...Option) (*Request, error) {
+	a, err := reduceScatterBlockArgs(c, "MPI_Ireduce_scatter_block", send, recv, op, opts)
+	if err != nil {
+		return nil, err
+	}
+	return request(c.c.IreduceScatterBlock(a))
+}
+
+// ReduceScatterBlockInit prepares ReduceScatterBlock once, for Start.
+func ReduceScatterBlockInit[T Elem](c *Comm, send, recv []T, op Op, opts ...Option) (*Request, error) {
+	a, err := reduceScatterBlockArgs(c, "MPI_Reduce_scatter_block_init", send, recv, op, opts)
+	if err != nil {
+		return nil, err
+	}
+	return request(c.c.ReduceScatterBlockInit(a))
+}
+
+// IreduceScatter starts ReduceScatter and returns its request.
+func IreduceScatter[T Elem](c *Comm, send, recv []T, recvcounts []int, op Op, opts ...Option) (*Request, error) {
+	a, err := reduceScatterArgs(c, "MPI_Ireduce_scatter", send, recv, recvcounts, op, opts)
+	if err != nil {
+		return nil, err
+	}
+	return request(c.c.IreduceScatter(a))
+}
+
+// ReduceScatterInit prepares ReduceScatter once, for Start.
+func ReduceScatterInit[T Elem](c *Comm, send, recv []T, recvcounts []int, op Op, opts ...Option) (*Request, error) {
+	a, err := reduceScatterArgs(c, "MPI_Reduce_scatter_init", send, recv, recvcounts, op, opts)
+	if err != nil {
+		return nil, err
+	}
+	return request(c.c.ReduceScatterInit(a))
 }
