@@ -7,7 +7,7 @@
  * bench/overlap.sh runs the series.
  *
  *   overlap [-c iallreduce|iallgather] [-m MIN[:MAX]] [-f FACTOR] [-t SECONDS]
- *           [-i CALLS] [-w WARMUP] [-b BATCH] [-B] [-s mean|median] [-p]
+ *           [-i CALLS] [-w WARMUP] [-b BATCH] [-B] [-s mean|median] [-p] [-d]
  *
  * Sizes are bytes from MIN to MAX (default 4 KiB to 16 MiB), times FACTOR
  * (default 4) each step. iallreduce: MPI_Iallreduce of MPI_DOUBLE with
@@ -27,6 +27,9 @@
  * with t_cpu the compute measured alone, so that a progress thread that
  * slows the computation counts against overlap. t_comp is the compute
  * measured inside the total calls (what osu_iallreduce calls t_cpu).
+ * With -d compute sleeps for its time instead: the work runs on a device
+ * and the rank's core is free, which is what a progress thread can use
+ * on a machine with no spare cores.
  *
  * -p instead times, interleaved the same way: the blocking call, the
  * persistent one (MPI_<Coll>_init once per size, timed apart as init_us;
@@ -98,7 +101,19 @@ static void compute_units(long n) {
         for (int i = 0; i < WORK; i++) work[i] = work[i] * 0.999999 + 1e-6;
 }
 
-static void compute(double seconds) { compute_units(lround(seconds * units_per_s)); }
+/* -d: the computation runs elsewhere (a GPU) and the rank's core is idle
+ * while it waits, as a training loop's host thread is during the backward
+ * pass: compute sleeps instead of spinning. */
+static int idle_compute;
+
+static void compute(double seconds) {
+    if (idle_compute) {
+        struct timespec ts = {(time_t)seconds, (long)((seconds - (time_t)seconds) * 1e9)};
+        nanosleep(&ts, NULL);
+        return;
+    }
+    compute_units(lround(seconds * units_per_s));
+}
 
 /* calibrate sets units_per_s from the best of several timed runs (the
  * fastest is the one least disturbed by other processes). */
@@ -203,7 +218,7 @@ static double stat(double *v, long n, int med) {
 static void usage(void) {
     if (rank == 0)
         fprintf(stderr, "usage: overlap [-c iallreduce|iallgather] [-m MIN[:MAX]] [-f FACTOR] [-t SECONDS]\n"
-                        "               [-i CALLS] [-w WARMUP] [-b BATCH] [-B] [-s mean|median] [-p]\n");
+                        "               [-i CALLS] [-w WARMUP] [-b BATCH] [-B] [-s mean|median] [-p] [-d]\n");
 }
 
 /* fail prints msg (rank 0), finalizes and exits 2: every rank sees the
@@ -225,6 +240,7 @@ int main(int argc, char **argv) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-p")) persistent = 1;
         else if (!strcmp(a, "-B")) barrier = 0;
+        else if (!strcmp(a, "-d")) idle_compute = 1;
         else if (!v) { usage(); fail("missing value after ", a); }
         else if (!strcmp(a, "-c")) {
             if (!strcmp(v, "iallgather")) gather = 1;
@@ -280,7 +296,10 @@ int main(int argc, char **argv) {
                    gather ? "MPI_Allgather" : "MPI_Allreduce", gather ? "MPI_Allgather_init" : "MPI_Allreduce_init", coll);
             printf("# bytes blocking_us persistent_us nonblocking_us persistent/blocking init_us calls\n");
         } else {
-            printf("# compute: busy loop on doubles, %.0f passes/ms on rank 0, run for t_pure as a pilot measured it (%s of the slowest rank)\n", units_per_s / 1e3, median ? "median" : "mean");
+            if (idle_compute)
+                printf("# compute: a sleep (-d: the work runs on a device, the core is idle) for t_pure as a pilot measured it (%s of the slowest rank)\n", median ? "median" : "mean");
+            else
+                printf("# compute: busy loop on doubles, %.0f passes/ms on rank 0, run for t_pure as a pilot measured it (%s of the slowest rank)\n", units_per_s / 1e3, median ? "median" : "mean");
             printf("# overlap%% = max(0, min(100, 100*(1 - (t_total - t_cpu)/t_pure))); t_cpu: compute alone; "
                    "t_comp: compute inside the total calls (osu_iallreduce's t_cpu)\n");
             printf("# bytes t_pure_us t_total_us t_cpu_us overlap_pct t_comp_us calls\n");
