@@ -331,7 +331,10 @@ func (c *Comm) advance(block bool) bool {
 			return moved
 		}
 		if err != nil {
-			r.err = c.runError(r.o.call, r.rt.alg.Name, err)
+			r.err = err
+			if _, wrapped := err.(*mpierr.Error); !wrapped { // the device stepper wraps its own
+				r.err = c.runError(r.o.call, r.rt.alg.Name, err)
+			}
 		}
 		c.complete(r)
 		moved = true
