@@ -85,7 +85,9 @@ func (x *Executor) advance(block bool) (done, moved bool, err error) {
 	}
 	leave, err := r.e.enter()
 	if err != nil {
-		return false, false, err
+		// Nothing more can be done in the context: the call ends here.
+		x.cur = nil
+		return true, true, err
 	}
 	defer leave()
 	done, moved, err = r.advance(block)
