@@ -3,12 +3,16 @@ package device_test
 import (
 	"fmt"
 	"runtime"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gocoll/gocoll/executor/device"
 	"github.com/gocoll/gocoll/gpu/fake"
+	"github.com/gocoll/gocoll/schedule"
+	"github.com/gocoll/gocoll/transport"
 )
 
 // Progress never waits for a peer or the GPU: one goroutine steps the
@@ -121,5 +125,74 @@ func stepAll(t *testing.T, what string, steps []*device.Executor) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: %d calls never finished", what, left)
 		}
+	}
+}
+
+// A failed call reports the same error stepped as run: here the receiver
+// of a staged transfer expects a longer message than the sender sends.
+func TestDeviceStepError(t *testing.T) {
+	const n = 10
+	var b0, b1 schedule.Builder
+	b0.Next().Send(1, schedule.Range{Buf: schedule.Input, Len: n})
+	b1.Next().Recv(0, schedule.Range{Buf: schedule.Output, Len: n + 1})
+	scheds := []*schedule.Schedule{b0.Schedule(), b1.Schedule()}
+	errsOf := func(stepped bool, seq uint32) [2]string {
+		j := newJob(t, 2, device.Options{}, device.PeerStaged)
+		var xs []*device.Executor
+		var calls []*device.Call
+		for r := range 2 {
+			in, out := j.procs[r].Malloc(0, 4*n), j.procs[r].Malloc(0, 4*(n+1))
+			calls = append(calls, &device.Call{Sched: scheds[r], ElemSize: 4, T: j.eps[r], Ranks: j.ranks, Tag: transport.Tag{Context: 7, Seq: seq},
+				In:  device.Buffer{Ptr: in, Len: 4 * n, Mem: j.xsRuntime(r).Classify(in)},
+				Out: device.Buffer{Ptr: out, Len: 4 * (n + 1), Mem: j.xsRuntime(r).Classify(out)}})
+			xs = append(xs, j.xs[r])
+		}
+		var got [2]string
+		if !stepped {
+			var wg sync.WaitGroup
+			for r := range 2 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if err := xs[r].Run(calls[r]); err != nil {
+						got[r] = err.Error()
+					}
+				}()
+			}
+			wg.Wait()
+			return got
+		}
+		for r := range 2 {
+			if err := xs[r].Start(calls[r]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		done := [2]bool{}
+		for deadline := time.Now().Add(10 * time.Second); !done[0] || !done[1]; {
+			for r := range 2 {
+				if done[r] {
+					continue
+				}
+				d, _, err := xs[r].Progress()
+				if err != nil {
+					got[r] = err.Error()
+				}
+				done[r] = d
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the failing calls never ended")
+			}
+		}
+		return got
+	}
+	run, stepped := errsOf(false, 1), errsOf(true, 2)
+	if run[0] != "" || run[1] == "" {
+		t.Fatalf("run: errors %q, want the receiver's only", run)
+	}
+	if !strings.Contains(run[1], "received 40 bytes from rank 0, expected 44") {
+		t.Errorf("run: %q does not say what was received", run[1])
+	}
+	if run != stepped {
+		t.Errorf("run fails with %q, stepped with %q", run, stepped)
 	}
 }
