@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/gocoll/gocoll/gpu"
@@ -307,7 +308,8 @@ func (r *run) received() error {
 
 func (r *run) setTasks(ts ...task) {
 	r.tasks = ts
-	r.ended = append(r.ended[:0], make([]bool, len(ts))...)
+	r.ended = slices.Grow(r.ended[:0], len(ts))[:len(ts)]
+	clear(r.ended)
 	r.errs = r.errs[:0]
 }
 

@@ -3,7 +3,6 @@ package device
 import (
 	"fmt"
 	"runtime"
-	"sync"
 	"unsafe"
 
 	"github.com/gocoll/gocoll/gpu"
@@ -27,10 +26,9 @@ type run struct {
 	inMem, outMem, scratchMem gpu.Memory // their allocations
 	copyOut                   bool       // out is a temporary: copy it to the caller's at the end
 
-	evMu  sync.Mutex // st.events
-	fence gpu.Event  // recorded on the compute stream at the start of the round
-	ready bool       // fence has completed (peers may read our memory)
-	count []int      // per peer: transfers of the round so far
+	fence gpu.Event // recorded on the compute stream at the start of the round
+	ready bool      // fence has completed (peers may read our memory)
+	count []int     // per peer: transfers of the round so far
 
 	round       int    // the round in progress
 	posted      bool   // its transfers are tasks
@@ -73,8 +71,8 @@ func (r *run) sameContext(m gpu.Memory) bool {
 // the compute stream. That is enough for every stream: the first copies
 // of the caller's buffers and every kernel are on the compute stream, and
 // before each round's transfers the copy streams wait for a fence
-// recorded on it (communicate), which direct and IPC peers wait for too
-// (makeReady). It runs on the thread that called Run, locked to it, the
+// recorded on it (run.post), which direct and IPC peers wait for too
+// (descSend). It runs on the thread that called Start, locked to it, the
 // application's thread when called from C: the per-thread stream is that
 // thread's.
 func (r *run) order() error {
@@ -131,16 +129,10 @@ func (r *run) syncAll() {
 	}
 }
 
-func (r *run) event() (gpu.Event, error) {
-	r.evMu.Lock()
-	defer r.evMu.Unlock()
-	return r.st.event()
-}
+func (r *run) event() (gpu.Event, error) { return r.st.event() }
 
 func (r *run) putEvents(evs ...gpu.Event) {
-	r.evMu.Lock()
 	r.st.putEvents(evs...)
-	r.evMu.Unlock()
 }
 
 // wait blocks until ev's work is done: a few polls, then a blocking wait
