@@ -119,7 +119,18 @@ func (c *Comm) runDevice(call, alg string, s *schedule.Schedule, pl placed, in, 
 	if err != nil {
 		return err
 	}
-	dc := &device.Call{
+	dc := c.deviceCall(s, pl, in, out, size, kernel, g)
+	if err := x.Run(&dc); err != nil {
+		return deviceError(c, call, alg, err)
+	}
+	return nil
+}
+
+// deviceCall describes a call of schedule s to the device executor, with
+// the GPU kernel of its op and type where there is one; c.seq is already
+// advanced (and the executor made: its set-up advances it too).
+func (c *Comm) deviceCall(s *schedule.Schedule, pl placed, in, out []byte, size int, kernel ops.Kernel, g []gpuOp) device.Call {
+	dc := device.Call{
 		Sched: s, ElemSize: size, Reduce: host.Kernel(kernel),
 		In:  device.Buffer{Ptr: addrOf(in), Len: len(in), Mem: pl.in},
 		Out: device.Buffer{Ptr: addrOf(out), Len: len(out), Mem: pl.out},
@@ -130,10 +141,12 @@ func (c *Comm) runDevice(call, alg string, s *schedule.Schedule, pl placed, in, 
 			dc.Elem = gpu.ElemOf(g[0].typ)
 		}
 	}
-	if err := x.Run(dc); err != nil {
-		return c.runError(call, alg+" on device memory", err)
-	}
-	return nil
+	return dc
+}
+
+// deviceError wraps a failure of the device executor running alg.
+func deviceError(c *Comm, call, alg string, err error) error {
+	return c.runError(call, alg+" on device memory", err)
 }
 
 // deviceExecutor returns the communicator's device executor, made at its

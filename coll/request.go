@@ -432,6 +432,9 @@ func (c *Comm) stepError(r *Request, err error) error {
 	if err == nil {
 		return nil
 	}
+	if _, wrapped := err.(*mpierr.Error); wrapped { // steppers that wrap their own (device)
+		return err
+	}
 	return c.runError(r.o.label(), r.rt.alg.Name, err)
 }
 

@@ -83,9 +83,13 @@ type Call struct {
 	Tag   transport.Tag // Context and Seq of the call; Round is set per round
 }
 
-// Executor runs device calls for one communicator, one at a time. It
-// keeps streams, events and device scratch memory between calls. Make
-// one with New; Close frees what it holds.
+// Executor runs device calls for one communicator, one at a time, to
+// the end (Run) or resumably (Start, then Progress until it reports done,
+// or Finish), as the host executor does. It keeps streams, events and
+// device scratch memory between calls. Make one with New; Close frees
+// what it holds. Start, Progress and Finish are for one goroutine at a
+// time; each makes the engine's context current on its thread for its
+// duration only.
 type Executor struct {
 	rt    *gpu.Runtime
 	opts  Options
@@ -93,6 +97,8 @@ type Executor struct {
 
 	mu     sync.Mutex
 	states map[*Engine]*state
+
+	cur *run // the call started and not done (Start)
 
 	statsMu sync.Mutex
 	stats   Stats
@@ -168,31 +174,6 @@ func (x *Executor) Close() error {
 		delete(x.states, e)
 	}
 	return errors.Join(errs...)
-}
-
-// Run executes the call. Errors name the driver call or the transfer that
-// failed.
-func (x *Executor) Run(c *Call) error {
-	mem := c.Out.Mem
-	if !mem.OnDevice() {
-		mem = c.In.Mem
-	}
-	if !mem.OnDevice() {
-		return errors.New("device executor: neither buffer is device memory")
-	}
-	st, leave, err := x.state(mem)
-	if err != nil {
-		return err
-	}
-	defer leave()
-	r := &run{x: x, st: st, e: st.e, drv: st.e.drv, c: c}
-	err = r.run()
-	if err != nil {
-		// A failed call leaves the streams in an unknown state: wait for
-		// what was queued before anyone reuses the buffers.
-		r.syncAll()
-	}
-	return err
 }
 
 // state returns the executor's resources in the context of mem, making

@@ -69,6 +69,18 @@ func (t tracer) Wait(ops []transport.Op) error {
 	return err
 }
 
+func (t tracer) Test(ops []transport.Op) (bool, error) {
+	done, err := t.Transport.Test(ops)
+	if done {
+		for _, op := range ops {
+			if op.Recv {
+				t.tr.add("received %d round %x", op.N, op.Tag.Round)
+			}
+		}
+	}
+	return done, err
+}
+
 // delegate makes every call of m, except those named in skip, run on the
 // fake process p, recording the ones whose order matters.
 func delegate(m *mockgpu.MockDriver, p *fake.Process, tr *trace, skip ...string) {

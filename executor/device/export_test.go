@@ -36,3 +36,6 @@ func SetClock(now func() time.Time) (restore func()) {
 	clock = now
 	return func() { clock = old }
 }
+
+// Runtime returns the executor's runtime.
+func (x *Executor) Runtime() *gpu.Runtime { return x.rt }

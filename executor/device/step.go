@@ -5,30 +5,31 @@ import (
 
 	"github.com/gocoll/gocoll/gpu"
 	"github.com/gocoll/gocoll/schedule"
+	"github.com/gocoll/gocoll/transport"
 )
 
 // step applies a local step on the compute stream: a copy device to
-// device, or a reduction by a GPU kernel, or on the host (no kernel for
-// the op and type, operands not aligned for one, or no module: see
-// Engine.function).
-func (r *run) step(s schedule.Step) error {
+// device, or a reduction by a GPU kernel; or returns the task of a
+// reduction on the host (no kernel for the op and type, operands not
+// aligned for one, or no module: see Engine.function).
+func (r *run) step(s schedule.Step) (task, error) {
 	c, drv, comp := r.c, r.drv, r.st.comp
 	dst, a := r.addr(s.Dst), r.addr(s.A)
 	n := s.Dst.Len * c.ElemSize
 	if s.Kind == schedule.Copy {
 		if dst == a {
-			return nil
+			return nil, nil
 		}
-		return drv.MemcpyAsync(dst, a, n, comp)
+		return nil, drv.MemcpyAsync(dst, a, n, comp)
 	}
 	b := r.addr(s.B)
 	f, onGPU, err := r.kernel(dst, a, b)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !onGPU {
 		if c.Reduce == nil {
-			return errors.New("device executor: a reduce step without a kernel")
+			return nil, errors.New("device executor: a reduce step without a kernel")
 		}
 		r.x.count(func(s *Stats) { s.HostReduce++ })
 		return r.hostReduce(dst, a, b, n)
@@ -37,7 +38,7 @@ func (r *run) step(s schedule.Step) error {
 	block := r.e.opts.Block
 	grid := min((elems+block-1)/block, r.e.opts.MaxGrid)
 	r.x.count(func(s *Stats) { s.GPUReduce++ })
-	return drv.LaunchKernel(f, max(grid, 1), block, comp, dst, a, b, elems)
+	return nil, drv.LaunchKernel(f, max(grid, 1), block, comp, dst, a, b, elems)
 }
 
 // kernel returns the GPU kernel of a reduce step on dst, a and b, or
@@ -59,72 +60,139 @@ func (r *run) kernel(dst, a, b uintptr) (gpu.Function, bool, error) {
 }
 
 // hostReduce sets dst = a op b (n bytes of device memory) with the host
-// kernel, a segment at a time through pinned memory, double-buffered: the
+// kernel, a segment at a time through pinned slots, double-buffered: the
 // copies down of segment k+1 are queued before segment k is reduced, and
 // its copy up after, all on the compute stream, whose order keeps every
-// slot's uses apart.
-func (r *run) hostReduce(dst, a, b uintptr, n int) error {
-	c, drv, comp := r.c, r.drv, r.st.comp
-	size := c.ElemSize
+// slot's uses apart. The task ends once the slots' last copies up have
+// completed.
+type hostReduce struct {
+	r         *run
+	dst, a, b uintptr
+	n, seg, K int
+	slots     []uintptr
+	evs       []gpu.Event
+	k         int  // the next segment to reduce
+	downed    int  // segments whose copies down are queued
+	end       bool // the slots' last use is marked
+	landed    int  // end events completed
+}
+
+func (r *run) hostReduce(dst, a, b uintptr, n int) (task, error) {
+	size := r.c.ElemSize
 	seg := r.e.opts.Segment - r.e.opts.Segment%size
 	if seg == 0 {
-		return errors.New("device executor: an element is larger than a staging segment (raise the segment size)")
+		return nil, errors.New("device executor: an element is larger than a staging segment (raise the segment size)")
 	}
-	K := (n + seg - 1) / seg
-	slots, err := r.e.getSlots(4) // a and b, twice
-	if err != nil {
-		return err
+	h := &hostReduce{r: r, dst: dst, a: a, b: b, n: n, seg: seg, K: (n + seg - 1) / seg}
+	var err error
+	if h.slots, err = r.e.getSlots(4); err != nil { // a and b, twice
+		return nil, err
 	}
-	defer r.e.putSlots(slots)
-	evs := make([]gpu.Event, 0, 2)
-	defer func() {
-		for _, ev := range evs {
-			drv.EventSynchronize(ev) // the slots' last copies up are done
-			r.putEvents(ev)
-		}
-	}()
 	for range 2 {
 		ev, err := r.event()
 		if err != nil {
-			return err
+			h.release()
+			return nil, err
 		}
-		evs = append(evs, ev)
+		h.evs = append(h.evs, ev)
 	}
-	span := func(k int) (int, int) { off := k * seg; return off, min(seg, n-off) }
-	down := func(k int) error {
-		off, l := span(k)
-		x, y := slots[2*(k%2)], slots[2*(k%2)+1]
-		if err := drv.MemcpyAsync(x, a+uintptr(off), l, comp); err != nil {
-			return err
+	if h.K > 0 {
+		if err := h.down(0); err != nil {
+			h.fail()
+			return nil, err
 		}
-		if err := drv.MemcpyAsync(y, b+uintptr(off), l, comp); err != nil {
-			return err
-		}
-		return drv.EventRecord(evs[k%2], comp)
 	}
-	if err := down(0); err != nil {
+	return h, nil
+}
+
+func (h *hostReduce) span(k int) (int, int) { off := k * h.seg; return off, min(h.seg, h.n-off) }
+
+// down queues the copies down of segment k into its slots.
+func (h *hostReduce) down(k int) error {
+	drv, comp := h.r.drv, h.r.st.comp
+	off, l := h.span(k)
+	x, y := h.slots[2*(k%2)], h.slots[2*(k%2)+1]
+	if err := drv.MemcpyAsync(x, h.a+uintptr(off), l, comp); err != nil {
 		return err
 	}
-	for k := range K {
-		if k+1 < K {
-			if err := down(k + 1); err != nil {
-				return err
+	if err := drv.MemcpyAsync(y, h.b+uintptr(off), l, comp); err != nil {
+		return err
+	}
+	h.downed = k + 1
+	return drv.EventRecord(h.evs[k%2], comp)
+}
+
+func (h *hostReduce) poll() (done, moved bool, err error) {
+	drv, comp := h.r.drv, h.r.st.comp
+	for h.k < h.K {
+		k := h.k
+		if h.downed == k+1 && k+1 < h.K {
+			if err := h.down(k + 1); err != nil {
+				return h.fail(err)
+			}
+			moved = true
+		}
+		ok, err := drv.EventQuery(h.evs[k%2])
+		if err != nil {
+			return h.fail(err)
+		}
+		if !ok {
+			return false, moved, nil
+		}
+		off, l := h.span(k)
+		x, y := hostBytes(h.slots[2*(k%2)], l), hostBytes(h.slots[2*(k%2)+1], l)
+		h.r.c.Reduce(x, x, y)
+		if err := drv.MemcpyAsync(h.dst+uintptr(off), h.slots[2*(k%2)], l, comp); err != nil {
+			return h.fail(err)
+		}
+		h.k++
+		moved = true
+	}
+	if !h.end {
+		for _, ev := range h.evs { // mark the end of the slots' use
+			if err := drv.EventRecord(ev, comp); err != nil {
+				return h.fail(err)
 			}
 		}
-		if err := r.wait(evs[k%2]); err != nil {
-			return err
+		h.end, moved = true, true
+	}
+	for ; h.landed < len(h.evs); h.landed++ {
+		ok, err := drv.EventQuery(h.evs[h.landed])
+		if err != nil {
+			return h.fail(err)
 		}
-		off, l := span(k)
-		x, y := hostBytes(slots[2*(k%2)], l), hostBytes(slots[2*(k%2)+1], l)
-		c.Reduce(x, x, y)
-		if err := drv.MemcpyAsync(dst+uintptr(off), slots[2*(k%2)], l, comp); err != nil {
-			return err
+		if !ok {
+			return false, moved, nil
 		}
 	}
-	for i := range evs { // mark the end of the slots' use
-		if err := drv.EventRecord(evs[i], comp); err != nil {
-			return err
-		}
+	h.release()
+	return true, true, nil
+}
+
+func (h *hostReduce) next() (gpu.Event, []transport.Op) {
+	if h.k < h.K {
+		return h.evs[h.k%2], nil
 	}
-	return nil
+	if h.end && h.landed < len(h.evs) {
+		return h.evs[h.landed], nil
+	}
+	return 0, nil
+}
+
+// fail ends the task after a failure, once the GPU is done with the slots.
+func (h *hostReduce) fail(errs ...error) (bool, bool, error) {
+	for _, ev := range h.evs {
+		h.r.drv.EventSynchronize(ev)
+	}
+	h.release()
+	return true, true, errors.Join(errs...)
+}
+
+func (h *hostReduce) release() {
+	if h.slots != nil {
+		h.r.e.putSlots(h.slots)
+		h.slots = nil
+	}
+	h.r.putEvents(h.evs...)
+	h.evs = nil
 }
