@@ -11,8 +11,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/gocoll/gocoll/algorithms"
-	"github.com/gocoll/gocoll/preload/native"
-	"github.com/gocoll/gocoll/tuner"
 )
 
 // Var is one environment variable.
@@ -52,8 +50,12 @@ var All = append(forceVars(), []Var{
 func forceVars() []Var {
 	var vs []Var
 	for _, c := range algorithms.Collectives {
-		vs = append(vs, Var{tuner.ForceVar(c), "auto",
-			fmt.Sprintf("force %s's algorithm: auto, %s; under LD_PRELOAD also %s (the host MPI's own)", c, strings.Join(algorithms.Names(c), ", "), native.Name)})
+		vs = append(vs, Var{ForceVar(c), "auto",
+			fmt.Sprintf("force %s's algorithm: auto, %s; under LD_PRELOAD also %s (the host MPI's own)", c, strings.Join(algorithms.Names(c), ", "), Native)})
+	}
+	for _, c := range algorithms.Rooted {
+		vs = append(vs, Var{ForceVar(c), "auto",
+			fmt.Sprintf("force %s's algorithm: auto, %s (its only one today; forcing it is checked like the others', and GOCOLL_DEBUG=info reports it)", c, strings.Join(algorithms.Names(c), ", "))})
 	}
 	return vs
 }
