@@ -1,6 +1,11 @@
 // Package envvar lists every GOCOLL_ environment variable with its default
-// and meaning: the one place the README, `gocoll-demo -info` (and later
-// `gocollrun --info`) take them from, so none goes undocumented.
+// and meaning (All): the one place the README, `gocoll-demo -info` (and
+// later `gocollrun --info`) take them from, so none goes undocumented; and
+// it parses the user's settings among them, once, into one typed value
+// (Settings, settings.go), which every other package reads.
+//
+// envvar imports no gocoll package but algorithms (for the collectives'
+// and algorithms' names), so that all of them can import it.
 package envvar
 
 import (

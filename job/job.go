@@ -61,7 +61,7 @@ func Start() (*Job, error) {
 		return nil, errors.New("GOCOLL_TRANSPORT=hostmpi: only under LD_PRELOAD (there is no host MPI here); want auto, shm or tcp")
 	}
 
-	l, err := findLauncher()
+	l, err := findLauncher(set.PMI)
 	if err != nil {
 		return nil, err
 	}
