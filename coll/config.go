@@ -18,6 +18,13 @@ func ConfigFromEnv() (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	return NewConfig(s)
+}
+
+// NewConfig is the configuration s (envvar.Parse's) describes: for an
+// initialisation that parses once and hands the same Settings to
+// job.StartWith.
+func NewConfig(s envvar.Settings) (*Config, error) {
 	t, err := tuner.New(s)
 	if err != nil {
 		return nil, err

@@ -15,12 +15,13 @@ import (
 // Settings are gocoll's GOCOLL_ variables, each parsed and checked once,
 // here, beside the list that documents them (All), so that every part
 // reads the same value and an invalid one is the same error everywhere.
-// Their readers: job (timeout, transport, PMI version through package
-// pmi), coll (ConfigFromEnv: the tuner's, the device's and coll's own),
+// Their readers: job (timeout, transport, debug, and the PMI version it
+// hands package pmi), coll (ConfigFromEnv, NewConfig: coll's own, and
+// the tuner's and the device's, which it hands tuner.New and gpu.Open),
 // the C ABI (capi: GOCOLL_DEBUG, GOCOLL_CHECK and the forced algorithms
 // for its C fast path), the preload (preload/config.go, which hands its C
-// half what it needs as exported values), package gpu (the CUDA mode) and
-// package ops (GOCOLL_OPS_ISA, at its initialisation).
+// half what it needs as exported values) and package ops
+// (GOCOLL_OPS_ISA, at its initialisation).
 //
 // Not here: the variables gocollrun sets for its ranks (GOCOLL_JOB_ID,
 // GOCOLL_JOB_SECRET, GOCOLL_HOST, GOCOLL_NUM_HOSTS, GOCOLL_TCP_ADDR on
@@ -249,7 +250,10 @@ var process struct {
 // FromEnv is Parse(os.Getenv), done once per process: every part of
 // gocoll that asks gets the same Settings (or the same error). Package
 // ops asks at its initialisation, so these are the environment the
-// process started with.
+// process started with: what the kernels, the C ABI's fast path and
+// pmi.FromEnv use. MPI initialisation (job.Start, coll.ConfigFromEnv)
+// parses the environment as it is then, since a Go program may set
+// variables before mpi.Init (and tests do, between jobs).
 func FromEnv() (Settings, error) {
 	process.once.Do(func() { process.s, process.err = Parse(os.Getenv) })
 	return process.s, process.err
