@@ -8,7 +8,6 @@ static void gocoll_fast_counted(int call) { __atomic_fetch_add(&gocoll_fast_call
 import "C"
 
 import (
-	"os"
 	"strings"
 	"unsafe"
 
@@ -16,14 +15,14 @@ import (
 	"github.com/gocoll/gocoll/envvar"
 	"github.com/gocoll/gocoll/internal/counters"
 	"github.com/gocoll/gocoll/intranode/engine" // also the engine's C half, which fast.c calls
-	"github.com/gocoll/gocoll/tuner"
 )
 
 // enableFast turns on fast.c's C paths for small calls, except where the
 // user asked to see or choose what runs: GOCOLL_DEBUG=info (one line per
 // call comes from Go) and a forced algorithm other than shm.
 func enableFast() {
-	if set, _ := envvar.FromEnv(); set.Debug || set.Check { // MPI_Init has checked the error
+	set, _ := envvar.FromEnv() // MPI_Init has checked the error
+	if set.Debug || set.Check {
 		return
 	}
 	forced := map[counters.Call]algorithms.Collective{
@@ -33,7 +32,7 @@ func enableFast() {
 	}
 	on := C.int(1) << C.GOCOLL_CALL_BARRIER
 	for c, coll := range forced {
-		if v := os.Getenv(tuner.ForceVar(coll)); v == "" || v == "auto" || v == "shm" {
+		if v := set.Forced[coll]; v == "" || v == "shm" {
 			on |= 1 << C.int(c)
 		}
 	}

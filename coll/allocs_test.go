@@ -10,6 +10,7 @@ import (
 
 	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/coll"
+	"github.com/gocoll/gocoll/envvar"
 	"github.com/gocoll/gocoll/ops"
 	"github.com/gocoll/gocoll/transport/inproc"
 	"github.com/gocoll/gocoll/tuner"
@@ -28,7 +29,7 @@ type allocRanks struct {
 
 func newAllocRanks(t *testing.T, p int) *allocRanks {
 	t.Helper()
-	tu, _ := tuner.New(func(string) string { return "" })
+	tu, _ := tuner.New(envvar.Settings{})
 	cfg := &coll.Config{Tuner: tu, JobID: "allocs"}
 	eps := inproc.New(p)
 	ranks := make([]int, p)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/coll"
+	"github.com/gocoll/gocoll/envvar"
 	"github.com/gocoll/gocoll/ops"
 	"github.com/gocoll/gocoll/transport/inproc"
 	"github.com/gocoll/gocoll/tuner"
@@ -14,7 +15,7 @@ import (
 
 // benchComms returns p communicators over one in-process job.
 func benchComms(b *testing.B, p int) []*coll.Comm {
-	tu, _ := tuner.New(func(string) string { return "" })
+	tu, _ := tuner.New(envvar.Settings{})
 	cfg := &coll.Config{Tuner: tu, JobID: "bench"}
 	eps := inproc.New(p)
 	ranks := make([]int, p)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gocoll/gocoll/coll"
+	"github.com/gocoll/gocoll/envvar"
 	"github.com/gocoll/gocoll/mpierr"
 	"github.com/gocoll/gocoll/ops"
 	"github.com/gocoll/gocoll/transport/inproc"
@@ -18,7 +19,7 @@ import (
 // rank's error; it fails the test if the ranks do not all return.
 func checkedJob(t *testing.T, p int, f func(c *coll.Comm) error) []error {
 	t.Helper()
-	tu, _ := tuner.New(func(string) string { return "" })
+	tu, _ := tuner.New(envvar.Settings{})
 	cfg := &coll.Config{Tuner: tu, JobID: "test", Check: true}
 	eps := inproc.New(p)
 	defer func() {

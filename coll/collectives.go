@@ -2,7 +2,6 @@ package coll
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/executor/host"
@@ -383,15 +382,9 @@ func (c *Comm) decide(o *op) (route, error) {
 	p.DeviceMemory = onDevice
 	p.Nodes = c.nodes
 	o.p = p
-	var choice tuner.Choice
-	if slices.Contains(algorithms.Rooted, o.coll) {
-		choice = tuner.Choice{Alg: algorithms.All(o.coll)[0], Source: tuner.Only}
-	} else {
-		var err error
-		choice, err = c.cfg.Tuner.Choose(tuner.Query{Collective: o.coll, Bytes: o.bytes, Params: p, Force: o.force})
-		if err != nil {
-			return route{}, argError(call, mpierr.Arg, "%v", err)
-		}
+	choice, err := c.cfg.Tuner.Choose(tuner.Query{Collective: o.coll, Bytes: o.bytes, Params: p, Force: o.force})
+	if err != nil {
+		return route{}, argError(call, mpierr.Arg, "%v", err)
 	}
 	rt := route{alg: choice.Alg, onDevice: onDevice, pl: pl}
 	// A hierarchical call takes the shm form where the communicator has

@@ -8,23 +8,33 @@ import (
 )
 
 // ConfigFromEnv reads the GOCOLL_ variables every communicator of a job
-// shares: the tuner's (GOCOLL_<COLLECTIVE>_ALGORITHM, GOCOLL_TUNING_FILE,
-// GOCOLL_FALLBACK), envvar.Settings and the device's.
+// shares, parsed once by envvar.Parse: the tuner's (forced algorithms,
+// GOCOLL_TUNING_FILE, GOCOLL_FALLBACK), coll's own (Apply) and the
+// device's (LoadDevice). It parses the environment as it is when the job
+// starts, not envvar.FromEnv's copy of it at process start: tests change
+// the environment between jobs of one process.
 func ConfigFromEnv() (*Config, error) {
-	t, err := tuner.New(os.Getenv)
+	s, err := envvar.Parse(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	return NewConfig(s)
+}
+
+// NewConfig is the configuration s (envvar.Parse's) describes: for an
+// initialisation that parses once and hands the same Settings to
+// job.StartWith.
+func NewConfig(s envvar.Settings) (*Config, error) {
+	t, err := tuner.New(s)
 	if err != nil {
 		return nil, err
 	}
 	cfg := &Config{Tuner: t}
-	s, err := envvar.FromEnv()
-	if err != nil {
-		return nil, err
-	}
 	if s.Debug {
 		cfg.Debug = os.Stderr
 	}
 	cfg.Apply(s)
-	if err := cfg.LoadDevice(os.Getenv); err != nil {
+	if err := cfg.LoadDevice(s); err != nil {
 		return nil, err
 	}
 	return cfg, nil
@@ -32,7 +42,8 @@ func ConfigFromEnv() (*Config, error) {
 
 // Apply sets cfg from the envvar.Settings that tune package coll itself
 // in every mode (standalone, Go, LD_PRELOAD): GOCOLL_SHM_SLOT,
-// GOCOLL_SHM_CMA, GOCOLL_CHECK, GOCOLL_REPRODUCIBLE and GOCOLL_REPORT.
+// GOCOLL_SHM_CMA, GOCOLL_CHECK, GOCOLL_REPRODUCIBLE, GOCOLL_REPORT and
+// GOCOLL_PROGRESS_THREAD.
 func (cfg *Config) Apply(s envvar.Settings) {
 	cfg.SharedSlot, cfg.SharedNoCMA = s.SharedSlot, s.SharedNoCMA
 	cfg.Check, cfg.Reproducible, cfg.Report = s.Check, s.Reproducible, s.Report

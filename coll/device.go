@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/gocoll/gocoll/algorithms"
+	"github.com/gocoll/gocoll/envvar"
 	"github.com/gocoll/gocoll/executor/device"
 	"github.com/gocoll/gocoll/executor/host"
 	"github.com/gocoll/gocoll/gpu"
@@ -34,23 +35,16 @@ type DeviceConfig struct {
 	NoIPC bool
 }
 
-// LoadDevice sets cfg.Device from GOCOLL_CUDA and GOCOLL_CUDA_IPC: the
-// driver is loaded (never initialised, in auto mode) if the machine has
-// one. With GOCOLL_CUDA=on it fails, naming what is missing, when there is
-// no driver or no device.
-func (cfg *Config) LoadDevice(getenv func(string) string) error {
-	rt, err := gpu.FromEnv(getenv)
+// LoadDevice sets cfg.Device from GOCOLL_CUDA and GOCOLL_CUDA_IPC (s.CUDA,
+// s.CUDANoIPC): the driver is loaded (never initialised, in auto mode) if
+// the machine has one. With GOCOLL_CUDA=on it fails, naming what is
+// missing, when there is no driver or no device.
+func (cfg *Config) LoadDevice(s envvar.Settings) error {
+	rt, err := gpu.Open(s.CUDA)
 	if err != nil {
 		return err
 	}
-	cfg.Device.Runtime = rt
-	switch v := getenv("GOCOLL_CUDA_IPC"); v {
-	case "", "1", "on":
-	case "0", "off":
-		cfg.Device.NoIPC = true
-	default:
-		return fmt.Errorf("GOCOLL_CUDA_IPC=%s: want 1 or 0", v)
-	}
+	cfg.Device.Runtime, cfg.Device.NoIPC = rt, s.CUDANoIPC
 	return nil
 }
 

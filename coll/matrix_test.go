@@ -11,6 +11,7 @@ import (
 
 	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/coll"
+	"github.com/gocoll/gocoll/envvar"
 	"github.com/gocoll/gocoll/ops"
 	"github.com/gocoll/gocoll/transport/inproc"
 	"github.com/gocoll/gocoll/tuner"
@@ -25,7 +26,7 @@ func job(t *testing.T, p int, f func(c *coll.Comm) error) {
 // jobWith is job with a change to the configuration.
 func jobWith(t *testing.T, p int, change func(*coll.Config), f func(c *coll.Comm) error) {
 	t.Helper()
-	tu, err := tuner.New(func(string) string { return "" })
+	tu, err := tuner.New(envvar.Settings{})
 	if err != nil {
 		t.Fatal(err)
 	}

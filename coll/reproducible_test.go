@@ -11,6 +11,7 @@ import (
 
 	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/coll"
+	"github.com/gocoll/gocoll/envvar"
 	"github.com/gocoll/gocoll/executor/device"
 	"github.com/gocoll/gocoll/gpu/fake"
 	"github.com/gocoll/gocoll/mpierr"
@@ -209,7 +210,7 @@ func TestReproducibleOnDevice(t *testing.T) {
 func TestReproducibleReduce(t *testing.T) {
 	cfg := &coll.Config{JobID: "test", Reproducible: true}
 	var err error
-	if cfg.Tuner, err = tuner.New(func(string) string { return "" }); err != nil {
+	if cfg.Tuner, err = tuner.New(envvar.Settings{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []int{3, 5, 6} {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/coll"
+	"github.com/gocoll/gocoll/envvar"
 	"github.com/gocoll/gocoll/ops"
 	"github.com/gocoll/gocoll/tuner"
 )
@@ -36,12 +37,7 @@ func (w *lockedWriter) String() string {
 // fallbackTuner is the tuner of GOCOLL_FALLBACK=policy.
 func fallbackTuner(t *testing.T, policy string) *tuner.Tuner {
 	t.Helper()
-	tu, err := tuner.New(func(k string) string {
-		if k == "GOCOLL_FALLBACK" {
-			return policy
-		}
-		return ""
-	})
+	tu, err := tuner.New(envvar.Settings{Fallback: envvar.Fallback(policy)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,11 @@
 // Package envvar lists every GOCOLL_ environment variable with its default
-// and meaning: the one place the README, `gocoll-demo -info` (and later
-// `gocollrun --info`) take them from, so none goes undocumented.
+// and meaning (All): the one place the README, `gocoll-demo -info` (and
+// later `gocollrun --info`) take them from, so none goes undocumented; and
+// it parses the user's settings among them, once, into one typed value
+// (Settings, settings.go), which every other package reads.
+//
+// envvar imports no gocoll package but algorithms (for the collectives'
+// and algorithms' names), so that all of them can import it.
 package envvar
 
 import (
@@ -11,8 +16,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/gocoll/gocoll/algorithms"
-	"github.com/gocoll/gocoll/preload/native"
-	"github.com/gocoll/gocoll/tuner"
 )
 
 // Var is one environment variable.
@@ -52,8 +55,12 @@ var All = append(forceVars(), []Var{
 func forceVars() []Var {
 	var vs []Var
 	for _, c := range algorithms.Collectives {
-		vs = append(vs, Var{tuner.ForceVar(c), "auto",
-			fmt.Sprintf("force %s's algorithm: auto, %s; under LD_PRELOAD also %s (the host MPI's own)", c, strings.Join(algorithms.Names(c), ", "), native.Name)})
+		vs = append(vs, Var{ForceVar(c), "auto",
+			fmt.Sprintf("force %s's algorithm: auto, %s; under LD_PRELOAD also %s (the host MPI's own)", c, strings.Join(algorithms.Names(c), ", "), Native)})
+	}
+	for _, c := range algorithms.Rooted {
+		vs = append(vs, Var{ForceVar(c), "auto",
+			fmt.Sprintf("force %s's algorithm: auto, %s (its only one today; forcing it is checked like the others', and GOCOLL_DEBUG=info reports it)", c, strings.Join(algorithms.Names(c), ", "))})
 	}
 	return vs
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/envvar"
+	"github.com/gocoll/gocoll/preload/native"
 )
 
 // The README documents every variable and every algorithm.
@@ -26,5 +27,13 @@ func TestREADMEIsComplete(t *testing.T) {
 				t.Errorf("README does not list %s algorithm %s", c, name)
 			}
 		}
+	}
+}
+
+// envvar cannot import the preload (it imports the tuner, which imports
+// envvar): its copy of the native candidate's name must stay the same.
+func TestNativeName(t *testing.T) {
+	if envvar.Native != native.Name {
+		t.Errorf("envvar.Native = %q, preload/native.Name = %q", envvar.Native, native.Name)
 	}
 }

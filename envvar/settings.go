@@ -3,21 +3,32 @@ package envvar
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/gocoll/gocoll/algorithms"
 )
 
-// Settings are the GOCOLL_ variables that several parts of gocoll read
-// (job, coll, the C ABI, the preload and its C half), each parsed and
-// checked once, here, beside the list that documents them (All), so that
-// every part reads the same value and an invalid one is the same error
-// everywhere. Variables with one reader stay with it: the tuner's
-// (GOCOLL_<COLLECTIVE>_ALGORITHM, GOCOLL_TUNING_FILE, GOCOLL_FALLBACK:
-// tuner.New), the device's (GOCOLL_CUDA, GOCOLL_CUDA_IPC: package gpu and
-// coll.Config.LoadDevice), the launcher's (GOCOLL_PMI: package pmi) and
-// the kernels' (GOCOLL_OPS_ISA: package ops, at its initialisation).
+// Settings are gocoll's GOCOLL_ variables, each parsed and checked once,
+// here, beside the list that documents them (All), so that every part
+// reads the same value and an invalid one is the same error everywhere.
+// Their readers: job (timeout, transport, debug, and the PMI version it
+// hands package pmi), coll (ConfigFromEnv, NewConfig: coll's own, and
+// the tuner's and the device's, which it hands tuner.New and gpu.Open),
+// the C ABI (capi: GOCOLL_DEBUG, GOCOLL_CHECK and the forced algorithms
+// for its C fast path), the preload (preload/config.go, which hands its C
+// half what it needs as exported values) and package ops
+// (GOCOLL_OPS_ISA, at its initialisation).
+//
+// Not here: the variables gocollrun sets for its ranks (GOCOLL_JOB_ID,
+// GOCOLL_JOB_SECRET, GOCOLL_HOST, GOCOLL_NUM_HOSTS, GOCOLL_TCP_ADDR on
+// remote hosts) are the launcher's protocol with its ranks, like PMI_FD,
+// read where the protocol is spoken (job, bootstrap); and the test-only
+// hooks (GOCOLL_PRELOAD_FAULT, GOCOLL_PRELOAD_EXCLUDE) stay with the
+// preload tests that use them.
 type Settings struct {
 	Debug        bool          // GOCOLL_DEBUG=info: a line per call
 	Report       bool          // GOCOLL_REPORT=1
@@ -33,46 +44,121 @@ type Settings struct {
 	// ProgressThread (GOCOLL_PROGRESS_THREAD=1): nonblocking calls move
 	// on a thread of their own.
 	ProgressThread bool
+
+	// Forced holds GOCOLL_<COLLECTIVE>_ALGORITHM of each collective that
+	// sets one other than auto: an algorithm of the collective or, for
+	// the four tuned ones, Native (which only the preload's tuner
+	// accepts; tuner.New rejects it as it rejects any unknown name).
+	Forced     map[algorithms.Collective]string
+	TuningFile string   // GOCOLL_TUNING_FILE: a path, read by the tuner
+	Fallback   Fallback // GOCOLL_FALLBACK; "" reads as FallbackWarn
+
+	CUDA      CUDAMode // GOCOLL_CUDA
+	CUDANoIPC bool     // GOCOLL_CUDA_IPC=0
+	// PMI is GOCOLL_PMI: 1 or 2, or 0 where unset (package pmi then
+	// picks by the launcher).
+	PMI int
+	// OpsISA is GOCOLL_OPS_ISA: "go", "avx2" or "avx512", or "" (also
+	// for best): the best the CPU has.
+	OpsISA string
 }
 
 // DefaultTimeout is GOCOLL_TIMEOUT's default.
 const DefaultTimeout = 300 * time.Second
 
+// Native is the name under which the preload registers the host MPI's
+// own collective as a candidate (preload/native.Name; a test keeps the
+// two equal, as envvar cannot import the preload).
+const Native = "native"
+
+// Tuned lists the collectives that have a GOCOLL_<COLLECTIVE>_ALGORITHM
+// variable: the four gocoll is about, then the rooted ones.
+var Tuned = append(append([]algorithms.Collective{}, algorithms.Collectives...), algorithms.Rooted...)
+
+// ForceVar returns the environment variable that forces collective c's
+// algorithm, e.g. GOCOLL_ALLREDUCE_ALGORITHM.
+func ForceVar(c algorithms.Collective) string { return "GOCOLL_" + c.EnvName() + "_ALGORITHM" }
+
+// Fallback says what happens when a forced algorithm cannot run a call.
+type Fallback string
+
+const (
+	FallbackWarn   Fallback = "warn"   // use the tuned choice, say so once on stderr
+	FallbackError  Fallback = "error"  // fail the call
+	FallbackSilent Fallback = "silent" // use the tuned choice quietly
+)
+
+// CUDAMode is the value of GOCOLL_CUDA.
+type CUDAMode uint8
+
+const (
+	// CUDAAuto uses the driver when the machine has one, and sees device
+	// memory once the application has initialised CUDA.
+	CUDAAuto CUDAMode = iota
+	// CUDAOff never loads the driver: every buffer is host memory.
+	CUDAOff
+	// CUDAOn requires the driver and a device: start-up fails, saying
+	// which is missing, without them.
+	CUDAOn
+)
+
+func (m CUDAMode) String() string { return [...]string{"auto", "off", "on"}[m] }
+
+// ParseCUDA reads a value of GOCOLL_CUDA: auto (or empty), off, on.
+func ParseCUDA(s string) (CUDAMode, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "auto":
+		return CUDAAuto, nil
+	case "off", "0", "no":
+		return CUDAOff, nil
+	case "on", "1", "yes":
+		return CUDAOn, nil
+	}
+	return CUDAAuto, fmt.Errorf("GOCOLL_CUDA=%s: want auto, off or on", s)
+}
+
 // Parse reads Settings through getenv (os.Getenv, or a map in tests).
-// An error names the variable, its value and what it wants.
+// An error names the variable, its value and what it wants; with one,
+// the other variables are still parsed (package ops, which cannot report
+// an error, reads its own), and the error is the first in All's order
+// of checks below.
 func Parse(getenv func(string) string) (Settings, error) {
-	s := Settings{Timeout: DefaultTimeout, Transport: "auto"}
-	flag := func(name, on, off string, to *bool) error {
+	s := Settings{Timeout: DefaultTimeout, Transport: "auto", Fallback: FallbackWarn}
+	var first error
+	fail := func(err error) {
+		if first == nil {
+			first = err
+		}
+	}
+	flag := func(name, on, off string, to *bool) {
 		switch v := strings.TrimSpace(getenv(name)); strings.ToLower(v) {
 		case "", off:
 		case on:
 			*to = true
 		default:
-			return fmt.Errorf("%s=%s: want %s or %s", name, v, off, on)
+			fail(fmt.Errorf("%s=%s: want %s or %s", name, v, off, on))
 		}
-		return nil
 	}
-	if err := flag("GOCOLL_REPORT", "1", "0", &s.Report); err != nil {
-		return s, err
+	s.Forced = parseForced(getenv, fail)
+	switch f := Fallback(strings.ToLower(strings.TrimSpace(getenv("GOCOLL_FALLBACK")))); f {
+	case "":
+	case FallbackWarn, FallbackError, FallbackSilent:
+		s.Fallback = f
+	default:
+		fail(fmt.Errorf("GOCOLL_FALLBACK=%s: want warn, error or silent", f))
 	}
-	if err := flag("GOCOLL_CHECK", "1", "0", &s.Check); err != nil {
-		return s, err
-	}
-	if err := flag("GOCOLL_REPRODUCIBLE", "1", "0", &s.Reproducible); err != nil {
-		return s, err
-	}
-	if err := flag("GOCOLL_SHM_CMA", "0", "1", &s.SharedNoCMA); err != nil {
-		return s, err
-	}
-	if err := flag("GOCOLL_PROGRESS_THREAD", "1", "0", &s.ProgressThread); err != nil {
-		return s, err
-	}
+	s.TuningFile = getenv("GOCOLL_TUNING_FILE")
+	flag("GOCOLL_REPORT", "1", "0", &s.Report)
+	flag("GOCOLL_CHECK", "1", "0", &s.Check)
+	flag("GOCOLL_REPRODUCIBLE", "1", "0", &s.Reproducible)
+	flag("GOCOLL_SHM_CMA", "0", "1", &s.SharedNoCMA)
+	flag("GOCOLL_PROGRESS_THREAD", "1", "0", &s.ProgressThread)
 	switch v := strings.TrimSpace(getenv("GOCOLL_DEBUG")); strings.ToLower(v) {
 	case "", "off", "warn":
 	case "info":
 		s.Debug = true
 	default:
-		return s, fmt.Errorf("GOCOLL_DEBUG=%s: want off, warn or info", v)
+		fail(fmt.Errorf("GOCOLL_DEBUG=%s: want off, warn or info", v))
 	}
 	if v := strings.TrimSpace(getenv("GOCOLL_TIMEOUT")); v != "" {
 		d, err := time.ParseDuration(v)
@@ -80,25 +166,79 @@ func Parse(getenv func(string) string) (Settings, error) {
 			d, err = time.ParseDuration(v + "s") // a number of seconds
 		}
 		if err != nil || d < 0 {
-			return s, fmt.Errorf("GOCOLL_TIMEOUT=%s: want a duration such as 300s or 5m", v)
+			fail(fmt.Errorf("GOCOLL_TIMEOUT=%s: want a duration such as 300s or 5m", v))
+		} else {
+			s.Timeout = d
 		}
-		s.Timeout = d
 	}
 	switch v := strings.TrimSpace(getenv("GOCOLL_TRANSPORT")); strings.ToLower(v) {
 	case "", "auto":
 	case "shm", "tcp", "hostmpi":
 		s.Transport = strings.ToLower(v)
 	default:
-		return s, fmt.Errorf("GOCOLL_TRANSPORT=%s: want auto, shm, tcp or (under LD_PRELOAD) hostmpi", v)
+		fail(fmt.Errorf("GOCOLL_TRANSPORT=%s: want auto, shm, tcp or (under LD_PRELOAD) hostmpi", v))
 	}
 	if v := strings.TrimSpace(getenv("GOCOLL_SHM_SLOT")); v != "" {
 		n, err := strconv.Atoi(strings.TrimSuffix(strings.ToUpper(v), "K"))
 		if err != nil || n <= 0 {
-			return s, fmt.Errorf("GOCOLL_SHM_SLOT=%s: want a size in KiB, such as 128K", v)
+			fail(fmt.Errorf("GOCOLL_SHM_SLOT=%s: want a size in KiB, such as 128K", v))
+		} else {
+			s.SharedSlot = n << 10
 		}
-		s.SharedSlot = n << 10
 	}
-	return s, nil
+	var err error
+	if s.CUDA, err = ParseCUDA(getenv("GOCOLL_CUDA")); err != nil {
+		fail(err)
+	}
+	switch v := getenv("GOCOLL_CUDA_IPC"); v {
+	case "", "1", "on":
+	case "0", "off":
+		s.CUDANoIPC = true
+	default:
+		fail(fmt.Errorf("GOCOLL_CUDA_IPC=%s: want 1 or 0", v))
+	}
+	switch v := getenv("GOCOLL_PMI"); v {
+	case "":
+	case "1", "2":
+		s.PMI = int(v[0] - '0')
+	default:
+		fail(fmt.Errorf("GOCOLL_PMI=%q: want 1 or 2 (the PMI version to speak)", v))
+	}
+	switch v := strings.ToLower(strings.TrimSpace(getenv("GOCOLL_OPS_ISA"))); v {
+	case "", "best":
+	case "go", "avx2", "avx512":
+		s.OpsISA = v
+	default:
+		fail(fmt.Errorf("GOCOLL_OPS_ISA=%s: want best, avx512, avx2 or go", v))
+	}
+	return s, first
+}
+
+// parseForced reads GOCOLL_<COLLECTIVE>_ALGORITHM of every collective
+// (nil where none is forced). An unknown name is an error naming the
+// variable and listing the valid names.
+func parseForced(getenv func(string) string, fail func(error)) map[algorithms.Collective]string {
+	var forced map[algorithms.Collective]string
+	for _, c := range Tuned {
+		v := ForceVar(c)
+		name := strings.TrimSpace(getenv(v))
+		if name == "" || name == "auto" {
+			continue
+		}
+		// Native is the host's collective, a candidate of the four that
+		// the preload intercepts; the rooted ones it never sees.
+		if name != Native || !slices.Contains(algorithms.Collectives, c) {
+			if _, err := algorithms.Lookup(c, name); err != nil {
+				fail(fmt.Errorf("%s=%s: %v", v, name, err))
+				continue
+			}
+		}
+		if forced == nil {
+			forced = map[algorithms.Collective]string{}
+		}
+		forced[c] = name
+	}
+	return forced
 }
 
 var process struct {
@@ -108,7 +248,12 @@ var process struct {
 }
 
 // FromEnv is Parse(os.Getenv), done once per process: every part of
-// gocoll that asks gets the same Settings (or the same error).
+// gocoll that asks gets the same Settings (or the same error). Package
+// ops asks at its initialisation, so these are the environment the
+// process started with: what the kernels, the C ABI's fast path and
+// pmi.FromEnv use. MPI initialisation (job.Start, coll.ConfigFromEnv)
+// parses the environment as it is then, since a Go program may set
+// variables before mpi.Init (and tests do, between jobs).
 func FromEnv() (Settings, error) {
 	process.once.Do(func() { process.s, process.err = Parse(os.Getenv) })
 	return process.s, process.err

@@ -1,43 +1,120 @@
 package envvar
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gocoll/gocoll/algorithms"
 )
 
-// Every shared variable parses one way, and a bad value is an error that
-// names it.
-func TestParse(t *testing.T) {
-	env := func(kv ...string) func(string) string {
-		m := map[string]string{}
-		for i := 0; i+1 < len(kv); i += 2 {
-			m[kv[i]] = kv[i+1]
-		}
-		return func(k string) string { return m[k] }
+func env(kv ...string) func(string) string {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
 	}
+	return func(k string) string { return m[k] }
+}
+
+// Every variable parses one way, and a bad value is an error that names
+// it.
+func TestParse(t *testing.T) {
+	defaults := Settings{Timeout: DefaultTimeout, Transport: "auto", Fallback: FallbackWarn}
 	s, err := Parse(env())
-	if err != nil || s != (Settings{Timeout: DefaultTimeout, Transport: "auto"}) {
+	if err != nil || !reflect.DeepEqual(s, defaults) {
 		t.Fatalf("defaults: %+v, %v", s, err)
 	}
 	s, err = Parse(env("GOCOLL_DEBUG", "INFO", "GOCOLL_REPORT", "1", "GOCOLL_CHECK", "0", "GOCOLL_REPRODUCIBLE", "1",
-		"GOCOLL_TIMEOUT", "90", "GOCOLL_TRANSPORT", "TCP", "GOCOLL_SHM_SLOT", "64k", "GOCOLL_SHM_CMA", "0"))
+		"GOCOLL_TIMEOUT", "90", "GOCOLL_TRANSPORT", "TCP", "GOCOLL_SHM_SLOT", "64k", "GOCOLL_SHM_CMA", "0",
+		"GOCOLL_PROGRESS_THREAD", "1",
+		"GOCOLL_ALLREDUCE_ALGORITHM", " ring ", "GOCOLL_ALLGATHER_ALGORITHM", "auto", "GOCOLL_REDUCE_SCATTER_ALGORITHM", "native",
+		"GOCOLL_BCAST_ALGORITHM", "binomial", "GOCOLL_REDUCE_ALGORITHM", "binomial", "GOCOLL_GATHER_ALGORITHM", "linear",
+		"GOCOLL_TUNING_FILE", "/x/rules.json", "GOCOLL_FALLBACK", "Silent",
+		"GOCOLL_CUDA", "off", "GOCOLL_CUDA_IPC", "0", "GOCOLL_PMI", "2", "GOCOLL_OPS_ISA", "AVX2"))
 	want := Settings{Debug: true, Report: true, Reproducible: true, Timeout: 90 * time.Second, Transport: "tcp",
-		SharedSlot: 64 << 10, SharedNoCMA: true}
-	if err != nil || s != want {
+		SharedSlot: 64 << 10, SharedNoCMA: true, ProgressThread: true,
+		Forced: map[algorithms.Collective]string{algorithms.Allreduce: "ring", algorithms.ReduceScatter: Native,
+			algorithms.Bcast: "binomial", algorithms.Reduce: "binomial", algorithms.Gather: "linear"},
+		TuningFile: "/x/rules.json", Fallback: FallbackSilent,
+		CUDA: CUDAOff, CUDANoIPC: true, PMI: 2, OpsISA: "avx2"}
+	if err != nil || !reflect.DeepEqual(s, want) {
 		t.Errorf("got %+v, %v; want %+v", s, err, want)
 	}
-	if s, _ := Parse(env("GOCOLL_TIMEOUT", "5m")); s.Timeout != 5*time.Minute {
-		t.Errorf("GOCOLL_TIMEOUT=5m: %v", s.Timeout)
-	}
-	for _, bad := range [][2]string{
-		{"GOCOLL_DEBUG", "loud"}, {"GOCOLL_REPORT", "yes"}, {"GOCOLL_CHECK", "2"}, {"GOCOLL_REPRODUCIBLE", "on"},
-		{"GOCOLL_TIMEOUT", "-5s"}, {"GOCOLL_TIMEOUT", "soon"}, {"GOCOLL_TRANSPORT", "ib"},
-		{"GOCOLL_SHM_SLOT", "0K"}, {"GOCOLL_SHM_SLOT", "12MB"}, {"GOCOLL_SHM_CMA", "off"},
+	for _, tc := range []struct {
+		kv   []string
+		want func(Settings) bool
+	}{
+		{[]string{"GOCOLL_TIMEOUT", "5m"}, func(s Settings) bool { return s.Timeout == 5*time.Minute }},
+		{[]string{"GOCOLL_CUDA", "on"}, func(s Settings) bool { return s.CUDA == CUDAOn }},
+		{[]string{"GOCOLL_CUDA", "AUTO", "GOCOLL_CUDA_IPC", "1"}, func(s Settings) bool { return s.CUDA == CUDAAuto && !s.CUDANoIPC }},
+		{[]string{"GOCOLL_CUDA_IPC", "off"}, func(s Settings) bool { return s.CUDANoIPC }},
+		{[]string{"GOCOLL_PMI", "1"}, func(s Settings) bool { return s.PMI == 1 }},
+		{[]string{"GOCOLL_OPS_ISA", "best"}, func(s Settings) bool { return s.OpsISA == "" }},
+		{[]string{"GOCOLL_OPS_ISA", "go"}, func(s Settings) bool { return s.OpsISA == "go" }},
+		{[]string{"GOCOLL_FALLBACK", "error"}, func(s Settings) bool { return s.Fallback == FallbackError }},
 	} {
-		_, err := Parse(env(bad[0], bad[1]))
-		if err == nil || !strings.Contains(err.Error(), bad[0]+"="+bad[1]) {
-			t.Errorf("%s=%s: %v", bad[0], bad[1], err)
+		if s, err := Parse(env(tc.kv...)); err != nil || !tc.want(s) {
+			t.Errorf("%v: %+v, %v", tc.kv, s, err)
+		}
+	}
+	for _, bad := range []struct{ name, value, says string }{
+		{"GOCOLL_DEBUG", "loud", "want off, warn or info"}, {"GOCOLL_REPORT", "yes", "want 0 or 1"},
+		{"GOCOLL_CHECK", "2", "want 0 or 1"}, {"GOCOLL_REPRODUCIBLE", "on", "want 0 or 1"},
+		{"GOCOLL_TIMEOUT", "-5s", "want a duration"}, {"GOCOLL_TIMEOUT", "soon", "want a duration"},
+		{"GOCOLL_TRANSPORT", "ib", "want auto, shm, tcp"},
+		{"GOCOLL_SHM_SLOT", "0K", "want a size"}, {"GOCOLL_SHM_SLOT", "12MB", "want a size"}, {"GOCOLL_SHM_CMA", "off", "want 1 or 0"},
+		{"GOCOLL_PROGRESS_THREAD", "yes", "want 0 or 1"},
+		{"GOCOLL_ALLREDUCE_ALGORITHM", "bogus", `MPI_Allreduce has no algorithm "bogus" (valid: `},
+		{"GOCOLL_BCAST_ALGORITHM", "ring", `MPI_Bcast has no algorithm "ring" (valid: binomial)`},
+		{"GOCOLL_REDUCE_ALGORITHM", "bogus", `MPI_Reduce has no algorithm "bogus" (valid: binomial)`},
+		{"GOCOLL_GATHER_ALGORITHM", "binomial", `MPI_Gather has no algorithm "binomial" (valid: linear)`},
+		// The host's collective is a candidate of the four the preload
+		// intercepts only.
+		{"GOCOLL_BCAST_ALGORITHM", Native, `MPI_Bcast has no algorithm "native"`},
+		{"GOCOLL_FALLBACK", "loud", "want warn, error or silent"},
+		{"GOCOLL_CUDA", "maybe", "want auto, off or on"}, {"GOCOLL_CUDA_IPC", "2", "want 1 or 0"},
+		{"GOCOLL_PMI", "3", "want 1 or 2"}, {"GOCOLL_PMI", "pmix", "want 1 or 2"},
+		{"GOCOLL_OPS_ISA", "sse9", "want best, avx512, avx2 or go"},
+	} {
+		_, err := Parse(env(bad.name, bad.value))
+		named := bad.name + "=" + bad.value
+		if bad.name == "GOCOLL_PMI" {
+			named = bad.name + "=\"" + bad.value + "\""
+		}
+		if err == nil || !strings.Contains(err.Error(), named) || !strings.Contains(err.Error(), bad.says) {
+			t.Errorf("%s=%s: %v", bad.name, bad.value, err)
+		}
+	}
+}
+
+// With a bad value, the other variables are still parsed (package ops
+// reads its own that way), and the first error in Parse's order is the
+// one returned.
+func TestParseGoesOnAfterAnError(t *testing.T) {
+	s, err := Parse(env("GOCOLL_DEBUG", "loud", "GOCOLL_TIMEOUT", "soon", "GOCOLL_OPS_ISA", "go"))
+	if err == nil || !strings.Contains(err.Error(), "GOCOLL_DEBUG=loud") {
+		t.Errorf("error %v, want GOCOLL_DEBUG's", err)
+	}
+	if s.OpsISA != "go" || s.Timeout != DefaultTimeout {
+		t.Errorf("after the error: %+v", s)
+	}
+}
+
+// Every collective with an algorithm variable is in All.
+func TestForceVarsListed(t *testing.T) {
+	listed := map[string]bool{}
+	for _, v := range All {
+		listed[v.Name] = true
+	}
+	for _, c := range Tuned {
+		if !listed[ForceVar(c)] {
+			t.Errorf("%s is not in All", ForceVar(c))
+		}
+	}
+	for _, name := range []string{"GOCOLL_BCAST_ALGORITHM", "GOCOLL_REDUCE_ALGORITHM", "GOCOLL_GATHER_ALGORITHM"} {
+		if !listed[name] {
+			t.Errorf("%s is not in All", name)
 		}
 	}
 }

@@ -4,39 +4,24 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/gocoll/gocoll/envvar"
 )
 
-// Mode is the value of GOCOLL_CUDA.
-type Mode uint8
+// Mode is the value of GOCOLL_CUDA, which package envvar parses
+// (envvar.Settings.CUDA).
+type Mode = envvar.CUDAMode
 
 const (
-	// Auto uses the driver when the machine has one, and sees device
-	// memory once the application has initialised CUDA.
-	Auto Mode = iota
-	// Off never loads the driver: every buffer is host memory.
-	Off
-	// On requires the driver and a device: start-up fails, saying which
-	// is missing, without them.
-	On
+	Auto = envvar.CUDAAuto // use the driver where the machine has one
+	Off  = envvar.CUDAOff  // never load the driver: every buffer is host memory
+	On   = envvar.CUDAOn   // require the driver and a device
 )
 
-func (m Mode) String() string { return [...]string{"auto", "off", "on"}[m] }
-
-// ParseMode reads GOCOLL_CUDA: auto (or empty), off, on.
-func ParseMode(s string) (Mode, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "", "auto":
-		return Auto, nil
-	case "off", "0", "no":
-		return Off, nil
-	case "on", "1", "yes":
-		return On, nil
-	}
-	return Auto, fmt.Errorf("GOCOLL_CUDA=%s: want auto, off or on", s)
-}
+// ParseMode reads a value of GOCOLL_CUDA: auto (or empty), off, on.
+func ParseMode(s string) (Mode, error) { return envvar.ParseCUDA(s) }
 
 // Kind is where a buffer lives.
 type Kind uint8
@@ -114,13 +99,12 @@ var proc struct {
 	err       map[Mode]error
 }
 
-// FromEnv returns the process's runtime as GOCOLL_CUDA (read with getenv)
-// says: nil with Off, nil without a driver in Auto, an error naming what
-// is missing with On. After Install, the installed runtime (unless Off).
-func FromEnv(getenv func(string) string) (*Runtime, error) {
-	mode, err := ParseMode(getenv("GOCOLL_CUDA"))
-	if err != nil || mode == Off {
-		return nil, err
+// Open returns the process's runtime as GOCOLL_CUDA's mode says: nil
+// with Off, nil without a driver in Auto, an error naming what is
+// missing with On. After Install, the installed runtime (unless Off).
+func Open(mode Mode) (*Runtime, error) {
+	if mode == Off {
+		return nil, nil
 	}
 	proc.Lock()
 	defer proc.Unlock()
@@ -138,7 +122,7 @@ func FromEnv(getenv func(string) string) (*Runtime, error) {
 	return rt, err
 }
 
-// Install makes rt the process's runtime, which FromEnv returns from then
+// Install makes rt the process's runtime, which Open returns from then
 // on: for programs that bring their own Driver, such as tests running on
 // package fake's. Install(nil) goes back to the real driver.
 func Install(rt *Runtime) {

@@ -32,9 +32,9 @@ func TestClassifyNil(t *testing.T) {
 	if m := rt.Classify(0x1234); m.Kind != gpu.Host || rt.Active() || rt.Queries() != 0 {
 		t.Errorf("nil runtime: %+v", m)
 	}
-	rt, err := gpu.FromEnv(func(string) string { return "off" })
+	rt, err := gpu.Open(gpu.Off)
 	if rt != nil || err != nil {
-		t.Errorf(`FromEnv("off") = %v, %v; want nil, nil`, rt, err)
+		t.Errorf(`Open(Off) = %v, %v; want nil, nil`, rt, err)
 	}
 }
 
@@ -151,19 +151,16 @@ func TestModeOn(t *testing.T) {
 // On this machine (no GPU in the build container), auto mode finds no
 // driver or a driver without a context, and on fails with a message that
 // names what is missing.
-func TestFromEnvHere(t *testing.T) {
-	rt, err := gpu.FromEnv(func(string) string { return "auto" })
+func TestOpenHere(t *testing.T) {
+	rt, err := gpu.Open(gpu.Auto)
 	if err != nil {
 		t.Fatalf("auto: %v", err)
 	}
 	if rt.Active() {
 		t.Skip("this machine has a CUDA context")
 	}
-	if _, err := gpu.FromEnv(func(string) string { return "bogus" }); err == nil {
-		t.Error("GOCOLL_CUDA=bogus accepted")
-	}
 	if _, err := gpu.Load(); err != nil {
-		_, err := gpu.FromEnv(func(string) string { return "on" })
+		_, err := gpu.Open(gpu.On)
 		if err == nil || !strings.Contains(err.Error(), "libcuda.so.1") {
 			t.Errorf("on without a driver: %v", err)
 		}

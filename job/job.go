@@ -51,17 +51,29 @@ const DefaultTimeout = envvar.DefaultTimeout
 // card per rank through it (Launcher.Allgather: one put, one fence, the
 // cards fetched in bulk where the launcher can) and builds the transports
 // from the cards. Only a process that no launcher started is rank 0 of 1.
+// Its settings are the environment's now (envvar.Parse), as
+// coll.ConfigFromEnv's: a Go program may set them before mpi.Init.
 func Start() (*Job, error) {
-	set, err := envvar.FromEnv()
+	set, err := envvar.Parse(os.Getenv)
 	if err != nil {
 		return nil, err
 	}
+	return StartWith(set)
+}
+
+// StartWith is Start with the settings already parsed (envvar.Parse):
+// GOCOLL_TIMEOUT, GOCOLL_TRANSPORT, GOCOLL_PMI and GOCOLL_DEBUG. The
+// variables gocollrun sets for its ranks (GOCOLL_JOB_ID,
+// GOCOLL_JOB_SECRET, GOCOLL_TCP_ADDR, GOCOLL_NUM_HOSTS; GOCOLL_HOST in
+// package bootstrap) are not settings but the launcher's protocol, read
+// here like PMI_FD.
+func StartWith(set envvar.Settings) (*Job, error) {
 	timeout, mode := set.Timeout, set.Transport
 	if mode == "hostmpi" {
 		return nil, errors.New("GOCOLL_TRANSPORT=hostmpi: only under LD_PRELOAD (there is no host MPI here); want auto, shm or tcp")
 	}
 
-	l, err := findLauncher()
+	l, err := findLauncher(set.PMI)
 	if err != nil {
 		return nil, err
 	}

@@ -17,10 +17,11 @@ import (
 // MPI's mpirun, srun --mpi=pmix). It returns nil, and no error, only where no launcher
 // did: a process whose environment shows a launcher it cannot speak to
 // fails here, naming the launcher and what to do, rather than run as a
-// job of one rank while its peers do the same.
-func findLauncher() (bootstrap.Launcher, error) {
+// job of one rank while its peers do the same. gocollPMI is GOCOLL_PMI's
+// version (envvar.Settings.PMI; 0: the default).
+func findLauncher(gocollPMI int) (bootstrap.Launcher, error) {
 	if os.Getenv("PMI_FD") != "" || os.Getenv("PMI_PORT") != "" {
-		c, _, err := pmi.FromEnv()
+		c, _, err := pmi.Connect(gocollPMI)
 		if err != nil {
 			return nil, fmt.Errorf("started by %s, but cannot speak PMI to it: %w", pmiLauncher(), err)
 		}

@@ -45,7 +45,7 @@ func TestFindLauncher(t *testing.T) {
 		for i := 0; i+1 < len(tc.env); i += 2 {
 			t.Setenv(tc.env[i], tc.env[i+1])
 		}
-		l, err := findLauncher()
+		l, err := findLauncher(0)
 		if l != nil {
 			t.Errorf("%v: found a launcher %s", tc.env, l.Name())
 			l.Finalize()

@@ -1,11 +1,12 @@
 package ops
 
-import "os"
+import "github.com/gocoll/gocoll/envvar"
 
 // EnvISA names the environment variable that caps the instruction set the
 // kernels use: "go" (portable Go only), "avx2" or "avx512". Unset, or set
 // to a level the CPU lacks, the best level the CPU and the build support
-// is used.
+// is used. Package envvar parses it (Settings.OpsISA): an invalid value
+// is the error MPI_Init reports, and leaves the kernels at the best level.
 const EnvISA = "GOCOLL_OPS_ISA"
 
 // isa is a level of kernels: portable Go, or assembly for an x86-64
@@ -32,7 +33,15 @@ type kernelTable struct {
 }
 
 // active is the table Lookup reads, built once at start-up.
-var active = newKernelTable(selectISA(os.Getenv(EnvISA)))
+var active = newKernelTable(selectISA(settingISA()))
+
+// settingISA is GOCOLL_OPS_ISA as package envvar parsed it. Its error,
+// if any, is for the callers of envvar.FromEnv to report: the kernels
+// cannot, at initialisation.
+func settingISA() string {
+	s, _ := envvar.FromEnv()
+	return s.OpsISA
+}
 
 // ISA returns the name of the kernel level in use: "avx512", "avx2" or "go".
 func ISA() string { return active.isa.String() }

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/gocoll/gocoll/ops/internal/cfloat"
@@ -10,7 +11,8 @@ import (
 func TestSelectISA(t *testing.T) {
 	levels := supportedISAs()
 	best := levels[len(levels)-1]
-	if ISA() != selectISA(os.Getenv(EnvISA)).String() {
+	// envvar reads the variable as ops does at initialisation.
+	if ISA() != selectISA(strings.ToLower(strings.TrimSpace(os.Getenv(EnvISA)))).String() {
 		t.Errorf("ISA() = %q", ISA())
 	}
 	for env, want := range map[string]isa{"": best, "bogus": best, "go": isaGo,

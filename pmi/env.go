@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/gocoll/gocoll/bootstrap"
+	"github.com/gocoll/gocoll/envvar"
 )
 
 // FromEnv connects to the PMI server that started this process, as the
@@ -21,7 +22,7 @@ import (
 //     with it (PMI-1's initack, PMI-2's fullinit) and learns its rank and
 //     size from the reply; without it, PMI_RANK and PMI_SIZE are required.
 //
-// GOCOLL_PMI=1 or 2 chooses the version. By default it is PMI-2 where
+// GOCOLL_PMI=1 or 2 (envvar.Settings.PMI) chooses the version. By default it is PMI-2 where
 // Slurm's pmi2 plugin started the process (it alone sets PMI_JOBID;
 // gocollrun drops inherited PMI_ variables) and PMI-1 elsewhere: gocollrun
 // speaks only PMI-1, and hydra both.
@@ -31,15 +32,24 @@ import (
 // descriptor is closed on exec, so the program's own child processes do
 // not inherit the connection.
 func FromEnv() (l bootstrap.Launcher, ok bool, err error) {
+	s, err := envvar.FromEnv()
+	if err != nil {
+		if os.Getenv("PMI_FD") == "" && os.Getenv("PMI_PORT") == "" {
+			return nil, false, nil // no launcher; the settings' error is for others to report
+		}
+		return nil, true, err
+	}
+	return Connect(s.PMI)
+}
+
+// Connect is FromEnv with GOCOLL_PMI's value given: 1 or 2, or 0 for the
+// default.
+func Connect(gocollPMI int) (l bootstrap.Launcher, ok bool, err error) {
 	fdStr, port := os.Getenv("PMI_FD"), os.Getenv("PMI_PORT")
 	if fdStr == "" && port == "" {
 		return nil, false, nil
 	}
-	version, err := versionFromEnv()
-	if err != nil {
-		return nil, true, err
-	}
-	if version == 2 {
+	if version(gocollPMI) == 2 {
 		c, err := fromEnv2(fdStr, port)
 		if err != nil {
 			return nil, true, err
@@ -58,21 +68,16 @@ func FromEnv() (l bootstrap.Launcher, ok bool, err error) {
 	return c, true, nil
 }
 
-// versionFromEnv is GOCOLL_PMI, or 2 under Slurm's pmi2 plugin, else 1.
-func versionFromEnv() (int, error) {
-	switch v := os.Getenv("GOCOLL_PMI"); v {
-	case "1":
-		return 1, nil
-	case "2":
-		return 2, nil
-	case "":
-		if os.Getenv("PMI_JOBID") != "" {
-			return 2, nil
-		}
-		return 1, nil
-	default:
-		return 0, fmt.Errorf("pmi: GOCOLL_PMI=%q: want 1 or 2 (the PMI version to speak)", v)
+// version is GOCOLL_PMI's version (1 or 2) where set, else 2 under
+// Slurm's pmi2 plugin (it alone sets PMI_JOBID), else 1.
+func version(gocollPMI int) int {
+	switch {
+	case gocollPMI != 0:
+		return gocollPMI
+	case os.Getenv("PMI_JOBID") != "":
+		return 2
 	}
+	return 1
 }
 
 // fromEnv2 connects a PMI-2 client through PMI_FD or PMI_PORT.

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gocoll/gocoll/envvar"
 )
 
 func TestWireV2(t *testing.T) {
@@ -240,42 +242,46 @@ func TestClient2AgainstPMI1Server(t *testing.T) {
 	t.Setenv("PMI_PORT", "")
 	t.Setenv("PMI_RANK", "0")
 	t.Setenv("PMI_SIZE", "1")
-	t.Setenv("GOCOLL_PMI", "2")
-	within(t, 10*time.Second, "FromEnv", func() {
-		_, ok, err := FromEnv()
+	within(t, 10*time.Second, "Connect", func() {
+		_, ok, err := Connect(2)
 		if !ok || err == nil || !strings.Contains(err.Error(), "does not speak PMI-2") || !strings.Contains(err.Error(), "GOCOLL_PMI=1") {
-			t.Errorf("FromEnv with GOCOLL_PMI=2 against a PMI-1 server = %v, %v", ok, err)
+			t.Errorf("Connect with GOCOLL_PMI=2 against a PMI-1 server = %v, %v", ok, err)
 		}
 	})
 }
 
-func TestVersionFromEnv(t *testing.T) {
+// GOCOLL_PMI, as envvar parses it, picks the version; unset, Slurm's
+// PMI_JOBID does. (envvar's tests check the invalid values' errors.)
+func TestVersion(t *testing.T) {
 	for _, tc := range []struct {
 		gocollPMI, jobid string
 		want             int
 	}{
 		{"", "", 1}, {"", "12.0", 2}, {"1", "12.0", 1}, {"2", "", 2}, {"3", "", 0}, {"pmix", "", 0},
 	} {
-		t.Setenv("GOCOLL_PMI", tc.gocollPMI)
 		t.Setenv("PMI_JOBID", tc.jobid)
-		v, err := versionFromEnv()
-		if v != tc.want || (tc.want == 0) != (err != nil) {
-			t.Errorf("GOCOLL_PMI=%q PMI_JOBID=%q: version %d, %v; want %d", tc.gocollPMI, tc.jobid, v, err, tc.want)
+		s, err := envvar.Parse(func(k string) string {
+			if k == "GOCOLL_PMI" {
+				return tc.gocollPMI
+			}
+			return ""
+		})
+		if (tc.want == 0) != (err != nil) || (err == nil && version(s.PMI) != tc.want) {
+			t.Errorf("GOCOLL_PMI=%q PMI_JOBID=%q: version %d, %v; want %d", tc.gocollPMI, tc.jobid, version(s.PMI), err, tc.want)
 		}
 		if err != nil && !strings.Contains(err.Error(), "GOCOLL_PMI") {
 			t.Errorf("the error does not name GOCOLL_PMI: %v", err)
 		}
 	}
-	t.Setenv("GOCOLL_PMI", "2")
 	t.Setenv("PMI_FD", "")
 	t.Setenv("PMI_PORT", "127.0.0.1:1")
 	t.Setenv("PMI_ID", "")
 	t.Setenv("PMI_RANK", "x")
-	if _, ok, err := FromEnv(); !ok || err == nil || !strings.Contains(err.Error(), "PMI_RANK") {
+	if _, ok, err := Connect(2); !ok || err == nil || !strings.Contains(err.Error(), "PMI_RANK") {
 		t.Errorf("PMI-2 without a rank id: %v, %v", ok, err)
 	}
 	t.Setenv("PMI_RANK", "0")
-	if _, ok, err := FromEnv(); !ok || err == nil || !strings.Contains(err.Error(), "PMI_PORT") {
+	if _, ok, err := Connect(2); !ok || err == nil || !strings.Contains(err.Error(), "PMI_PORT") {
 		t.Errorf("PMI-2 with nothing at PMI_PORT: %v, %v", ok, err)
 	}
 }

@@ -56,25 +56,25 @@ type config struct {
 // measured rules of host MPI flavor ("openmpi" or "mpich"). Errors name
 // the variable.
 func loadConfig(env func(string) string, flavor string) (*config, error) {
-	t, err := tuner.NewWithOptions(env, tuner.Options{Extra: native.Candidate(), Rules: measuredRules[flavor]})
+	set, err := envvar.Parse(env)
 	if err != nil {
 		return nil, err
 	}
-	plain, err := tuner.New(func(string) string { return "" })
+	t, err := tuner.NewWithOptions(set, tuner.Options{Extra: native.Candidate(), Rules: measuredRules[flavor]})
 	if err != nil {
 		return nil, err
 	}
-	own, err := gocollOnlyTuner(env, measuredRules[flavor])
+	plain, err := tuner.New(envvar.Settings{})
+	if err != nil {
+		return nil, err
+	}
+	own, err := gocollOnlyTuner(set, measuredRules[flavor])
 	if err != nil {
 		return nil, err
 	}
 	c := &config{tuner: t, gocollOnly: own, transport: "auto", timeout: 300 * time.Second}
 	for i, cl := range algorithms.Collectives {
 		c.names[i] = algorithms.Names(cl)
-	}
-	set, err := envvar.Parse(env)
-	if err != nil {
-		return nil, err
 	}
 	c.debug, c.report, c.timeout = set.Debug, set.Report, set.Timeout
 	switch set.Transport {
@@ -87,7 +87,7 @@ func loadConfig(env func(string) string, flavor string) (*config, error) {
 	// coll's own settings: the shm algorithms' slot, GOCOLL_CHECK.
 	c.coll = &coll.Config{Tuner: plain, JobID: "preload", Timeout: c.timeout}
 	c.coll.Apply(set)
-	if err := c.coll.LoadDevice(env); err != nil {
+	if err := c.coll.LoadDevice(set); err != nil {
 		if !strings.HasPrefix(err.Error(), "GOCOLL_CUDA") {
 			err = fmt.Errorf("GOCOLL_CUDA: %v", err)
 		}
@@ -107,9 +107,9 @@ func loadConfig(env func(string) string, flavor string) (*config, error) {
 // gocollOnlyTuner returns the tuner of calls the host must not run (config.gocollOnly):
 // GOCOLL_TUNING_FILE's rules, then rules (the measured ones), without
 // native, then tuner.Defaults.
-func gocollOnlyTuner(env func(string) string, rules []tuner.Rule) (*tuner.Tuner, error) {
+func gocollOnlyTuner(set envvar.Settings, rules []tuner.Rule) (*tuner.Tuner, error) {
 	var all []tuner.Rule
-	if path := env("GOCOLL_TUNING_FILE"); path != "" {
+	if path := set.TuningFile; path != "" {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("GOCOLL_TUNING_FILE: %v", err)
@@ -129,17 +129,15 @@ func gocollOnlyTuner(env func(string) string, rules []tuner.Rule) (*tuner.Tuner,
 			gocoll = append(gocoll, r)
 		}
 	}
-	denv := func(name string) string {
-		v := env(name)
-		switch {
-		case name == "GOCOLL_TUNING_FILE":
-			return "" // read above
-		case strings.HasSuffix(name, "_ALGORITHM") && strings.TrimSpace(v) == native.Name:
-			return "" // such calls never reach the tuner
+	own := set
+	own.TuningFile = "" // read above
+	own.Forced = map[algorithms.Collective]string{}
+	for cl, name := range set.Forced {
+		if name != native.Name { // such calls never reach the tuner
+			own.Forced[cl] = name
 		}
-		return v
 	}
-	return tuner.NewWithOptions(denv, tuner.Options{Rules: gocoll})
+	return tuner.NewWithOptions(own, tuner.Options{Rules: gocoll})
 }
 
 // choose asks the tuner of a call's memory: the device tuner for device

@@ -14,12 +14,12 @@ import (
 // Standalone tuners know no host MPI: "native" is an unknown algorithm,
 // forced or in a tuning file.
 func TestNativeRejectedStandalone(t *testing.T) {
-	if _, err := tuner.New(env("GOCOLL_ALLREDUCE_ALGORITHM", "native")); err == nil || !strings.Contains(err.Error(), "GOCOLL_ALLREDUCE_ALGORITHM") {
+	if _, err := newTuner(env("GOCOLL_ALLREDUCE_ALGORITHM", "native")); err == nil || !strings.Contains(err.Error(), "GOCOLL_ALLREDUCE_ALGORITHM") {
 		t.Errorf("forced native accepted standalone: %v", err)
 	}
 	path := filepath.Join(t.TempDir(), "rules.json")
 	os.WriteFile(path, []byte(`{"rules": [{"collective": "allgather", "algorithm": "native"}]}`), 0o644)
-	if _, err := tuner.New(env("GOCOLL_TUNING_FILE", path)); err == nil {
+	if _, err := newTuner(env("GOCOLL_TUNING_FILE", path)); err == nil {
 		t.Error("native rule accepted standalone")
 	}
 	if _, err := tuner.ReadFile(path); err == nil {
@@ -38,7 +38,7 @@ func TestNativePreload(t *testing.T) {
 		{Collective: "allreduce", MaxBytes: 4096, Algorithm: "native"},
 		{Collective: "allgather", MinRanks: 3, Algorithm: "native"},
 	}}
-	tu, err := tuner.NewWithOptions(env("GOCOLL_TUNING_FILE", path, "GOCOLL_REDUCE_SCATTER_ALGORITHM", "native"), opts)
+	tu, err := newTunerOpts(env("GOCOLL_TUNING_FILE", path, "GOCOLL_REDUCE_SCATTER_ALGORITHM", "native"), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,10 +73,10 @@ func TestNativePreload(t *testing.T) {
 		t.Errorf("per-call native: got %s (%s)", ch.Name(), ch.How())
 	}
 	// Bad option rules are errors.
-	if _, err := tuner.NewWithOptions(env(), tuner.Options{Rules: []tuner.Rule{{Collective: "allreduce", Algorithm: "native"}}}); err == nil {
+	if _, err := newTunerOpts(env(), tuner.Options{Rules: []tuner.Rule{{Collective: "allreduce", Algorithm: "native"}}}); err == nil {
 		t.Error("native rule accepted without Options.Extra")
 	}
-	if _, err := tuner.NewWithOptions(env(), tuner.Options{Extra: native.Candidate(), Rules: []tuner.Rule{{Collective: "bcast", Algorithm: "native"}}}); err == nil {
+	if _, err := newTunerOpts(env(), tuner.Options{Extra: native.Candidate(), Rules: []tuner.Rule{{Collective: "bcast", Algorithm: "native"}}}); err == nil {
 		t.Error("unknown collective accepted in Options.Rules")
 	}
 }

@@ -30,7 +30,7 @@ func TestRuleRanges(t *testing.T) {
 		{"collective": "allreduce", "min_nodes": 2, "max_nodes": 4, "algorithm": "ring"},
 		{"collective": "reduce_scatter_block", "min_ranks_per_node": 4, "max_ranks_per_node": 8, "algorithm": "pairwise"}
 	]}`), 0o644)
-	tu, err := tuner.New(env("GOCOLL_TUNING_FILE", path))
+	tu, err := newTuner(env("GOCOLL_TUNING_FILE", path))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestRuleRanges(t *testing.T) {
 // decide there, the model beyond (more ranks, or more than one node,
 // which a call without a node map and without a shared segment counts as).
 func TestDefaultsOnlyWhereMeasured(t *testing.T) {
-	tu, err := tuner.New(env())
+	tu, err := newTuner(env())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestDefaultsOnlyWhereMeasured(t *testing.T) {
 // node on the default machine. The defaults took ring (44x, 41x, 9.7x,
 // 10x the model's best); the model's choice is within 10% of its best.
 func TestIssueCases(t *testing.T) {
-	tu, _ := tuner.New(env())
+	tu, _ := newTuner(env())
 	for _, tc := range []struct {
 		c     algorithms.Collective
 		p     int
@@ -138,14 +138,14 @@ func TestIssueCases(t *testing.T) {
 func TestTuningFileMachine(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rules.json")
 	os.WriteFile(path, []byte(`{"machine": {"alpha": 30e-6, "beta": 8e-9, "gamma": 4e-11, "delta": 5e-11, "node_alpha": 2e-6, "node_beta": 1e-10, "sync": 3e-7}, "rules": []}`), 0o644)
-	slow, err := tuner.New(env("GOCOLL_TUNING_FILE", path))
+	slow, err := newTuner(env("GOCOLL_TUNING_FILE", path))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if m := slow.Machine(); m.Alpha != 30e-6 || m.Beta != 8e-9 || m.Sync != 3e-7 {
 		t.Fatalf("machine %+v", m)
 	}
-	def, _ := tuner.New(env())
+	def, _ := newTuner(env())
 	if def.Machine() != model.Default {
 		t.Fatalf("default machine %+v", def.Machine())
 	}
@@ -165,7 +165,7 @@ func TestTuningFileMachine(t *testing.T) {
 		t.Error("the slow machine's model chooses as the default machine's everywhere")
 	}
 	os.WriteFile(path, []byte(`{"machine": {"alpha": -1}, "rules": []}`), 0o644)
-	if _, err := tuner.New(env("GOCOLL_TUNING_FILE", path)); err == nil {
+	if _, err := newTuner(env("GOCOLL_TUNING_FILE", path)); err == nil {
 		t.Error("negative alpha accepted")
 	}
 }
@@ -173,7 +173,7 @@ func TestTuningFileMachine(t *testing.T) {
 // A model decision is made once per collective, size class and shape;
 // after that Choose allocates nothing (coll's steady state depends on it).
 func TestModelChoiceAllocatesNothing(t *testing.T) {
-	tu, _ := tuner.New(env())
+	tu, _ := newTuner(env())
 	q := query(algorithms.Allreduce, 1<<20, 256, true)
 	q.Params.Nodes = nodesOf(256, 8)
 	first, _ := tu.Choose(q)
@@ -197,7 +197,7 @@ func TestModelChoiceAllocatesNothing(t *testing.T) {
 // 4 MiB allreduce of 16 ranks on one node goes to shm.
 func TestNativeOutsideMeasured(t *testing.T) {
 	rules := []tuner.Rule{{Collective: "allreduce", MinBytes: 13, MaxBytes: 96, MinRanks: 3, MaxRanks: 4, MaxNodes: 1, Algorithm: "ring"}}
-	tu, err := tuner.NewWithOptions(env(), tuner.Options{Extra: native.Candidate(), Rules: rules})
+	tu, err := newTunerOpts(env(), tuner.Options{Extra: native.Candidate(), Rules: rules})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +239,7 @@ func TestSizeClasses(t *testing.T) {
 // shared trace cache): the same answers as one at a time (go test -race
 // checks the locking).
 func TestConcurrentModelChoices(t *testing.T) {
-	tu, _ := tuner.New(env())
+	tu, _ := newTuner(env())
 	type key struct {
 		p     int
 		bytes int64
@@ -252,7 +252,7 @@ func TestConcurrentModelChoices(t *testing.T) {
 	}
 	want := map[key]string{}
 	for _, k := range keys {
-		ch, _ := tuner.New(env())
+		ch, _ := newTuner(env())
 		c, _ := ch.Choose(query(algorithms.Allreduce, k.bytes, k.p, true))
 		want[k] = c.Name()
 	}
@@ -287,8 +287,8 @@ func TestConcurrentModelChoices(t *testing.T) {
 // the measured defaults decide as before.
 func TestHierarchicalWhereItWins(t *testing.T) {
 	slow := model.Slow
-	tu, _ := tuner.NewWithOptions(env(), tuner.Options{Machine: &slow})
-	preloaded, _ := tuner.NewWithOptions(env(), tuner.Options{Machine: &slow, Extra: native.Candidate()})
+	tu, _ := newTunerOpts(env(), tuner.Options{Machine: &slow})
+	preloaded, _ := newTunerOpts(env(), tuner.Options{Machine: &slow, Extra: native.Candidate()})
 	q := query(algorithms.Allgather, 1<<20, 256, true)
 	q.Params.Nodes = nodesOf(256, 64)
 	sh := tuner.Shape{P: 256, Nodes: 4, PerNode: 64}
@@ -324,7 +324,7 @@ func TestHierarchicalWhereItWins(t *testing.T) {
 	if ch, _ := tu.Choose(one); ch.Name() == "hierarchical" {
 		t.Errorf("one node of 256: %s (%s)", ch.Name(), ch.Why)
 	}
-	def, _ := tuner.New(env())
+	def, _ := newTuner(env())
 	for _, c := range algorithms.Collectives {
 		for _, b := range []int64{8, 64 << 10, 16 << 20} {
 			for _, p := range []int{2, 3, 8} {

@@ -7,9 +7,11 @@
 // GOCOLL_TUNING_FILE first, then from the built-in defaults (defaults.go),
 // which hold where they were measured (up to 8 ranks on one node). Outside
 // every rule the model decides (model.go), on the tuning file's machine or
-// model.Default. Environment variables can force an algorithm per
-// collective; a forced algorithm whose restrictions fail falls back to the
-// tuned choice, as GOCOLL_FALLBACK says.
+// model.Default. A collective with one algorithm (the rooted ones: Bcast,
+// Reduce, Gather) has it chosen as the only one. Environment variables
+// (envvar.Settings.Forced) can force an algorithm per collective, rooted
+// ones included; a forced algorithm whose restrictions fail falls back to
+// the tuned choice, as GOCOLL_FALLBACK says.
 //
 // # Extra candidates
 //
@@ -28,11 +30,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/gocoll/gocoll/algorithms"
+	"github.com/gocoll/gocoll/envvar"
 	"github.com/gocoll/gocoll/executor/model"
 )
 
@@ -76,13 +80,14 @@ type File struct {
 	Rules   []Rule   `json:"rules"`
 }
 
-// Fallback says what happens when a forced algorithm cannot run a call.
-type Fallback string
+// Fallback says what happens when a forced algorithm cannot run a call
+// (GOCOLL_FALLBACK, parsed by package envvar).
+type Fallback = envvar.Fallback
 
 const (
-	FallbackWarn   Fallback = "warn"   // use the tuned choice, say so once on stderr
-	FallbackError  Fallback = "error"  // fail the call
-	FallbackSilent Fallback = "silent" // use the tuned choice quietly
+	FallbackWarn   = envvar.FallbackWarn   // use the tuned choice, say so once on stderr
+	FallbackError  = envvar.FallbackError  // fail the call
+	FallbackSilent = envvar.FallbackSilent // use the tuned choice quietly
 )
 
 // Extra is a candidate the tuner does not schedule itself, registered
@@ -177,40 +182,31 @@ func (t *Tuner) compile() {
 	}
 }
 
-// Env reads configuration by name, like os.Getenv.
-type Env func(string) string
-
-// New returns a tuner configured from env (os.Getenv if nil). It fails on
-// an unknown algorithm name, an unreadable tuning file or a bad
-// GOCOLL_FALLBACK value, naming the variable.
-func New(env Env) (*Tuner, error) { return NewWithOptions(env, Options{}) }
+// New returns a tuner configured by s (envvar.Parse's): its forced
+// algorithms, tuning file and fallback policy. It fails on a forced
+// name that is not an algorithm of its collective (envvar.Parse lets
+// envvar.Native through, for the preload's tuner), an unreadable tuning
+// file, naming the variable.
+func New(s envvar.Settings) (*Tuner, error) { return NewWithOptions(s, Options{}) }
 
 // NewWithOptions is New with the options of LD_PRELOAD mode: an extra
 // candidate ("native"), and extra rules between the tuning file and the
 // defaults. It fails, naming the rule, on a rule with an unknown
 // collective or algorithm.
-func NewWithOptions(env Env, opts Options) (*Tuner, error) {
-	if env == nil {
-		env = os.Getenv
-	}
+func NewWithOptions(s envvar.Settings, opts Options) (*Tuner, error) {
 	t := &Tuner{force: map[algorithms.Collective]string{}, fallback: FallbackWarn, log: os.Stderr, warned: map[string]bool{}, extra: opts.Extra, machine: model.Default}
-	for _, c := range algorithms.Collectives {
-		v := ForceVar(c)
-		name := strings.TrimSpace(env(v))
+	for _, c := range envvar.Tuned {
+		name := s.Forced[c]
 		if name == "" || name == "auto" {
 			continue
 		}
 		if err := t.checkName(c, name); err != nil {
-			return nil, fmt.Errorf("%s=%s: %v", v, name, err)
+			return nil, fmt.Errorf("%s=%s: %v", ForceVar(c), name, err)
 		}
 		t.force[c] = name
 	}
-	switch f := Fallback(strings.ToLower(strings.TrimSpace(env("GOCOLL_FALLBACK")))); f {
-	case "":
-	case FallbackWarn, FallbackError, FallbackSilent:
-		t.fallback = f
-	default:
-		return nil, fmt.Errorf("GOCOLL_FALLBACK=%s: want warn, error or silent", f)
+	if s.Fallback != "" {
+		t.fallback = s.Fallback
 	}
 	add := func(rules []Rule, source string) {
 		for i := range rules {
@@ -218,7 +214,7 @@ func NewWithOptions(env Env, opts Options) (*Tuner, error) {
 			t.sources = append(t.sources, fmt.Sprintf("rule %d of %s", i+1, source))
 		}
 	}
-	if path := env("GOCOLL_TUNING_FILE"); path != "" {
+	if path := s.TuningFile; path != "" {
 		f, err := readTuningFile(path, t.extraName())
 		if err != nil {
 			return nil, fmt.Errorf("GOCOLL_TUNING_FILE: %v", err)
@@ -253,9 +249,10 @@ func (t *Tuner) extraName() string {
 }
 
 // checkName fails for a name that is neither an algorithm of c nor the
-// extra candidate's.
+// extra candidate's (a candidate of the four collectives only: the
+// rooted ones are never the host's).
 func (t *Tuner) checkName(c algorithms.Collective, name string) error {
-	if t.isExtra(name) {
+	if t.isExtra(name) && !rooted(c) {
 		return nil
 	}
 	_, err := algorithms.Lookup(c, name)
@@ -264,7 +261,10 @@ func (t *Tuner) checkName(c algorithms.Collective, name string) error {
 
 // ForceVar returns the environment variable that forces collective c's
 // algorithm, e.g. GOCOLL_ALLREDUCE_ALGORITHM.
-func ForceVar(c algorithms.Collective) string { return "GOCOLL_" + c.EnvName() + "_ALGORITHM" }
+func ForceVar(c algorithms.Collective) string { return envvar.ForceVar(c) }
+
+// rooted reports whether c is a rooted collective (Bcast, Reduce, Gather).
+func rooted(c algorithms.Collective) bool { return slices.Contains(algorithms.Rooted, c) }
 
 // ForcedRounds returns environments that together force every algorithm
 // of every collective: round i sets each collective's variable to its
@@ -369,7 +369,7 @@ const (
 	FromRule  Source = iota + 1 // a rule; Choice.Why names it
 	FromModel                   // the model, outside every rule; Why has its estimates
 	Forced                      // GOCOLL_*_ALGORITHM or Query.Force
-	Only                        // the collective's only algorithm, by a caller that did not ask
+	Only                        // the collective's only algorithm (Bcast's, Reduce's, Gather's), none forced
 )
 
 // Choice is the tuner's answer.
@@ -418,7 +418,7 @@ func (t *Tuner) Choose(q Query) (Choice, error) {
 	if name == "" {
 		name = t.force[q.Collective]
 	}
-	if t.isExtra(name) {
+	if t.isExtra(name) && !rooted(q.Collective) {
 		if restriction := t.extra.refuses(q.Params); restriction != nil {
 			return t.fallBack(q, name, restriction)
 		}
@@ -467,6 +467,14 @@ func (t *Tuner) fallBack(q Query, name string, restriction error) (Choice, error
 // tuned returns the first rule's algorithm whose restrictions hold, or
 // outside every rule the model's choice.
 func (t *Tuner) tuned(q Query) Choice {
+	// A collective with one candidate (each rooted one today) has
+	// nothing to tune: neither rules nor the model are asked.
+	if all := algorithms.All(q.Collective); len(all) == 1 && (t.extra == nil || rooted(q.Collective)) {
+		if err := all[0].Check(q.Params); err != nil {
+			return Choice{Why: err.Error()}
+		}
+		return Choice{Alg: all[0], Source: Only}
+	}
 	t.compileOnce.Do(t.compile)
 	sh := t.shape(q.Params)
 	for i := range t.compiled {

@@ -8,15 +8,30 @@ import (
 	"testing"
 
 	"github.com/gocoll/gocoll/algorithms"
+	"github.com/gocoll/gocoll/envvar"
 	"github.com/gocoll/gocoll/tuner"
 )
 
-func env(kv ...string) tuner.Env {
+func env(kv ...string) func(string) string {
 	m := map[string]string{}
 	for i := 0; i+1 < len(kv); i += 2 {
 		m[kv[i]] = kv[i+1]
 	}
 	return func(k string) string { return m[k] }
+}
+
+// newTuner is tuner.New of the settings getenv parses to, as gocoll
+// makes one: envvar.Parse's errors come first.
+func newTuner(getenv func(string) string) (*tuner.Tuner, error) {
+	return newTunerOpts(getenv, tuner.Options{})
+}
+
+func newTunerOpts(getenv func(string) string, opts tuner.Options) (*tuner.Tuner, error) {
+	s, err := envvar.Parse(getenv)
+	if err != nil {
+		return nil, err
+	}
+	return tuner.NewWithOptions(s, opts)
 }
 
 func query(c algorithms.Collective, bytes int64, p int, commutative bool) tuner.Query {
@@ -26,7 +41,7 @@ func query(c algorithms.Collective, bytes int64, p int, commutative bool) tuner.
 // The defaults never pick an algorithm whose restrictions fail, for any
 // collective, size and rank count, and always pick something.
 func TestDefaultsRespectRestrictions(t *testing.T) {
-	tu, err := tuner.New(env())
+	tu, err := newTuner(env())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +67,7 @@ func TestDefaultsRespectRestrictions(t *testing.T) {
 }
 
 func TestForceByEnvironment(t *testing.T) {
-	tu, err := tuner.New(env("GOCOLL_ALLREDUCE_ALGORITHM", "ring", "GOCOLL_ALLGATHER_ALGORITHM", "auto"))
+	tu, err := newTuner(env("GOCOLL_ALLREDUCE_ALGORITHM", "ring", "GOCOLL_ALLGATHER_ALGORITHM", "auto"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +87,7 @@ func TestForceByEnvironment(t *testing.T) {
 }
 
 func TestUnknownAlgorithmListsValidNames(t *testing.T) {
-	_, err := tuner.New(env("GOCOLL_REDUCE_SCATTER_ALGORITHM", "bogus"))
+	_, err := newTuner(env("GOCOLL_REDUCE_SCATTER_ALGORITHM", "bogus"))
 	if err == nil {
 		t.Fatal("unknown algorithm accepted")
 	}
@@ -81,7 +96,7 @@ func TestUnknownAlgorithmListsValidNames(t *testing.T) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}
 	}
-	tu, _ := tuner.New(env())
+	tu, _ := newTuner(env())
 	q := query(algorithms.Allgather, 8, 4, true)
 	q.Force = "nope"
 	if _, err := tu.Choose(q); err == nil || !strings.Contains(err.Error(), "bruck") {
@@ -93,7 +108,7 @@ func TestUnknownAlgorithmListsValidNames(t *testing.T) {
 // choice: warn says so once on stderr, silent does not, error fails.
 func TestFallbackPolicies(t *testing.T) {
 	for _, policy := range []string{"", "warn", "silent", "error"} {
-		tu, err := tuner.New(env("GOCOLL_ALLREDUCE_ALGORITHM", "ring", "GOCOLL_FALLBACK", policy))
+		tu, err := newTuner(env("GOCOLL_ALLREDUCE_ALGORITHM", "ring", "GOCOLL_FALLBACK", policy))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +141,7 @@ func TestFallbackPolicies(t *testing.T) {
 			}
 		}
 	}
-	if _, err := tuner.New(env("GOCOLL_FALLBACK", "loud")); err == nil {
+	if _, err := newTuner(env("GOCOLL_FALLBACK", "loud")); err == nil {
 		t.Error("GOCOLL_FALLBACK=loud accepted")
 	}
 }
@@ -138,7 +153,7 @@ func TestTuningFile(t *testing.T) {
 		{"collective": "allreduce", "min_bytes": 100, "max_bytes": 1000, "min_ranks": 3, "algorithm": "ring"},
 		{"collective": "allgather", "power_of_two": true, "algorithm": "bruck"}
 	]}`), 0o644)
-	tu, err := tuner.New(env("GOCOLL_TUNING_FILE", path))
+	tu, err := newTuner(env("GOCOLL_TUNING_FILE", path))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,11 +184,11 @@ func TestTuningFile(t *testing.T) {
 		"field":      `{"rules": [{"collective": "allreduce", "algorithm": "ring", "max_byte": 3}]}`,
 	} {
 		os.WriteFile(path, []byte(body), 0o644)
-		if _, err := tuner.New(env("GOCOLL_TUNING_FILE", path)); err == nil || !strings.Contains(err.Error(), "GOCOLL_TUNING_FILE") {
+		if _, err := newTuner(env("GOCOLL_TUNING_FILE", path)); err == nil || !strings.Contains(err.Error(), "GOCOLL_TUNING_FILE") {
 			t.Errorf("bad file (%s): got %v", name, err)
 		}
 	}
-	if _, err := tuner.New(env("GOCOLL_TUNING_FILE", filepath.Join(dir, "missing.json"))); err == nil {
+	if _, err := newTuner(env("GOCOLL_TUNING_FILE", filepath.Join(dir, "missing.json"))); err == nil {
 		t.Error("missing tuning file accepted")
 	}
 }

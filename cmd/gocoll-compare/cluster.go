@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/gocoll/gocoll/algorithms"
+	"github.com/gocoll/gocoll/envvar"
 	"github.com/gocoll/gocoll/internal/netns"
 	"github.com/gocoll/gocoll/tuner"
 )
@@ -87,7 +88,7 @@ func autosOf(configs []string) []string {
 // envWith is the environment a run with variables extra sees (os.Environ,
 // then extra, the last value of a name winning as in exec.Cmd), for the
 // tuner that prices it as the run's own tuner decides.
-func envWith(extra []string) tuner.Env {
+func envWith(extra []string) func(string) string {
 	return func(name string) string {
 		for _, kv := range slices.Backward(extra) {
 			if k, v, ok := strings.Cut(kv, "="); ok && k == name {
@@ -103,7 +104,11 @@ func envWith(extra []string) tuner.Env {
 func autoTuners(autos []autoConfig) (map[string]*tuner.Tuner, error) {
 	tuners := map[string]*tuner.Tuner{}
 	for _, a := range autos {
-		t, err := tuner.New(envWith(a.env))
+		s, err := envvar.Parse(envWith(a.env))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", a.name, err)
+		}
+		t, err := tuner.New(s)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", a.name, err)
 		}

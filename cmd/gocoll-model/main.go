@@ -48,6 +48,7 @@ import (
 	"time"
 
 	"github.com/gocoll/gocoll/algorithms"
+	"github.com/gocoll/gocoll/envvar"
 	"github.com/gocoll/gocoll/executor/model"
 	"github.com/gocoll/gocoll/tuner"
 )
@@ -172,7 +173,7 @@ func Regret(w io.Writer, g Grid, verbose bool) (Point, error) {
 	tuners := make([]*tuner.Tuner, len(g.Machines))
 	for i, m := range g.Machines {
 		mm := m.M
-		tu, err := tuner.NewWithOptions(func(string) string { return "" }, tuner.Options{Machine: &mm})
+		tu, err := tuner.NewWithOptions(envvar.Settings{}, tuner.Options{Machine: &mm})
 		if err != nil {
 			return worst, err
 		}

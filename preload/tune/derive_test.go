@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gocoll/gocoll/envvar"
 	"github.com/gocoll/gocoll/preload/native"
 	"github.com/gocoll/gocoll/tuner"
 )
@@ -82,7 +83,7 @@ func TestDerive(t *testing.T) {
 	if rs == 0 || rs != rsb {
 		t.Errorf("%d reduce_scatter rules for %d reduce_scatter_block ones", rs, rsb)
 	}
-	if _, err := tuner.NewWithOptions(func(string) string { return "" }, tuner.Options{Extra: native.Candidate(), Rules: rules}); err != nil {
+	if _, err := tuner.NewWithOptions(envvar.Settings{}, tuner.Options{Extra: native.Candidate(), Rules: rules}); err != nil {
 		t.Errorf("the tuner refuses the rules: %v", err)
 	}
 }
