@@ -23,7 +23,7 @@ type deviceStep struct {
 // blocking exchange among its ranks (deviceExecutor).
 func (c *Comm) deviceStepper(r *Request, o *op, rt route) (stepper, error) {
 	c.seq++ // as execute does before runDevice
-	x, err := c.deviceExecutor(o.call)
+	x, err := c.deviceExecutor(o.label())
 	if err != nil {
 		return nil, err
 	}
@@ -36,9 +36,9 @@ func (c *Comm) deviceStepper(r *Request, o *op, rt route) (stepper, error) {
 	if !ok {
 		s = &deviceStep{}
 	}
-	*s = deviceStep{c: c, x: x, dc: c.deviceCall(r.sched, rt.pl, o.in, o.out, o.size, o.kernel, g), call: o.call, alg: rt.alg.Name}
+	*s = deviceStep{c: c, x: x, dc: c.deviceCall(r.sched, rt.pl, o.in, o.out, o.size, o.kernel, g), call: o.label(), alg: rt.alg.Name}
 	if err := x.Start(&s.dc); err != nil {
-		return nil, deviceError(c, o.call, s.alg, err)
+		return nil, deviceError(c, o.label(), s.alg, err)
 	}
 	return s, nil
 }
