@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"fmt"
+	"github.com/gocoll/gocoll/envvar"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -93,11 +94,17 @@ func go_Init_thread(required C.int, provided *C.int) (rc C.int) {
 		}
 		return fail(nil, mpierr.New(call, mpierr.Other, "MPI is already initialized"))
 	}
-	j, err := job.Start()
+	// The settings are parsed once, here, and given to the job and to
+	// every communicator.
+	set, err := envvar.Parse(os.Getenv)
 	if err != nil {
 		return initFailed(err)
 	}
-	cfg, err := coll.ConfigFromEnv()
+	j, err := job.StartWith(set)
+	if err != nil {
+		return initFailed(err)
+	}
+	cfg, err := coll.NewConfig(set)
 	if err != nil {
 		return initFailed(err)
 	}

@@ -3,6 +3,7 @@ package mpi
 import (
 	"errors"
 	"fmt"
+	"github.com/gocoll/gocoll/envvar"
 	"os"
 	"sync"
 
@@ -51,11 +52,17 @@ func Init() (*Comm, error) {
 	if world.comm != nil || world.finalized {
 		return nil, errors.New("mpi.Init: already called")
 	}
-	cfg, err := coll.ConfigFromEnv()
+	// Parsed once, now (a program may set GOCOLL_ variables before
+	// Init), for the job and every communicator.
+	set, err := envvar.Parse(os.Getenv)
 	if err != nil {
 		return nil, fmt.Errorf("mpi.Init: %v", err)
 	}
-	j, err := job.Start()
+	cfg, err := coll.NewConfig(set)
+	if err != nil {
+		return nil, fmt.Errorf("mpi.Init: %v", err)
+	}
+	j, err := job.StartWith(set)
 	if err != nil {
 		return nil, fmt.Errorf("mpi.Init: %v", err)
 	}
