@@ -240,16 +240,11 @@ func (r *Request) wait() {
 	if !active {
 		return
 	}
+	// With the progress thread too, a rank in Wait has nothing else to do:
+	// it drives its requests itself rather than sleep until the thread's
+	// next turn (the thread skips a communicator whose lock it holds).
 	var pat patience
 	for !r.done.Load() {
-		if c.cfg.ProgressThread {
-			// The progress goroutine moves it: sleep until it is done.
-			select {
-			case <-r.doneCh:
-			case <-time.After(time.Millisecond):
-			}
-			continue
-		}
 		if c.eng.comms.Load() == 1 {
 			// Only this communicator has requests: finish its head with
 			// the transport's own blocking wait.
