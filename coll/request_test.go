@@ -48,11 +48,11 @@ var opSum = coll.Op{Builtin: ops.Sum}
 
 // Several nonblocking calls in flight on one communicator and on a
 // duplicate, a blocking call between them, completed in another order:
-// every route (the shm engine on its goroutine, schedules stepped by the
-// host executor) with and without the progress goroutine.
+// every route (the shm engine's calls and the host executor's schedules,
+// both stepped) with and without the progress goroutine.
 func TestNonblockingInFlight(t *testing.T) {
 	for _, thread := range []bool{false, true} {
-		for _, alg := range []string{"auto", "ring", "recursive_doubling", "rabenseifner"} {
+		for _, alg := range []string{"auto", "shm", "ring", "recursive_doubling", "rabenseifner"} {
 			for _, p := range []int{1, 2, 3, 5} {
 				const n = 1003
 				jobWith(t, p, func(cfg *coll.Config) { cfg.ProgressThread = thread }, func(c *coll.Comm) error {
@@ -109,7 +109,7 @@ func TestNonblockingInFlight(t *testing.T) {
 // start of an active request is refused; Wait and Test on an inactive
 // one return at once.
 func TestPersistent(t *testing.T) {
-	for _, alg := range []string{"auto", "ring"} {
+	for _, alg := range []string{"auto", "shm", "ring"} {
 		for _, p := range []int{1, 2, 4} {
 			const n = 300
 			job(t, p, func(c *coll.Comm) error {

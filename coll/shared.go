@@ -71,22 +71,7 @@ func (c *Comm) inherit(parent *Comm) {
 // predefined op and datatype (16-bit floats then accumulate in float32);
 // without it the kernel combines.
 func (c *Comm) runDirect(call string, coll algorithms.Collective, p algorithms.Params, in, out []byte, size int, kernel ops.Kernel, g ...gpuOp) error {
-	var r ops.Reduction
-	if kernel != nil {
-		r = ops.UserReduction(kernel, size)
-		// The predefined op's own Reduction (16-bit floats in float32)
-		// where an element is one of its datatype's: a contiguous derived
-		// datatype's element (Args.Mult) is several, which the Reduction's
-		// element size would miscount.
-		if len(g) > 0 && g[0].op.Valid() && g[0].typ.Size() == size {
-			if wide, err := ops.ReductionOf(g[0].op, g[0].typ); err == nil {
-				r = wide
-			}
-		}
-	}
-	if !p.Reproducible {
-		r = r.Folded()
-	}
+	r := sharedReduction(p, size, kernel, g...)
 	var err error
 	switch coll {
 	case algorithms.Allreduce:
@@ -104,16 +89,44 @@ func (c *Comm) runDirect(call string, coll algorithms.Collective, p algorithms.P
 	return c.sharedError(call, err)
 }
 
-// sharedError wraps a failure of the shared segment. intranode names
-// peers by their rank in the communicator; the error names them by job
-// (world) rank, as transport errors and gocollrun do, and the message
-// gives both when they differ.
+// sharedReduction is how the shm engine combines a call's elements: the
+// kernel, or with g the predefined op's own Reduction; folded unless the
+// call is reproducible. A collective without a kernel gets the zero one.
+func sharedReduction(p algorithms.Params, size int, kernel ops.Kernel, g ...gpuOp) ops.Reduction {
+	var r ops.Reduction
+	if kernel != nil {
+		r = ops.UserReduction(kernel, size)
+		// The predefined op's own Reduction (16-bit floats in float32)
+		// where an element is one of its datatype's: a contiguous derived
+		// datatype's element (Args.Mult) is several, which the Reduction's
+		// element size would miscount.
+		if len(g) > 0 && g[0].op.Valid() && g[0].typ.Size() == size {
+			if wide, err := ops.ReductionOf(g[0].op, g[0].typ); err == nil {
+				r = wide
+			}
+		}
+	}
+	if !p.Reproducible {
+		r = r.Folded()
+	}
+	return r
+}
+
+// sharedError wraps a failure of the shared segment as the call's.
 func (c *Comm) sharedError(call string, err error) error {
+	return c.runError(call, "shm", c.sharedPeer(err))
+}
+
+// sharedPeer renames the peer of a failure of the shared segment.
+// intranode names peers by their rank in the communicator; the error
+// names them by job (world) rank, as transport errors and gocollrun do,
+// and runError's message gives both when they differ.
+func (c *Comm) sharedPeer(err error) error {
 	var te *transport.Error
 	if errors.As(err, &te) && te.Peer >= 0 && te.Peer < len(c.ranks) {
 		err = &transport.Error{Peer: c.ranks[te.Peer], Err: te.Err}
 	}
-	return c.runError(call, "shm", err)
+	return err
 }
 
 // SharedLayout describes the communicator's shared segment, for code

@@ -5,7 +5,6 @@ package intranode
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"syscall"
 	"unsafe"
 
@@ -62,44 +61,37 @@ func (g *Group) probeCMA() error {
 // process_vm_readv, and if not, why.
 func (g *Group) CMA() (bool, error) { return g.cma, g.cmaErr }
 
-// allgatherCMA is Allgather by CMA: every rank publishes the address of
-// its block (in) and the step; once all have, each reads every peer's
-// block straight into out, and publishes one more step: done reading. It
-// returns only when every rank has, so that no rank's block changes (the
-// caller may reuse in) while a peer still reads it.
-func (g *Group) allgatherCMA(in, out []byte, counts, displ []int, elem int) error {
-	if len(in) > 0 {
-		g.ctl[g.rank].addr.Store(uint64(uintptr(unsafe.Pointer(&in[0]))))
+// Allgather by CMA (Call's allgatherCMA) is two steps: every rank
+// publishes the address of its block (in) and the step; once all have,
+// each reads every peer's block straight into out, and publishes one more
+// step: done reading. The call ends only when every rank has, so that no
+// rank's block changes (the caller may reuse in) while a peer still
+// reads it.
+
+// copyOwn copies this rank's block into out, unless it is there.
+func (c *Call) copyOwn() {
+	own := c.out[c.displ[c.g.rank]*c.elem : (c.displ[c.g.rank]+c.counts[c.g.rank])*c.elem]
+	if len(c.in) > 0 && &own[0] != &c.in[0] {
+		copy(own, c.in)
 	}
-	g.publish()
-	own := out[displ[g.rank]*elem : (displ[g.rank]+counts[g.rank])*elem]
-	if len(in) > 0 && &own[0] != &in[0] {
-		copy(own, in) // while the others arrive
-	}
-	if err := g.waitAll(); err != nil {
-		return err
-	}
-	var failed error
+}
+
+// readPeers reads every peer's block into out; a failed read ends the
+// reading, and the call ends with it once the peers are done.
+func (c *Call) readPeers() {
+	g := c.g
 	for i := 1; i < g.p; i++ {
 		q := (g.rank + i) % g.p // not everyone from rank 0 first
-		n := counts[q] * elem
+		n := c.counts[q] * c.elem
 		if n == 0 {
 			continue
 		}
-		dst := out[displ[q]*elem : displ[q]*elem+n]
+		dst := c.out[c.displ[q]*c.elem : c.displ[q]*c.elem+n]
 		if err := g.vmRead(g.pids[q], dst, uintptr(g.ctl[q].addr.Load())); err != nil {
-			failed = g.readFailed(q, err)
-			break
+			c.failed = g.readFailed(q, err)
+			return
 		}
 	}
-	// Done reading (or given up): the peers may return.
-	g.publish()
-	err := g.waitAll()
-	runtime.KeepAlive(in)
-	if failed != nil {
-		return failed
-	}
-	return err
 }
 
 // readFailed is the error for a failed read of rank q's block: q's death

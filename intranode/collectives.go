@@ -53,40 +53,7 @@ func split(n, elem, p, q int) (lo, hi int) {
 // of it from all ranks into the shared result, and, one step later,
 // copies the whole result out.
 func (g *Group) Allreduce(in, out []byte, r ops.Reduction) error {
-	n, elem := len(in), r.Size()
-	if n <= g.slot {
-		copy(g.slotBuf(g.next(), g.rank), in)
-		g.publish()
-		if err := g.waitAll(); err != nil {
-			return err
-		}
-		s := g.set()
-		g.reduce(out[:n], s, 0, n, r, nil)
-		return nil
-	}
-	chunk := g.slot / elem * elem
-	for off := 0; off < n; off += chunk {
-		m := min(chunk, n-off)
-		// The others read every slice of this rank's slot but its own,
-		// which it reduces from in directly: 1/p less copying.
-		lo, hi := split(m/elem, elem, g.p, g.rank)
-		slot := g.slotBuf(g.next(), g.rank)
-		copy(slot[:lo], in[off:off+lo])
-		copy(slot[hi:m], in[off+hi:off+m])
-		g.publish()
-		if err := g.waitAll(); err != nil {
-			return err
-		}
-		s := g.set()
-		res := g.resultBuf(s)
-		g.reduce(res[lo:hi], s, lo, hi, r, in[off+lo:off+hi])
-		g.publish() // this step's buffers are the next set; the result stays in res
-		if err := g.waitAll(); err != nil {
-			return err
-		}
-		copy(out[off:off+m], res[:m])
-	}
-	return nil
+	return g.StartAllreduce(in, out, r).Finish()
 }
 
 // next returns the buffer set of the step this rank publishes next: fill
@@ -117,34 +84,7 @@ func (g *Group) displacements(counts []int) (displ []int, longest int) {
 // into its slot, then reduces its own block's piece from all slots,
 // straight into out.
 func (g *Group) ReduceScatter(in, out []byte, counts []int, r ops.Reduction) error {
-	elem := r.Size()
-	displ, longest := g.displacements(counts)
-	piece := max(g.slot/g.p/elem, 1) // elements of each block per step
-	mine := counts[g.rank]
-	// In place, out overwrites in from its start: keep the input of this
-	// rank's own block region safe by never writing out past what the
-	// pieces already read. Writing piece j of block r into out[j] is safe:
-	// in[j] (block 0's piece j) was copied into the slot before.
-	for at := 0; at < longest; at += piece {
-		buf := g.slotBuf(g.next(), g.rank)
-		for q := range g.p {
-			if n := min(piece, max(counts[q]-at, 0)); n > 0 {
-				copy(buf[q*piece*elem:], in[(displ[q]+at)*elem:(displ[q]+at+n)*elem])
-			}
-		}
-		g.publish()
-		if err := g.waitAll(); err != nil {
-			return err
-		}
-		n := min(piece, max(mine-at, 0))
-		if n == 0 {
-			continue
-		}
-		s := g.set()
-		lo, hi := g.rank*piece*elem, (g.rank*piece+n)*elem
-		g.reduce(out[at*elem:(at+n)*elem], s, lo, hi, r, nil)
-	}
-	return nil
+	return g.StartReduceScatter(in, out, counts, r).Finish()
 }
 
 // Allgather gathers counts[q] elements from every rank q into out, one
@@ -156,31 +96,7 @@ func (g *Group) ReduceScatter(in, out []byte, counts []int, r ops.Reduction) err
 // copies, a step per slot of the longest block). Every rank takes the same
 // path: it depends on counts and elem alone.
 func (g *Group) Allgather(in, out []byte, counts []int, elem int) error {
-	displ, longest := g.displacements(counts)
-	if g.cma && longest*elem >= g.cmaMin && g.p > 1 {
-		return g.allgatherCMA(in, out, counts, displ, elem)
-	}
-	piece := max(g.slot/elem, 1)
-	for at := 0; at < longest; at += piece {
-		if n := min(piece, max(counts[g.rank]-at, 0)); n > 0 {
-			copy(g.slotBuf(g.next(), g.rank), in[at*elem:(at+n)*elem])
-		}
-		g.publish()
-		if err := g.waitAll(); err != nil {
-			return err
-		}
-		s := g.set()
-		for q := range g.p {
-			if n := min(piece, max(counts[q]-at, 0)); n > 0 {
-				src := g.slotBuf(s, q)[:n*elem]
-				if q == g.rank {
-					src = in[at*elem : (at+n)*elem] // this rank's own block needs no trip through the slot
-				}
-				copy(out[(displ[q]+at)*elem:], src)
-			}
-		}
-	}
-	return nil
+	return g.StartAllgather(in, out, counts, elem).Finish()
 }
 
 // Bcast copies buf on root to buf on every rank.

@@ -13,6 +13,12 @@
 // published step k+1, that is, finished reading step k: no slot is ever
 // overwritten while someone reads it.
 //
+// A collective is a Call, its steps and where it stands in them: Finish
+// takes them waiting (the blocking collectives are Start and Finish),
+// Progress takes those the peers allow without waiting for any, so that
+// a nonblocking collective moves from its caller's polls. While Progress
+// finds peers missing it checks on them as a waiting rank does (below).
+//
 // Whoever reduces an element reads all p contributions from the slots and
 // combines them in the canonical association T(0, p) (ops.Reduction; the
 // C half alike), so that every count and path gives the bits reproducible

@@ -91,6 +91,7 @@ type Group struct {
 	displ        []int    // reused by displacements
 	scratch      []byte   // reused by reduce
 	parts        [][]byte // the slots reduce combines, refilled per call
+	call         Call     // the collective under way (Start...)
 
 	cma       bool  // Allgather may read peers' blocks with process_vm_readv
 	cmaErr    error // why not, when it may not
@@ -357,6 +358,13 @@ func (g *Group) waitAll() error {
 	}
 	start := time.Since(g.epoch)
 	g.lastCheck = start
+	return g.waitFrom(start, start)
+}
+
+// waitFrom is waitAll from start (on the group's clock) for a wait that
+// began at since, perhaps in an earlier Progress: the timeout counts from
+// then.
+func (g *Group) waitFrom(start, since time.Duration) error {
 	for spins := 1; ; spins++ {
 		if g.ready() {
 			return nil
@@ -384,7 +392,7 @@ func (g *Group) waitAll() error {
 			linuxsys.FutexSleep((*uint32)(unsafe.Pointer(&b.seq)), seq, 10*time.Millisecond)
 		}
 		b.sleepers.Add(-1)
-		if err := g.check(now, start); err != nil {
+		if err := g.check(now, since); err != nil {
 			return err
 		}
 	}

@@ -41,6 +41,15 @@ func (g *Group) ReduceScatter(in, out []byte, c []int, r ops.Reduction) error { 
 func (g *Group) Allgather(in, out []byte, c []int, elem int) error            { return nil }
 func (g *Group) Bcast(buf []byte, root int) error                             { return nil }
 
+// Call is not available off Linux.
+type Call struct{}
+
+func (g *Group) StartAllreduce(in, out []byte, r ops.Reduction) *Call              { return &Call{} }
+func (g *Group) StartReduceScatter(in, out []byte, c []int, r ops.Reduction) *Call { return &Call{} }
+func (g *Group) StartAllgather(in, out []byte, c []int, elem int) *Call            { return &Call{} }
+func (c *Call) Progress() (done, moved bool, err error)                            { return true, false, nil }
+func (c *Call) Finish() error                                                      { return nil }
+
 // Layout is not available off Linux.
 type Layout struct {
 	Base                  unsafe.Pointer

@@ -1,0 +1,280 @@
+//go:build linux
+
+package intranode
+
+import (
+	"time"
+	"unsafe"
+
+	"github.com/gocoll/gocoll/ops"
+)
+
+// A Call is one collective on a group, as the steps the package doc
+// describes: in each, this rank fills its slot of the step's set (fill),
+// publishes the step, and once every rank has published it, reads what
+// it needs (read). Progress takes the steps the peers allow without ever
+// waiting for one; Finish takes the rest, waiting. The blocking
+// collectives are Start and Finish of the same call.
+//
+// A group has one call (the group serves one collective at a time): a
+// Start, or any collective on the group, before the call is done breaks
+// the protocol. The buffers belong to the call until it is done. Calls
+// take the steps that the C half's calls of the same name take (one, for
+// a call that fits a slot), in the same places of the slots.
+type Call struct {
+	g       *Group
+	kind    kind
+	in, out []byte
+	r       ops.Reduction
+	elem    int
+	counts  []int
+	displ   []int
+	piece   int // elements per step: of every block (reduceScatter), of each block (allgather); bytes per chunk (allreduce)
+	steps   int
+	i       int // the step under way
+	filled  bool
+	waiting bool          // Progress has found the peers missing at step i, since
+	since   time.Duration // (on the group's clock)
+	resSet  int           // allreduce: the set whose result slot the chunk's reduce step filled
+	failed  error         // allgather by CMA: a failed read, reported once the peers are done
+	done    bool
+	err     error
+}
+
+type kind uint8
+
+const (
+	allreduceOne     kind = iota // fits a slot: one step
+	allreduceChunked             // two steps per chunk: reduce a slice, copy the result out
+	reduceScatter                // a piece of every block per step
+	allgatherCopy                // a piece of each block per step, through the slots
+	allgatherCMA                 // publish the block's address; read the peers' blocks, publish done
+)
+
+// StartAllreduce starts Allreduce as a call (see Allreduce).
+func (g *Group) StartAllreduce(in, out []byte, r ops.Reduction) *Call {
+	c := g.begin(in, out, r, r.Size())
+	n := len(in)
+	if n <= g.slot {
+		c.kind, c.steps = allreduceOne, 1
+		return c
+	}
+	c.kind, c.piece = allreduceChunked, g.slot/c.elem*c.elem
+	c.steps = 2 * ((n + c.piece - 1) / c.piece)
+	return c
+}
+
+// StartReduceScatter starts ReduceScatter as a call (see ReduceScatter).
+func (g *Group) StartReduceScatter(in, out []byte, counts []int, r ops.Reduction) *Call {
+	c := g.begin(in, out, r, r.Size())
+	var longest int
+	c.counts = counts
+	c.displ, longest = g.displacements(counts)
+	c.kind, c.piece = reduceScatter, max(g.slot/g.p/c.elem, 1)
+	c.steps = (longest + c.piece - 1) / c.piece
+	return c
+}
+
+// StartAllgather starts Allgather as a call (see Allgather).
+func (g *Group) StartAllgather(in, out []byte, counts []int, elem int) *Call {
+	c := g.begin(in, out, ops.Reduction{}, elem)
+	var longest int
+	c.counts = counts
+	c.displ, longest = g.displacements(counts)
+	if g.cma && longest*elem >= g.cmaMin && g.p > 1 {
+		c.kind, c.steps = allgatherCMA, 2
+		return c
+	}
+	c.kind, c.piece = allgatherCopy, max(g.slot/elem, 1)
+	c.steps = (longest + c.piece - 1) / c.piece
+	return c
+}
+
+// begin resets the group's call for a new collective; the Start sets
+// kind, steps and what they need. Field by field: resetting the whole
+// struct doubled the cost of a call that waits for no one.
+func (g *Group) begin(in, out []byte, r ops.Reduction, elem int) *Call {
+	c := &g.call
+	c.g, c.in, c.out, c.r, c.elem = g, in, out, r, elem
+	c.i, c.filled, c.waiting, c.failed, c.done, c.err = 0, false, false, nil, false, nil
+	return c
+}
+
+// Progress takes every step it can without waiting for a peer and
+// reports whether the call is done (then with its error) and whether it
+// did anything. While the peers are missing it looks for dead or stalled
+// ones as a waiting rank does (pidfd every 100 ms, the group's timeout
+// counted from when Progress first found them missing).
+func (c *Call) Progress() (done, moved bool, err error) {
+	if c.done {
+		return true, false, c.err
+	}
+	g := c.g
+	for c.i < c.steps {
+		if !c.filled {
+			c.publish()
+			moved = true
+		}
+		if !g.ready() {
+			now := time.Since(g.epoch)
+			if !c.waiting {
+				c.waiting, c.since, g.lastCheck = true, now, now
+			} else if err := g.check(now, c.since); err != nil {
+				return true, moved, c.end(err)
+			}
+			return false, moved, nil
+		}
+		c.read()
+		moved = true
+	}
+	return true, moved, c.end(nil)
+}
+
+// Finish takes the call's remaining steps, waiting for the peers, and
+// returns its error.
+func (c *Call) Finish() error {
+	if c.done {
+		return c.err
+	}
+	g := c.g
+	for c.i < c.steps {
+		if !c.filled {
+			c.publish()
+		}
+		if !g.ready() {
+			start := time.Since(g.epoch)
+			since := start
+			if c.waiting {
+				since = c.since // the wait began in Progress
+			} else {
+				g.lastCheck = start
+			}
+			if err := g.waitFrom(start, since); err != nil {
+				return c.end(err)
+			}
+		}
+		c.read()
+	}
+	return c.end(nil)
+}
+
+// publish fills this rank's part of step i and publishes it.
+func (c *Call) publish() {
+	c.fill()
+	c.g.publish()
+	c.filled, c.waiting = true, false
+	if c.kind == allgatherCMA && c.i == 0 {
+		c.copyOwn() // needs no peer: while they arrive
+	}
+}
+
+// read does this rank's part of step i once every rank has published it,
+// and moves to the next step.
+func (c *Call) read() {
+	c.readStep()
+	c.i++
+	c.filled, c.waiting = false, false
+}
+
+// end makes the call done with err (a failed CMA read first: the
+// peers' failure to finish came after it).
+func (c *Call) end(err error) error {
+	if c.failed != nil {
+		err = c.failed
+	}
+	c.done, c.err, c.i = true, err, c.steps
+	c.in, c.out, c.counts = nil, nil, nil // the caller's: not kept alive by the group
+	return err
+}
+
+// fill writes this rank's part of step i into its slot of the step's set.
+func (c *Call) fill() {
+	g, elem := c.g, c.elem
+	switch c.kind {
+	case allreduceOne:
+		copy(g.slotBuf(g.next(), g.rank), c.in)
+	case allreduceChunked:
+		if c.i%2 == 1 {
+			return // the copy-out step: nothing to place
+		}
+		off, m, lo, hi := c.chunk()
+		// The others read every slice of this rank's slot but its own,
+		// which it reduces from in directly: 1/p less copying.
+		slot := g.slotBuf(g.next(), g.rank)
+		copy(slot[:lo], c.in[off:off+lo])
+		copy(slot[hi:m], c.in[off+hi:off+m])
+	case reduceScatter:
+		at := c.i * c.piece
+		buf := g.slotBuf(g.next(), g.rank)
+		for q := range g.p {
+			if n := min(c.piece, max(c.counts[q]-at, 0)); n > 0 {
+				copy(buf[q*c.piece*elem:], c.in[(c.displ[q]+at)*elem:(c.displ[q]+at+n)*elem])
+			}
+		}
+	case allgatherCopy:
+		at := c.i * c.piece
+		if n := min(c.piece, max(c.counts[g.rank]-at, 0)); n > 0 {
+			copy(g.slotBuf(g.next(), g.rank), c.in[at*elem:(at+n)*elem])
+		}
+	case allgatherCMA:
+		if c.i == 0 && len(c.in) > 0 {
+			g.ctl[g.rank].addr.Store(uint64(uintptr(unsafe.Pointer(&c.in[0]))))
+		}
+	}
+}
+
+// readStep reads what this rank needs of step i from every rank's slot.
+func (c *Call) readStep() {
+	g, elem := c.g, c.elem
+	s := g.set()
+	switch c.kind {
+	case allreduceOne:
+		g.reduce(c.out[:len(c.in)], s, 0, len(c.in), c.r, nil)
+	case allreduceChunked:
+		off, m, lo, hi := c.chunk()
+		if c.i%2 == 0 {
+			c.resSet = s
+			g.reduce(g.resultBuf(s)[lo:hi], s, lo, hi, c.r, c.in[off+lo:off+hi])
+			return
+		}
+		// This step's buffers were the other set; the result stayed.
+		copy(c.out[off:off+m], g.resultBuf(c.resSet)[:m])
+	case reduceScatter:
+		at := c.i * c.piece
+		n := min(c.piece, max(c.counts[g.rank]-at, 0))
+		if n == 0 {
+			return
+		}
+		lo, hi := g.rank*c.piece*elem, (g.rank*c.piece+n)*elem
+		// In place, out overwrites in from its start: writing piece j of
+		// block r into out[j] is safe, since in[j] (block 0's piece j)
+		// went into the slot before.
+		g.reduce(c.out[at*elem:(at+n)*elem], s, lo, hi, c.r, nil)
+	case allgatherCopy:
+		at := c.i * c.piece
+		for q := range g.p {
+			if n := min(c.piece, max(c.counts[q]-at, 0)); n > 0 {
+				src := g.slotBuf(s, q)[:n*elem]
+				if q == g.rank {
+					src = c.in[at*elem : (at+n)*elem] // this rank's own block needs no trip through the slot
+				}
+				copy(c.out[(c.displ[q]+at)*elem:], src)
+			}
+		}
+	case allgatherCMA:
+		if c.i == 0 {
+			c.readPeers()
+		}
+		// Step 1 is "done reading": once all have published it, no
+		// rank's block is read any more, and every rank may return.
+	}
+}
+
+// chunk is the allreduce chunk of step i: its offset and length in bytes,
+// and this rank's slice [lo, hi) of it.
+func (c *Call) chunk() (off, m, lo, hi int) {
+	off = c.i / 2 * c.piece
+	m = min(c.piece, len(c.in)-off)
+	lo, hi = split(m/c.elem, c.elem, c.g.p, c.g.rank)
+	return
+}
