@@ -315,8 +315,8 @@ type route struct {
 }
 
 // resumable reports whether the route is a schedule on the host
-// executor, which a Request steps without waiting; the others (the shm
-// engine, the device executor, hierarchical's shm form) run as one piece.
+// executor; the shm engine and the device executor have steppers of their
+// own (stepperOf), and only hierarchical's shm form runs as one piece.
 func (rt route) resumable() bool { return !rt.alg.Direct && rt.h == nil && !rt.onDevice }
 
 // dispatch runs o now, or with r makes it r's call.

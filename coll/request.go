@@ -24,13 +24,14 @@ import (
 // The call at the head of a communicator's queue begins (its algorithm is
 // chosen, the GOCOLL_CHECK agreement made) and then moves:
 //
-//   - a schedule on host memory is stepped by the host executor's
-//     Progress, which never waits for a peer, from every gocoll call
-//     (Test, Wait, other collectives) and, with GOCOLL_PROGRESS_THREAD=1,
-//     from a progress goroutine;
-//   - the other routes (the shm engine, the device executor, the shm form
-//     of hierarchical) are not resumable yet: they run as one piece on a
-//     goroutine of their own, holding the communicator.
+//   - a schedule on host memory (the host executor), a call of the shm
+//     engine (intranode.Call) and a schedule on device memory (the
+//     device executor) are stepped by a stepper whose Progress never
+//     waits for a peer, from every gocoll call (Test, Wait, other
+//     collectives) and, with GOCOLL_PROGRESS_THREAD=1, from a progress
+//     goroutine;
+//   - the shm form of hierarchical is not resumable yet: it runs as one
+//     piece on a goroutine of its own, holding the communicator.
 type Request struct {
 	c          *Comm
 	o          op
