@@ -8,7 +8,9 @@
  * tuner chose last time for this size. Only calls that gocoll runs, the
  * first call of each size, and calls on CUDA device memory (which gocoll
  * runs on its device executor, deciding afresh each time) enter Go.
- * Everything else goes to the host MPI's PMPI_ function.
+ * Everything else goes to the host MPI's PMPI_ function. The same code
+ * decides the nonblocking and persistent forms (a gc_form; requests.c
+ * has their entry points).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
