@@ -136,6 +136,7 @@ int gc_started(void); /* starts gocoll if MPI runs: whether it runs */
 
 /* requests.c: a gocoll request of call c (its Go id), in a slot. */
 int gc_request_new(const struct gc_call *c, const struct gc_form *f, int id);
+void gc_requests_forget(struct gc_comm *cs); /* cs is being freed */
 
 /* device.c: whether a pointer is CUDA device memory. */
 int gc_is_device(const void *p);

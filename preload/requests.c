@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "internal.h"
 #include "_cgo_export.h"
 
@@ -71,6 +72,18 @@ static void hold(struct req *r, int on) {
     if (r->active == on) return;
     r->active = on;
     if (r->cs) __atomic_add_fetch(&r->cs->held, on ? 1 : -1, __ATOMIC_ACQ_REL);
+}
+
+/* gc_requests_forget drops a communicator's state, being freed, from
+ * the requests that point to it (an erroneous program may free a
+ * communicator with requests on it; their completion must not write to
+ * freed memory). */
+void gc_requests_forget(struct gc_comm *cs) {
+    if (!any_live()) return;
+    pthread_mutex_lock(&slots_mu);
+    for (int i = 0; i < NREQ; i++)
+        if (slots[i].id && slots[i].cs == cs) slots[i].cs = NULL;
+    pthread_mutex_unlock(&slots_mu);
 }
 
 int gc_request_new(const struct gc_call *c, const struct gc_form *f, int id) {
@@ -209,7 +222,8 @@ int MPI_Request_get_status(H req, int *flag, void *st) {
 int MPI_Cancel(H *req) {
     struct req *r;
     if (!any_live() || !req || !(r = ours(rget(req, 0)))) return HOSTFN(Cancel)(req);
-    fprintf(stderr, "gocoll: MPI_Cancel: a collective request cannot be cancelled (MPI-4.0 6.12)\n");
+    if (!gc_errhandler_returns(r->comm))
+        fprintf(stderr, "gocoll: MPI_Cancel: a collective request cannot be cancelled\n");
     return fail(r, 19); /* MPI_ERR_REQUEST */
 }
 

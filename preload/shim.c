@@ -166,6 +166,7 @@ static int comm_delete(H comm, int key, void *val, void *extra) {
     __atomic_fetch_add(&comm_gen, 1, __ATOMIC_ACQ_REL);
     __atomic_fetch_add(&decide_gen, 1, __ATOMIC_ACQ_REL);
     if (cs && cs->id) gc_go_free(cs->id);
+    if (cs) gc_requests_forget(cs);
     free(cs);
     return 0;
 }
