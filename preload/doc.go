@@ -47,7 +47,8 @@
 // (MPICH's handle kind) are 0, HANDLE_KIND_INVALID, and which is not
 // MPI_REQUEST_NULL (0x2c000000): MPICH rejects such a handle as invalid
 // should one ever reach it. GOCOLL_DEBUG=info prints a gocoll request's
-// line when it is made (once for a persistent one).
+// line when it is made (once for a persistent one), ending in
+// " nonblocking" or " persistent".
 //
 // So the library also defines the calls that take requests: MPI_Wait,
 // MPI_Test, MPI_Waitall, MPI_Testall, MPI_Waitany, MPI_Testany,
@@ -192,7 +193,7 @@
 // PMPI_Op_commutative (non-commutative ops are reduced in rank order).
 // With GOCOLL_DEBUG=info each call prints one line, gocoll's
 //
-//	gocoll: rank R: MPI_Allreduce comm=NAME bytes=B p=P algorithm=X (tuned|forced)[ memory=device]
+//	gocoll: rank R: MPI_Allreduce comm=NAME bytes=B p=P algorithm=X (tuned|forced)[ memory=device][ nonblocking| persistent]
 //
 // or the host's, with the reason:
 //

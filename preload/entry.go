@@ -263,7 +263,7 @@ func gc_go_run(c *C.struct_gc_call) (rc C.int) {
 			rc = internal(cl.String(), v)
 		}
 	}()
-	st, a, rc, ok := prepare(c)
+	st, a, rc, ok := prepare(c, "")
 	if !ok {
 		return rc
 	}
@@ -281,11 +281,12 @@ func gc_go_run(c *C.struct_gc_call) (rc C.int) {
 	return st.result(err)
 }
 
-// prepare readies a call that gocoll runs (blocking, or as a request):
+// prepare readies a call that gocoll runs (blocking, or as a request,
+// form " nonblocking" or " persistent" for the debug line):
 // the communicator's state and coll's arguments, ok; or, not ok, what
 // gc_go_run returns (-1: the communicator cannot be set up, -2: the
 // tuner gives the call to the host after all, or an error class).
-func prepare(c *C.struct_gc_call) (st *commState, a coll.Args, rc C.int, ok bool) {
+func prepare(c *C.struct_gc_call, form string) (st *commState, a coll.Args, rc C.int, ok bool) {
 	cl := algorithms.Collective(c.coll)
 	st, fresh, err := stateOf(c)
 	if err != nil {
@@ -328,9 +329,9 @@ func prepare(c *C.struct_gc_call) (st *commState, a coll.Args, rc C.int, ok bool
 	if cfg.debug {
 		// The form of a hierarchical call (shm or schedule), as coll
 		// says it where it prints the line itself.
-		form := st.c.Form(cl, a.Algorithm, c.device != 0)
-		fmt.Fprintf(os.Stderr, "gocoll: rank %d: %s comm=%s bytes=%d p=%d algorithm=%s (%s)%s%s\n",
-			st.rank, cl, st.name, int64(c.bytes), st.size, a.Algorithm, how(c, cl, st), form, memory)
+		shape := st.c.Form(cl, a.Algorithm, c.device != 0)
+		fmt.Fprintf(os.Stderr, "gocoll: rank %d: %s comm=%s bytes=%d p=%d algorithm=%s (%s)%s%s%s\n",
+			st.rank, cl, st.name, int64(c.bytes), st.size, a.Algorithm, how(c, cl, st), shape, memory, form)
 	}
 	if c.how&3 == 2 { // coll sees the preload's choice as forced
 		counters.Add(calls[c.coll], counters.Fallback)

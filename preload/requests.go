@@ -54,7 +54,11 @@ func gc_go_irun(c *C.struct_gc_call, persistent C.int, id *C.int) (rc C.int) {
 			rc = internal(cl.String(), v)
 		}
 	}()
-	st, a, rc, ok := prepare(c)
+	form := " nonblocking"
+	if persistent != 0 {
+		form = " persistent"
+	}
+	st, a, rc, ok := prepare(c, form)
 	if !ok {
 		return rc
 	}
