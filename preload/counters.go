@@ -88,7 +88,10 @@ func report() { counters.Report(os.Stderr, int(C.gc_world_rank())) }
 // unknown key. "<call>.remembered" is the preload's own: of the call's
 // host calls, those that matched the thread's last one and went straight
 // to the host (in no report: libgocoll.so has no such path);
-// "<call>.fast_remembered" the same of the calls the engine's C half ran. For tests: they find it with dlsym(RTLD_DEFAULT,
+// "<call>.fast_remembered" the same of the calls the engine's C half ran;
+// "<call>.requests" the nonblocking calls and persistent starts gocoll
+// ran as requests, "<call>.requests_host" the nonblocking and persistent
+// calls handed to the host's. For tests: they find it with dlsym(RTLD_DEFAULT,
 // "gocoll_test_counter"), absent when the library is not preloaded.
 //
 //export gocoll_test_counter
@@ -107,7 +110,8 @@ func gocoll_test_counter(key *C.char) (v C.longlong) {
 
 // lookup answers gocoll_test_counter.
 func lookup(key string) int64 {
-	for suffix, k := range map[string]int{".remembered": kMemo, ".fast_remembered": kFastMemo} {
+	for suffix, k := range map[string]int{".remembered": kMemo, ".fast_remembered": kFastMemo,
+		".requests": C.GC_K_REQUEST, ".requests_host": C.GC_K_REQUEST_HOST} {
 		if name, ok := strings.CutSuffix(key, suffix); ok {
 			for _, c := range calls {
 				if c.String() == name {

@@ -11,8 +11,10 @@
 // MPI_Reduce_scatter_block and MPI_Allgather, their MPI-4 large-count
 // _c forms, and the Fortran names Open MPI's bindings use (mpi_allreduce_,
 // mpi_allreduce, mpi_allreduce__, MPI_ALLREDUCE and the mpi_f08 module's
-// mpi_allreduce_f08_, and the same for the other three), and nothing else
-// but gocoll_test_counter, a query for tests that no MPI library defines:
+// mpi_allreduce_f08_, and the same for the other three), the
+// nonblocking and persistent forms and the calls that take requests (see
+// Nonblocking and persistent collectives), and nothing else but
+// gocoll_test_counter, a query for tests that no MPI library defines:
 // a linker version script (exports.map) keeps the Go runtime's and cgo's
 // symbols local, so the library can interpose on nothing but these.
 // Preloaded, its definitions come before the host library's; every other
@@ -23,6 +25,84 @@
 // mpi_fortran_in_place_ and mpi_fortran_bottom_). MPICH's Fortran library
 // calls the C MPI_ functions, so under MPICH the Fortran names forward to
 // MPICH's own and the C interception does the rest.
+//
+// # Nonblocking and persistent collectives
+//
+// The library also defines MPI_Iallreduce, MPI_Ireduce_scatter,
+// MPI_Ireduce_scatter_block, MPI_Iallgather, MPI_Allreduce_init,
+// MPI_Reduce_scatter_init, MPI_Reduce_scatter_block_init,
+// MPI_Allgather_init, their _c forms, and Open MPI 4.1's MPIX_ names of
+// the persistent ones (its pcollreq extension). Each is decided as the
+// blocking call is (the same checks, the tuner's choice, native,
+// exclusions, reasons; never from a thread's memos nor on the engine's C
+// half): where the host runs it, the host's PMPI_ form (PMPI_Iallreduce,
+// PMPI_Allreduce_init or PMPIX_Allreduce_init, looked up with dlsym; a
+// form the host lacks fails with a message) makes the request and the
+// application gets the host's handle. Where gocoll runs it, the Go half
+// makes a coll.Request (Comm.Iallreduce, Comm.AllreduceInit, ...) and the
+// C half (requests.c) keeps its id in a slot of a static table of 4096,
+// handing the application a handle the host never makes: on Open MPI,
+// whose MPI_Request is a pointer, the slot's address; on MPICH, whose
+// MPI_Request is an int, 0x04000000 | (slot + 1), whose top two bits
+// (MPICH's handle kind) are 0, HANDLE_KIND_INVALID, and which is not
+// MPI_REQUEST_NULL (0x2c000000): MPICH rejects such a handle as invalid
+// should one ever reach it. GOCOLL_DEBUG=info prints a gocoll request's
+// line when it is made (once for a persistent one), ending in
+// " nonblocking" or " persistent".
+//
+// So the library also defines the calls that take requests: MPI_Wait,
+// MPI_Test, MPI_Waitall, MPI_Testall, MPI_Waitany, MPI_Testany,
+// MPI_Waitsome, MPI_Testsome, MPI_Start, MPI_Startall, MPI_Request_free,
+// MPI_Request_get_status and MPI_Cancel. While no gocoll request exists
+// in the process each goes straight to its PMPI_ function after one
+// load; while some does, one compare per request (an address range, or a
+// mask) tells them apart, and a call with none of gocoll's goes to PMPI
+// unchanged. Mixed arrays are served request by request: gocoll's tested
+// (which moves every gocoll request on), the host's with PMPI_Test
+// (Waitall, Testall; Testall first looks at all of them with
+// PMPI_Request_get_status and completes none unless all are complete:
+// MPICH 4.0's own PMPI_Testall rejects its persistent collective
+// requests) or with PMPI_Testany and PMPI_Testsome on their subset
+// (Waitany, Testany, Waitsome, Testsome: the host knows which of its
+// persistent requests are inactive), yielding the processor after 64
+// idle rounds and sleeping 20 us after 1024. A completed gocoll request's
+// status is empty (MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_ERROR MPI_SUCCESS or
+// the error, count 0; each host's layout); a nonblocking one becomes
+// MPI_REQUEST_NULL, a persistent one stays, inactive, until
+// MPI_Request_free (which completes an active one first). Errors are the
+// host's classes on the communicator's error handler, as for the
+// blocking calls; a failed request in an array makes the call return
+// MPI_ERR_IN_STATUS. MPI_Cancel of a gocoll request is an error
+// (MPI_ERR_REQUEST): a collective cannot be cancelled.
+//
+// While a communicator has gocoll requests in flight (gc_comm.held), the
+// engine's C half declines its blocking calls: they enter Go, where coll
+// runs them after the requests, in call order. A blocking call the
+// tuner gives the host runs at once: the host's collective and gocoll's
+// requests use different communicators.
+//
+// gocoll's requests move only when the application calls MPI_Wait,
+// MPI_Test, or another intercepted call that tests them, on the thread
+// that calls it: with the hostmpi transport (ranks on several hosts) that
+// thread makes the PMPI_Isend/Irecv/Test calls. GOCOLL_PROGRESS_THREAD=1
+// would make them from a goroutine's thread too, and needs
+// MPI_THREAD_MULTIPLE there; so does a user-defined op on a request that
+// coll runs on a goroutine of its own (the shm route), which calls
+// PMPI_Reduce_local from it.
+//
+// Fortran: Open MPI's Fortran bindings call PMPI_ functions directly, so
+// under Open MPI a Fortran program's nonblocking and persistent
+// collectives and its MPI_Wait and friends go to the host untouched (only
+// the blocking collectives have Fortran names here; a request made in C
+// by gocoll must not be completed from Fortran there). MPICH's Fortran
+// library calls the C MPI_ names, and its Fortran request handles are the
+// C ints, so under MPICH Fortran programs get gocoll's requests as C
+// programs do.
+//
+// Counters: gocoll_test_counter("MPI_Allreduce.requests") counts the
+// nonblocking calls and persistent starts gocoll ran as requests,
+// "MPI_Allreduce.requests_host" the nonblocking and persistent calls
+// handed to the host (in no report).
 //
 // # Detection
 //
@@ -113,7 +193,7 @@
 // PMPI_Op_commutative (non-commutative ops are reduced in rank order).
 // With GOCOLL_DEBUG=info each call prints one line, gocoll's
 //
-//	gocoll: rank R: MPI_Allreduce comm=NAME bytes=B p=P algorithm=X (tuned|forced)[ memory=device]
+//	gocoll: rank R: MPI_Allreduce comm=NAME bytes=B p=P algorithm=X (tuned|forced)[ memory=device][ nonblocking| persistent]
 //
 // or the host's, with the reason:
 //

@@ -263,11 +263,36 @@ func gc_go_run(c *C.struct_gc_call) (rc C.int) {
 			rc = internal(cl.String(), v)
 		}
 	}()
+	st, a, rc, ok := prepare(c, "")
+	if !ok {
+		return rc
+	}
+	var err error
+	switch cl {
+	case algorithms.Allreduce:
+		err = st.c.Allreduce(a)
+	case algorithms.ReduceScatter:
+		err = st.c.ReduceScatter(a)
+	case algorithms.ReduceScatterBlock:
+		err = st.c.ReduceScatterBlock(a)
+	case algorithms.Allgather:
+		err = st.c.Allgather(a)
+	}
+	return st.result(err)
+}
+
+// prepare readies a call that gocoll runs (blocking, or as a request,
+// form " nonblocking" or " persistent" for the debug line):
+// the communicator's state and coll's arguments, ok; or, not ok, what
+// gc_go_run returns (-1: the communicator cannot be set up, -2: the
+// tuner gives the call to the host after all, or an error class).
+func prepare(c *C.struct_gc_call, form string) (st *commState, a coll.Args, rc C.int, ok bool) {
+	cl := algorithms.Collective(c.coll)
 	st, fresh, err := stateOf(c)
 	if err != nil {
 		c.cs.native = 1
 		fmt.Fprintf(os.Stderr, "gocoll: rank %d: %s: cannot run gocoll on this communicator, the host MPI's collectives will: %v\n", int(c.cs.rank), cl, err)
-		return -1
+		return nil, a, -1, false
 	}
 	if fresh {
 		// Decided before the setup: ask again, now that the tuner knows
@@ -275,9 +300,9 @@ func gc_go_run(c *C.struct_gc_call) (rc C.int) {
 		C.gc_forget(c.cs)
 		switch alg := decide(c, st.c.Shared(), st.nodes); {
 		case alg == -1:
-			return -2
+			return nil, a, -2, false
 		case alg < 0:
-			return C.int(mpierr.Arg)
+			return nil, a, C.int(mpierr.Arg), false
 		default:
 			c.alg = alg
 		}
@@ -289,38 +314,29 @@ func gc_go_run(c *C.struct_gc_call) (rc C.int) {
 		deviceCalls.Add(1)
 		memory = " memory=device"
 	}
-	a, err := st.args(c)
+	a, err = st.args(c)
 	if err == nil && c.device != 0 {
 		err = st.checkDevice(c)
 	}
-	if err == nil {
-		a.Algorithm = cfg.names[c.coll][c.alg]
-		if cfg.debug && c.how&C.GC_HOW_CORRECTED != 0 {
-			fmt.Fprintf(os.Stderr, "gocoll: rank %d: %s -> gocoll (%s)\n",
-				st.rank, cl, exclusion(c.excluded).why(ops.Op(c.op), ops.Type(c._type)))
-		}
-		if cfg.debug {
-			// The form of a hierarchical call (shm or schedule), as coll
-			// says it where it prints the line itself.
-			form := st.c.Form(cl, a.Algorithm, c.device != 0)
-			fmt.Fprintf(os.Stderr, "gocoll: rank %d: %s comm=%s bytes=%d p=%d algorithm=%s (%s)%s%s\n",
-				st.rank, cl, st.name, int64(c.bytes), st.size, a.Algorithm, how(c, cl, st), form, memory)
-		}
-		if c.how&3 == 2 { // coll sees the preload's choice as forced
-			counters.Add(calls[c.coll], counters.Fallback)
-		}
-		switch cl {
-		case algorithms.Allreduce:
-			err = st.c.Allreduce(a)
-		case algorithms.ReduceScatter:
-			err = st.c.ReduceScatter(a)
-		case algorithms.ReduceScatterBlock:
-			err = st.c.ReduceScatterBlock(a)
-		case algorithms.Allgather:
-			err = st.c.Allgather(a)
-		}
+	if err != nil {
+		return nil, a, st.result(err), false
 	}
-	return st.result(err)
+	a.Algorithm = cfg.names[c.coll][c.alg]
+	if cfg.debug && c.how&C.GC_HOW_CORRECTED != 0 {
+		fmt.Fprintf(os.Stderr, "gocoll: rank %d: %s -> gocoll (%s)\n",
+			st.rank, cl, exclusion(c.excluded).why(ops.Op(c.op), ops.Type(c._type)))
+	}
+	if cfg.debug {
+		// The form of a hierarchical call (shm or schedule), as coll
+		// says it where it prints the line itself.
+		shape := st.c.Form(cl, a.Algorithm, c.device != 0)
+		fmt.Fprintf(os.Stderr, "gocoll: rank %d: %s comm=%s bytes=%d p=%d algorithm=%s (%s)%s%s%s\n",
+			st.rank, cl, st.name, int64(c.bytes), st.size, a.Algorithm, how(c, cl, st), shape, memory, form)
+	}
+	if c.how&3 == 2 { // coll sees the preload's choice as forced
+		counters.Add(calls[c.coll], counters.Fallback)
+	}
+	return st, a, 0, true
 }
 
 // how is the debug line's "tuned" (with the rule or model estimate that

@@ -59,6 +59,36 @@ struct gc_pmpi {
     int (*Test_cancelled)(const void *, int *);
     int (*Get_library_version)(char *, int *);
     int (*Error_class)(int, int *);
+    /* The nonblocking and persistent collectives (the _init forms are
+     * Open MPI 4.1's PMPIX_ ones where it has no PMPI_), and the
+     * completion calls (requests.c). */
+    int (*Iallreduce)(const void *, void *, int, H, H, H, H *);
+    int (*Iallreduce_c)(const void *, void *, C64, H, H, H, H *);
+    int (*Ireduce_scatter)(const void *, void *, const int *, H, H, H, H *);
+    int (*Ireduce_scatter_c)(const void *, void *, const C64 *, H, H, H, H *);
+    int (*Ireduce_scatter_block)(const void *, void *, int, H, H, H, H *);
+    int (*Ireduce_scatter_block_c)(const void *, void *, C64, H, H, H, H *);
+    int (*Iallgather)(const void *, int, H, void *, int, H, H, H *);
+    int (*Iallgather_c)(const void *, C64, H, void *, C64, H, H, H *);
+    int (*Allreduce_init)(const void *, void *, int, H, H, H, H, H *);
+    int (*Allreduce_init_c)(const void *, void *, C64, H, H, H, H, H *);
+    int (*Reduce_scatter_init)(const void *, void *, const int *, H, H, H, H, H *);
+    int (*Reduce_scatter_init_c)(const void *, void *, const C64 *, H, H, H, H, H *);
+    int (*Reduce_scatter_block_init)(const void *, void *, int, H, H, H, H, H *);
+    int (*Reduce_scatter_block_init_c)(const void *, void *, C64, H, H, H, H, H *);
+    int (*Allgather_init)(const void *, int, H, void *, int, H, H, H, H *);
+    int (*Allgather_init_c)(const void *, C64, H, void *, C64, H, H, H, H *);
+    int (*Wait)(H *, void *);
+    int (*Waitall)(int, H *, void *);
+    int (*Waitany)(int, H *, int *, void *);
+    int (*Waitsome)(int, H *, int *, int *, void *);
+    int (*Testall)(int, H *, int *, void *);
+    int (*Testany)(int, H *, int *, int *, void *);
+    int (*Testsome)(int, H *, int *, int *, void *);
+    int (*Start)(H *);
+    int (*Startall)(int, H *);
+    int (*Request_free)(H *);
+    int (*Request_get_status)(H, int *, void *);
     H (*Comm_f2c)(int);
     H (*Type_f2c)(int);
     H (*Op_f2c)(int);
@@ -76,6 +106,10 @@ struct gc_consts {
     int any_source;
     int status_source, status_error; /* offsets in MPI_Status */
     int err_in_status;
+    int status_size, status_tag;  /* MPI_Status's size, MPI_TAG's offset */
+    void *status_ignore;          /* MPI_STATUS_IGNORE (and MPI_STATUSES_IGNORE) */
+    H request_null;
+    int undefined;                /* MPI_UNDEFINED */
 };
 extern struct gc_consts gc_c;
 
@@ -89,6 +123,20 @@ int gc_allreduce(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, in
 int gc_reduce_scatter(const void *sbuf, void *rbuf, const void *counts, int counts64, H dt, H op, H comm);
 int gc_reduce_scatter_block(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, int large);
 int gc_allgather(const void *sbuf, C64 scount, H stype, void *rbuf, C64 rcount, H rtype, H comm, int large);
+/* The same as nonblocking or persistent calls (form f). */
+int gc_allreduce_f(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, int large, const struct gc_form *f);
+int gc_reduce_scatter_f(const void *sbuf, void *rbuf, const void *counts, int counts64, H dt, H op, H comm,
+                        const struct gc_form *f);
+int gc_reduce_scatter_block_f(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, int large,
+                              const struct gc_form *f);
+int gc_allgather_f(const void *sbuf, C64 scount, H stype, void *rbuf, C64 rcount, H rtype, H comm, int large,
+                   const struct gc_form *f);
+void gc_count(int coll, int k);
+int gc_started(void); /* starts gocoll if MPI runs: whether it runs */
+
+/* requests.c: a gocoll request of call c (its Go id), in a slot. */
+int gc_request_new(const struct gc_call *c, const struct gc_form *f, int id);
+void gc_requests_forget(struct gc_comm *cs); /* cs is being freed */
 
 /* device.c: whether a pointer is CUDA device memory. */
 int gc_is_device(const void *p);

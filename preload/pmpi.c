@@ -90,7 +90,17 @@ static int lookup_functions(void) {
     F(Comm_get_name); F(Type_get_extent); F(Op_commutative); F(Reduce_local); F(Reduce_local_c);
     F(Isend); F(Irecv); F(Isend_c); F(Irecv_c); F(Test); F(Cancel); F(Get_count); F(Test_cancelled);
     F(Get_library_version); F(Error_class); F(Comm_f2c); F(Type_f2c); F(Op_f2c);
+    F(Iallreduce); F(Iallreduce_c); F(Ireduce_scatter); F(Ireduce_scatter_c);
+    F(Ireduce_scatter_block); F(Ireduce_scatter_block_c); F(Iallgather); F(Iallgather_c);
+    F(Allreduce_init); F(Allreduce_init_c); F(Reduce_scatter_init); F(Reduce_scatter_init_c);
+    F(Reduce_scatter_block_init); F(Reduce_scatter_block_init_c); F(Allgather_init); F(Allgather_init_c);
+    F(Wait); F(Waitall); F(Waitany); F(Waitsome); F(Testall); F(Testany); F(Testsome);
+    F(Start); F(Startall); F(Request_free); F(Request_get_status);
 #undef F
+    /* Open MPI 4.1 has the persistent collectives as its MPIX_ extension. */
+#define X(name) if (!gc_p.name) gc_p.name = sym("PMPIX_" #name)
+    X(Allreduce_init); X(Reduce_scatter_init); X(Reduce_scatter_block_init); X(Allgather_init);
+#undef X
     if (!gc_p.Initialized || !gc_p.Finalized || !gc_p.Allreduce || !gc_p.Reduce_scatter ||
         !gc_p.Reduce_scatter_block || !gc_p.Allgather || !gc_p.Allgatherv || !gc_p.Comm_rank ||
         !gc_p.Comm_size || !gc_p.Comm_test_inter || !gc_p.Comm_group || !gc_p.Comm_create ||
@@ -122,6 +132,12 @@ int gc_lookup_handles(void) {
         gc_c.status_source = 0;
         gc_c.status_error = 8;
         gc_c.err_in_status = 18;
+        gc_c.status_size = 24; /* size_t _ucount after four ints */
+        gc_c.status_tag = 4;
+        gc_c.status_ignore = NULL;
+        gc_c.request_null = object("ompi_request_null");
+        gc_c.undefined = -32766;
+        if (!gc_c.request_null) return -1;
         if (!gc_c.comm_world || !gc_c.comm_self || !gc_c.byte || !gc_c.errors_return) return -1;
     } else {
         gc_c.comm_null = 0x04000000;
@@ -138,6 +154,11 @@ int gc_lookup_handles(void) {
         gc_c.status_source = 8;
         gc_c.status_error = 16;
         gc_c.err_in_status = 17;
+        gc_c.status_size = 20;
+        gc_c.status_tag = 12;
+        gc_c.status_ignore = (void *)1;
+        gc_c.request_null = 0x2c000000;
+        gc_c.undefined = -32766;
     }
     if (gc_p.Get_library_version) {
         int n = 0;
@@ -162,15 +183,12 @@ int gc_world_rank(void) {
 /* Error classes: gocoll's (MPICH's values) to the host's. */
 int gc_host_class(int c) {
     if (gc_flavor != GC_OMPI) return c;
+    /* Open MPI numbers MPI_ERR_REQUEST 7 and shifts the classes after it. */
     switch (c) {
-    case 0: case 1: case 2: case 3: case 4: case 5: case 6: case 7: case 8: return c;
-    case 9: return 10;  /* MPI_ERR_OP */
-    case 12: return 13; /* MPI_ERR_ARG */
-    case 13: return 14; /* MPI_ERR_UNKNOWN */
-    case 14: return 15; /* MPI_ERR_TRUNCATE */
-    case 15: return 16; /* MPI_ERR_OTHER */
-    case 16: return 17; /* MPI_ERR_INTERN */
-    case 19: return 19; /* MPI_ERR_REQUEST */
+    case 0: case 1: case 2: case 3: case 4: case 5: case 6: return c;
+    case 7: case 8: case 9: case 10: case 11: case 12: case 13: case 14: case 15: case 16: case 17: case 18:
+        return c + 1; /* MPI_ERR_ROOT ... MPI_ERR_PENDING */
+    case 19: return 7;  /* MPI_ERR_REQUEST */
     case 34: return 39; /* MPI_ERR_NO_MEM */
     default: return 16; /* MPI_ERR_OTHER (4.1 has no MPI_ERR_PROC_ABORTED) */
     }

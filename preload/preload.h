@@ -69,7 +69,12 @@ enum {
  * gc_counters, where the Go tests set values.
  */
 enum { GC_K_HOST = 0, GC_K_HOST_CACHED = 1, GC_K_CACHED = 2, GC_K_FALLBACK = 3, GC_K_MEMO = 4, GC_K_FAST = 5,
-       GC_K_FAST_MEMO = 6, GC_K_CORRECTED = 7, GC_NCOUNTERS = 8 };
+       GC_K_FAST_MEMO = 6, GC_K_CORRECTED = 7, GC_K_REQUEST = 8, GC_K_REQUEST_HOST = 9, GC_NCOUNTERS = 10 };
+/* GC_K_REQUEST counts the nonblocking and persistent calls gocoll made a
+ * request of (MPI_I*, MPI_*_init), GC_K_REQUEST_HOST those it handed to
+ * the host's PMPI_I* or PMPI_*_init (requests.c); read alone as
+ * "<call>.requests" and "<call>.requests_host" by gocoll_test_counter, in
+ * no report. */
 
 /*
  * The (op, datatype) pairs the host MPI must not run (host.go): one byte
@@ -120,6 +125,19 @@ struct gc_comm {
     /* The communicator's shared segment, as the engine's C half sees it
      * (shm.base NULL: none, or not yet attached by the Go half). */
     struct gocoll_shm shm;
+    /* gocoll requests started on the communicator and not completed
+     * (requests.c): while any is, the engine's C half declines its
+     * blocking calls, which go to Go and run after them. */
+    int held;
+};
+
+/* How an intercepted call is made: blocking (NULL), nonblocking (MPI_I*)
+ * or persistent (MPI_*_init, info is its MPI_Info), the request handle
+ * going to *req. */
+struct gc_form {
+    int persistent;
+    gc_handle info;
+    gc_handle *req;
 };
 
 /* One intercepted call, as C hands it to Go. */

@@ -8,7 +8,9 @@
  * tuner chose last time for this size. Only calls that gocoll runs, the
  * first call of each size, and calls on CUDA device memory (which gocoll
  * runs on its device executor, deciding afresh each time) enter Go.
- * Everything else goes to the host MPI's PMPI_ function.
+ * Everything else goes to the host MPI's PMPI_ function. The same code
+ * decides the nonblocking and persistent forms (a gc_form; requests.c
+ * has their entry points).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -51,6 +53,8 @@ static inline void count(int coll, int k) {
     else
         __atomic_fetch_add(&gc_counters[coll][k], 1, __ATOMIC_RELAXED);
 }
+
+void gc_count(int coll, int k) { count(coll, k); }
 
 /* gc_counter is counter k of collective coll, over every thread. */
 uint64_t gc_counter(int coll, int k) {
@@ -162,6 +166,7 @@ static int comm_delete(H comm, int key, void *val, void *extra) {
     __atomic_fetch_add(&comm_gen, 1, __ATOMIC_ACQ_REL);
     __atomic_fetch_add(&decide_gen, 1, __ATOMIC_ACQ_REL);
     if (cs && cs->id) gc_go_free(cs->id);
+    if (cs) gc_requests_forget(cs);
     free(cs);
     return 0;
 }
@@ -204,6 +209,8 @@ static int start(void) {
     pthread_mutex_unlock(&start_mu);
     return running;
 }
+
+int gc_started(void) { return start(); }
 
 static void empty_cache(struct gc_comm *cs) {
     for (int c = 0; c < GC_NCOLL; c++)
@@ -357,8 +364,8 @@ static int why_device(const struct gc_call *c) {
  * host because a forced algorithm could not run, the fallback) and, with
  * GOCOLL_DEBUG=info, says why (the tuner's choices are logged by the
  * tuner's caller). */
-static void note(const struct gc_call *c, int why) {
-    count(c->coll, c->cached ? GC_K_HOST_CACHED : GC_K_HOST);
+static void note(const struct gc_call *c, int why, const struct gc_form *f) {
+    count(c->coll, f ? GC_K_REQUEST_HOST : c->cached ? GC_K_HOST_CACHED : GC_K_HOST);
     if (why == GC_R_TUNED && c->how == 2) count(c->coll, GC_K_FALLBACK);
     if (gc_debug && why != GC_R_TUNED && state == S_RUNNING)
         gc_go_note(c->coll, c->cs ? c->cs->rank : -1, why);
@@ -379,6 +386,22 @@ static int run(struct gc_call *c) {
 /* fail_call fails a call with MPI_ERR_ARG through the communicator's
  * error handler: GOCOLL_ variables are wrong (reported once, at the
  * first call), or GOCOLL_FALLBACK=error refuses the call (reported). */
+/* run_request makes a request of the call in form f (gc_go_irun) and
+ * hands the application its handle: as run. */
+static int run_request(struct gc_call *c, const struct gc_form *f) {
+    int id = 0;
+    int rc = gc_go_irun(c, f->persistent, &id);
+    if (rc < 0) return rc;
+    if (rc == 0) rc = gc_request_new(c, f, id);
+    if (rc == 0) {
+        if (!f->persistent) count(c->coll, GC_K_REQUEST); /* a persistent one counts at each MPI_Start */
+        return 0;
+    }
+    int code = gc_host_class(rc);
+    gc_p.Comm_call_errhandler(c->comm, code);
+    return code;
+}
+
 static int fail_call(H comm) {
     int code = gc_host_class(12); /* MPI_ERR_ARG */
     gc_p.Comm_call_errhandler(comm, code);
@@ -425,6 +448,8 @@ static int engine(const struct gc_call *c) {
     struct gocoll_shm *s = &c->cs->shm;
     if (!__atomic_load_n(&s->base, __ATOMIC_ACQUIRE) || c->bytes <= 0 || s->p != c->cs->size)
         return GOCOLL_SHM_DECLINE; /* the engine declines what is too large for it */
+    if (__atomic_load_n(&c->cs->held, __ATOMIC_ACQUIRE))
+        return GOCOLL_SHM_DECLINE; /* gocoll requests in flight: Go runs the call after them */
     const void *in = c->inplace ? NULL : c->sbuf;
     int kind = gocoll_shm_kind(c->type);
     int64_t mine = c->count * c->elem; /* bytes this rank receives (allreduce: all) */
@@ -468,14 +493,18 @@ static int ran_engine(struct gc_call *c, int *rc) {
 /* ran decides a checked call and, if gocoll takes it, runs it: true when
  * the call is done (*rc is its result, also when it must fail), false
  * when the host MPI runs it (*why says why). */
-static int ran(struct gc_call *c, int *why, int *rc) {
+static int ran(struct gc_call *c, int *why, int *rc, const struct gc_form *f) {
+    if (f && !f->req) {
+        *why = GC_R_BUFFER; /* no request handle: the host reports it */
+        return 0;
+    }
     if ((*why = decide(c)) < 0) {
         *rc = fail_call(c->comm);
         return 1;
     }
     if (*why || (*why = why_device(c))) return 0;
-    if (!c->device && c->alg == gc_shm_alg[c->coll] && ran_engine(c, rc)) return 1;
-    if ((*rc = run(c)) >= 0) {
+    if (!f && !c->device && c->alg == gc_shm_alg[c->coll] && ran_engine(c, rc)) return 1;
+    if ((*rc = f ? run_request(c, f) : run(c)) >= 0) {
         if (c->cached) count(c->coll, GC_K_CACHED);
         if (c->how & GC_HOW_CORRECTED) count(c->coll, GC_K_CORRECTED);
         return 1;
@@ -597,10 +626,44 @@ static inline int ran_done(const struct gc_call *c, int rc, H dt, H op, int64_t 
     return rc;
 }
 
+/* ---- the host's nonblocking and persistent forms ---- */
+
+/* H4 calls the host's nonblocking form (In) or persistent form (Init) of
+ * a collective, or says that the host has none. */
+#define H4(In, Init, ...)                                                                                   \
+    (f->persistent ? (HOST(Init) ? HOST(Init)(__VA_ARGS__, f->info, f->req) : missing("MPI_" #Init))       \
+                   : (HOST(In) ? HOST(In)(__VA_ARGS__, f->req) : missing("MPI_" #In)))
+
+static int host_allreduce(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, int large, const struct gc_form *f) {
+    if (large) return H4(Iallreduce_c, Allreduce_init_c, sbuf, rbuf, count, dt, op, comm);
+    return H4(Iallreduce, Allreduce_init, sbuf, rbuf, (int)count, dt, op, comm);
+}
+
+static int host_reduce_scatter_block(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, int large,
+                                     const struct gc_form *f) {
+    if (large) return H4(Ireduce_scatter_block_c, Reduce_scatter_block_init_c, sbuf, rbuf, count, dt, op, comm);
+    return H4(Ireduce_scatter_block, Reduce_scatter_block_init, sbuf, rbuf, (int)count, dt, op, comm);
+}
+
+static int host_reduce_scatter(const void *sbuf, void *rbuf, const void *counts, int counts64, H dt, H op, H comm,
+                               const struct gc_form *f) {
+    if (counts64) return H4(Ireduce_scatter_c, Reduce_scatter_init_c, sbuf, rbuf, counts, dt, op, comm);
+    return H4(Ireduce_scatter, Reduce_scatter_init, sbuf, rbuf, counts, dt, op, comm);
+}
+
+static int host_allgather(const void *sbuf, C64 scount, H stype, void *rbuf, C64 rcount, H rtype, H comm, int large,
+                          const struct gc_form *f) {
+    if (large) return H4(Iallgather_c, Allgather_init_c, sbuf, scount, stype, rbuf, rcount, rtype, comm);
+    return H4(Iallgather, Allgather_init, sbuf, (int)scount, stype, rbuf, (int)rcount, rtype, comm);
+}
+
 /* ---- the collectives ---- */
 
-int gc_allreduce(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, int large) {
-    const struct memo *m = recall(GC_ALLREDUCE, comm, dt, op, count);
+/* The four collectives, blocking (f NULL) or as a request (form f): a
+ * request never uses the thread's memos nor the engine's C half, and
+ * counts its host calls apart (GC_K_REQUEST_HOST). */
+static inline int allreduce(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, int large, const struct gc_form *f) {
+    const struct memo *m = f ? NULL : recall(GC_ALLREDUCE, comm, dt, op, count);
     if (m && !m->engine && hit(m, GC_ALLREDUCE)) goto host;
     struct gc_call c = {.coll = GC_ALLREDUCE, .sbuf = sbuf, .rbuf = rbuf, .count = count};
     int why = GC_R_NOT_READY, rc;
@@ -613,20 +676,22 @@ int gc_allreduce(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, in
             c.bytes = count * c.elem;
             if (count < 0 || rbuf == gc_c.in_place || (count > 0 && (!rbuf || (!c.inplace && !sbuf))))
                 why = GC_R_BUFFER;
-            else if (ran(&c, &why, &rc)) return ran_done(&c, rc, c.dt, c.mpiop, count, gen);
+            else if (ran(&c, &why, &rc, f)) return ran_done(&c, rc, c.dt, c.mpiop, count, gen);
         }
     } else if (state == S_BADCONFIG) {
         return fail_call(gc_fix(comm));
     }
-    remember(&c, why, c.dt, c.mpiop, count, gen);
-    note(&c, why);
+    if (!f) remember(&c, why, c.dt, c.mpiop, count, gen);
+    note(&c, why, f);
 host:
+    if (f) return host_allreduce(sbuf, rbuf, count, dt, op, comm, large, f);
     if (large) return HOST(Allreduce_c) ? HOST(Allreduce_c)(sbuf, rbuf, count, dt, op, comm) : missing("MPI_Allreduce_c");
     return HOST(Allreduce) ? HOST(Allreduce)(sbuf, rbuf, (int)count, dt, op, comm) : missing("MPI_Allreduce");
 }
 
-int gc_reduce_scatter_block(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, int large) {
-    const struct memo *m = recall(GC_REDUCE_SCATTER_BLOCK, comm, dt, op, count);
+static inline int reduce_scatter_block(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, int large,
+                                       const struct gc_form *f) {
+    const struct memo *m = f ? NULL : recall(GC_REDUCE_SCATTER_BLOCK, comm, dt, op, count);
     if (m && !m->engine && hit(m, GC_REDUCE_SCATTER_BLOCK)) goto host;
     struct gc_call c = {.coll = GC_REDUCE_SCATTER_BLOCK, .sbuf = sbuf, .rbuf = rbuf, .count = count};
     int why = GC_R_NOT_READY, rc;
@@ -639,14 +704,15 @@ int gc_reduce_scatter_block(const void *sbuf, void *rbuf, C64 count, H dt, H op,
             c.bytes = count * c.elem * c.cs->size;
             if (count < 0 || rbuf == gc_c.in_place || (count > 0 && (!rbuf || (!c.inplace && !sbuf))))
                 why = GC_R_BUFFER;
-            else if (ran(&c, &why, &rc)) return ran_done(&c, rc, c.dt, c.mpiop, count, gen);
+            else if (ran(&c, &why, &rc, f)) return ran_done(&c, rc, c.dt, c.mpiop, count, gen);
         }
     } else if (state == S_BADCONFIG) {
         return fail_call(gc_fix(comm));
     }
-    remember(&c, why, c.dt, c.mpiop, count, gen);
-    note(&c, why);
+    if (!f) remember(&c, why, c.dt, c.mpiop, count, gen);
+    note(&c, why, f);
 host:
+    if (f) return host_reduce_scatter_block(sbuf, rbuf, count, dt, op, comm, large, f);
     if (large)
         return HOST(Reduce_scatter_block_c) ? HOST(Reduce_scatter_block_c)(sbuf, rbuf, count, dt, op, comm)
                                             : missing("MPI_Reduce_scatter_block_c");
@@ -664,11 +730,12 @@ static inline int64_t sum(const void *counts, int counts64, int n) {
     return t;
 }
 
-int gc_reduce_scatter(const void *sbuf, void *rbuf, const void *counts, int counts64, H dt, H op, H comm) {
+static inline int reduce_scatter(const void *sbuf, void *rbuf, const void *counts, int counts64, H dt, H op, H comm,
+                                 const struct gc_form *f) {
     /* The counts are read only once the communicator is known: the
      * array has one per rank. */
     const struct memo *m = NULL;
-    for (int i = 0; counts && !m && i < MEMOS; i++)
+    for (int i = 0; !f && counts && !m && i < MEMOS; i++)
         if (same(&memos[GC_REDUCE_SCATTER][i], comm, dt, op) &&
             sum(counts, counts64, memos[GC_REDUCE_SCATTER][i].size) == memos[GC_REDUCE_SCATTER][i].n)
             m = &memos[GC_REDUCE_SCATTER][i];
@@ -694,22 +761,24 @@ int gc_reduce_scatter(const void *sbuf, void *rbuf, const void *counts, int coun
             if (bad || rbuf == gc_c.in_place || (mine > 0 && !rbuf) || (total > 0 && c.inplace && !rbuf) ||
                 (total > 0 && !c.inplace && !sbuf))
                 why = GC_R_BUFFER;
-            else if (ran(&c, &why, &rc)) return ran_done(&c, rc, c.dt, c.mpiop, total, gen);
+            else if (ran(&c, &why, &rc, f)) return ran_done(&c, rc, c.dt, c.mpiop, total, gen);
         }
     } else if (state == S_BADCONFIG) {
         return fail_call(gc_fix(comm));
     }
-    remember(&c, why, c.dt, c.mpiop, total, gen);
-    note(&c, why);
+    if (!f) remember(&c, why, c.dt, c.mpiop, total, gen);
+    note(&c, why, f);
 host:
+    if (f) return host_reduce_scatter(sbuf, rbuf, counts, counts64, dt, op, comm, f);
     if (counts64)
         return HOST(Reduce_scatter_c) ? HOST(Reduce_scatter_c)(sbuf, rbuf, counts, dt, op, comm)
                                       : missing("MPI_Reduce_scatter_c");
     return HOST(Reduce_scatter) ? HOST(Reduce_scatter)(sbuf, rbuf, counts, dt, op, comm) : missing("MPI_Reduce_scatter");
 }
 
-int gc_allgather(const void *sbuf, C64 scount, H stype, void *rbuf, C64 rcount, H rtype, H comm, int large) {
-    const struct memo *m = recall(GC_ALLGATHER, comm, rtype, 0, rcount);
+static inline int allgather(const void *sbuf, C64 scount, H stype, void *rbuf, C64 rcount, H rtype, H comm, int large,
+                            const struct gc_form *f) {
+    const struct memo *m = f ? NULL : recall(GC_ALLGATHER, comm, rtype, 0, rcount);
     if (m && !m->engine && hit(m, GC_ALLGATHER)) goto host;
     struct gc_call c = {.coll = GC_ALLGATHER, .sbuf = sbuf, .rbuf = rbuf, .count = rcount, .commutative = 1};
     int why = GC_R_NOT_READY, rc;
@@ -733,15 +802,16 @@ int gc_allgather(const void *sbuf, C64 scount, H stype, void *rbuf, C64 rcount, 
                 if (rcount < 0 || (!c.inplace && scount < 0) || rbuf == gc_c.in_place ||
                     (rcount > 0 && (!rbuf || (!c.inplace && !sbuf))))
                     why = GC_R_BUFFER;
-                else if (ran(&c, &why, &rc)) return ran_done(&c, rc, c.dt, 0, rcount, gen);
+                else if (ran(&c, &why, &rc, f)) return ran_done(&c, rc, c.dt, 0, rcount, gen);
             }
         }
     } else if (state == S_BADCONFIG) {
         return fail_call(gc_fix(comm));
     }
-    remember(&c, why, c.dt, 0, rcount, gen);
-    note(&c, why);
+    if (!f) remember(&c, why, c.dt, 0, rcount, gen);
+    note(&c, why, f);
 host:
+    if (f) return host_allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, large, f);
     if (large)
         return HOST(Allgather_c) ? HOST(Allgather_c)(sbuf, scount, stype, rbuf, rcount, rtype, comm)
                                  : missing("MPI_Allgather_c");
@@ -774,4 +844,34 @@ int MPI_Allgather(const void *sbuf, int scount, H stype, void *rbuf, int rcount,
 }
 int MPI_Allgather_c(const void *sbuf, C64 scount, H stype, void *rbuf, C64 rcount, H rtype, H comm) {
     return gc_allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, 1);
+}
+
+/* ---- the entry points' common forms ---- */
+
+int gc_allreduce(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, int large) {
+    return allreduce(sbuf, rbuf, count, dt, op, comm, large, NULL);
+}
+int gc_allreduce_f(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, int large, const struct gc_form *f) {
+    return allreduce(sbuf, rbuf, count, dt, op, comm, large, f);
+}
+int gc_reduce_scatter_block(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, int large) {
+    return reduce_scatter_block(sbuf, rbuf, count, dt, op, comm, large, NULL);
+}
+int gc_reduce_scatter_block_f(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, int large,
+                              const struct gc_form *f) {
+    return reduce_scatter_block(sbuf, rbuf, count, dt, op, comm, large, f);
+}
+int gc_reduce_scatter(const void *sbuf, void *rbuf, const void *counts, int counts64, H dt, H op, H comm) {
+    return reduce_scatter(sbuf, rbuf, counts, counts64, dt, op, comm, NULL);
+}
+int gc_reduce_scatter_f(const void *sbuf, void *rbuf, const void *counts, int counts64, H dt, H op, H comm,
+                        const struct gc_form *f) {
+    return reduce_scatter(sbuf, rbuf, counts, counts64, dt, op, comm, f);
+}
+int gc_allgather(const void *sbuf, C64 scount, H stype, void *rbuf, C64 rcount, H rtype, H comm, int large) {
+    return allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, large, NULL);
+}
+int gc_allgather_f(const void *sbuf, C64 scount, H stype, void *rbuf, C64 rcount, H rtype, H comm, int large,
+                   const struct gc_form *f) {
+    return allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, large, f);
 }
