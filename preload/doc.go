@@ -81,14 +81,14 @@
 // tuner gives the host runs at once: the host's collective and gocoll's
 // requests use different communicators.
 //
-// gocoll's requests move only when the application calls MPI_Wait,
-// MPI_Test, or another intercepted call that tests them, on the thread
-// that calls it: with the hostmpi transport (ranks on several hosts) that
-// thread makes the PMPI_Isend/Irecv/Test calls. GOCOLL_PROGRESS_THREAD=1
-// would make them from a goroutine's thread too, and needs
-// MPI_THREAD_MULTIPLE there; so does a user-defined op on a request that
-// coll runs on a goroutine of its own (the shm route), which calls
-// PMPI_Reduce_local from it.
+// gocoll's requests move when the application calls MPI_Wait, MPI_Test,
+// or another intercepted call that tests them, on the thread that calls
+// it: with the hostmpi transport (ranks on several hosts) that thread
+// makes the PMPI_Isend/Irecv/Test calls. GOCOLL_PROGRESS_THREAD=1 makes
+// them from a goroutine's thread too, which MPI allows only at
+// MPI_THREAD_MULTIPLE: the start refuses it (every collective call then
+// fails, with a message that says why and what to do) unless
+// PMPI_Query_thread says the host provides MPI_THREAD_MULTIPLE.
 //
 // Fortran: Open MPI's Fortran bindings call PMPI_ functions directly, so
 // under Open MPI a Fortran program's nonblocking and persistent

@@ -56,6 +56,9 @@ func gc_go_start() (rc C.int) {
 		flavor = "mpich"
 	}
 	c, err := loadConfig(os.Getenv, flavor)
+	if err == nil && c.coll.ProgressThread {
+		err = progressThreadAllowed(int(C.gc_thread_level()))
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "gocoll: %v; every collective call fails (LD_PRELOAD mode)\n", err)
 		return -1
@@ -486,4 +489,22 @@ func gc_go_finish() {
 		}
 	}()
 	finish()
+}
+
+// progressThreadAllowed says whether GOCOLL_PROGRESS_THREAD=1 may run over
+// a host MPI that provides thread support level (MPI_Query_thread): the
+// progress thread calls the host's point-to-point functions (the hostmpi
+// transport, user ops through MPI_Reduce_local) from a thread of its own,
+// which MPI allows only at MPI_THREAD_MULTIPLE.
+func progressThreadAllowed(level int) error {
+	const multiple = 3 // MPI_THREAD_MULTIPLE on Open MPI and MPICH alike
+	if level == multiple {
+		return nil
+	}
+	names := []string{"MPI_THREAD_SINGLE", "MPI_THREAD_FUNNELED", "MPI_THREAD_SERIALIZED"}
+	had := "an unknown level"
+	if level >= 0 && level < len(names) {
+		had = names[level]
+	}
+	return fmt.Errorf("GOCOLL_PROGRESS_THREAD=1: the progress thread calls the host MPI from a thread of its own, which needs MPI_THREAD_MULTIPLE, but the host provides %s: initialise MPI with MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...) or unset GOCOLL_PROGRESS_THREAD", had)
 }

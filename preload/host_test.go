@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,6 +110,20 @@ func TestParseExclude(t *testing.T) {
 	for _, bad := range []string{"MPI_SUM", "MPI_SUM:MPI_NOPE", "SUM:MPI_INT"} {
 		if _, err := parseExclude(bad); err == nil {
 			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// GOCOLL_PROGRESS_THREAD=1 under the preload needs the host at
+// MPI_THREAD_MULTIPLE, and the refusal says so and what to do.
+func TestProgressThreadNeedsMultiple(t *testing.T) {
+	if err := progressThreadAllowed(3); err != nil {
+		t.Errorf("MPI_THREAD_MULTIPLE refused: %v", err)
+	}
+	for level, name := range map[int]string{0: "MPI_THREAD_SINGLE", 2: "MPI_THREAD_SERIALIZED", -1: "an unknown level"} {
+		err := progressThreadAllowed(level)
+		if err == nil || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "MPI_Init_thread") {
+			t.Errorf("level %d: %v", level, err)
 		}
 	}
 }

@@ -21,6 +21,7 @@ typedef int64_t C64; /* MPI_Count on both */
 struct gc_pmpi {
     int (*Initialized)(int *);
     int (*Finalized)(int *);
+    int (*Query_thread)(int *);
     int (*Allreduce)(const void *, void *, int, H, H, H);
     int (*Allreduce_c)(const void *, void *, C64, H, H, H);
     int (*Reduce_scatter)(const void *, void *, const int *, H, H, H);

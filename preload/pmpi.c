@@ -81,7 +81,7 @@ static int lookup_functions(void) {
     else
         return -1;
 #define F(name) gc_p.name = sym("PMPI_" #name)
-    F(Initialized); F(Finalized);
+    F(Initialized); F(Finalized); F(Query_thread);
     F(Allreduce); F(Allreduce_c); F(Reduce_scatter); F(Reduce_scatter_c);
     F(Reduce_scatter_block); F(Reduce_scatter_block_c); F(Allgather); F(Allgather_c); F(Allgatherv);
     F(Comm_rank); F(Comm_size); F(Comm_test_inter); F(Comm_group); F(Comm_create); F(Group_free);
@@ -173,6 +173,15 @@ int gc_lookup_handles(void) {
 const char *gc_library_version(void) { return version; }
 gc_handle gc_world(void) { return gc_c.comm_world; }
 gc_handle gc_self(void) { return gc_c.comm_self; }
+
+/* gc_thread_level is the thread support the host MPI provides
+ * (MPI_THREAD_SINGLE 0 .. MPI_THREAD_MULTIPLE 3, the same numbers on
+ * both hosts), or -1 if it cannot say. */
+int gc_thread_level(void) {
+    int level = -1;
+    if (!gc_p.Query_thread || gc_p.Query_thread(&level) != 0) return -1;
+    return level;
+}
 
 int gc_world_rank(void) {
     int r = -1;

@@ -203,6 +203,7 @@ void gc_errors_return(gc_handle saved[2]);
 void gc_errors_restore(gc_handle saved[2]);
 int gc_errhandler_returns(gc_handle comm);
 int gc_world_rank(void);
+int gc_thread_level(void); /* the host's MPI_Query_thread, -1 if unknown */
 int gc_large_p2p(void);
 const char *gc_library_version(void);
 
