@@ -3,6 +3,7 @@ package coll_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -217,7 +218,9 @@ func TestSharedRequestTimesOut(t *testing.T) {
 		if !errors.As(nb, &te) || te.Peer != 1 || !errors.Is(nb, transport.ErrTimeout) {
 			return fmt.Errorf("got %v, want a timeout naming rank 1", nb)
 		}
-		if blocking == nil || nb.Error() != blocking.Error() {
+		// The same words, but for the name of the call the program made.
+		if blocking == nil || !strings.HasPrefix(nb.Error(), "MPI_Iallreduce: MPI_Iallreduce failed") ||
+			strings.ReplaceAll(nb.Error(), "MPI_Iallreduce", "MPI_Allreduce") != blocking.Error() {
 			return fmt.Errorf("the request's error\n\t%v\ndiffers from the blocking call's\n\t%v", nb, blocking)
 		}
 		return nil
