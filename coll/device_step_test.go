@@ -7,7 +7,6 @@ import (
 
 	"github.com/gocoll/gocoll/coll"
 	"github.com/gocoll/gocoll/executor/device"
-	"github.com/gocoll/gocoll/gpu"
 	"github.com/gocoll/gocoll/gpu/fake"
 	"github.com/gocoll/gocoll/ops"
 )
@@ -18,32 +17,8 @@ func addrOfTest(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceDa
 // with the progress goroutine on or off.
 func gpuThreadJob(t *testing.T, p int, s gpuSetup, thread bool, f func(c *coll.Comm, proc *fake.Process, dev int) error) {
 	t.Helper()
-	m := fake.NewMachine(s.machine)
-	procs := make([]*fake.Process, p)
-	rts := make([]*gpu.Runtime, p)
-	for r := range p {
-		if s.shared && r > 0 {
-			procs[r], rts[r] = procs[0], rts[0]
-			continue
-		}
-		procs[r] = m.NewProcess()
-		rt, err := gpu.NewRuntime(procs[r], gpu.Auto)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rts[r] = rt
-	}
-	jobWith(t, p, func(cfg *coll.Config) {
-		cfg.Device.Options, cfg.Device.NoIPC, cfg.ProgressThread = s.opts, s.noIPC, thread
-	}, func(c *coll.Comm) error {
-		procs[c.Rank()].AppInit(0)
-		c.SetCUDA(rts[c.Rank()])
-		defer c.Close()
-		return f(c, procs[c.Rank()], 0)
-	})
-	if n := m.OpenMappings(); n != 0 {
-		t.Errorf("%d IPC mappings left open after every communicator closed", n)
-	}
+	s.thread = thread
+	gpuJob(t, p, s, f)
 }
 
 // devAlloc copies data into new device memory of proc and returns it as

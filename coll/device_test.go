@@ -36,6 +36,7 @@ type gpuSetup struct {
 	debug   *lockedWriter // GOCOLL_DEBUG=info's lines, if not nil
 	// reproducible: GOCOLL_REPRODUCIBLE=1
 	reproducible bool
+	thread       bool // GOCOLL_PROGRESS_THREAD=1
 }
 
 // gpuJob runs f on p ranks, each a fake CUDA process on one fake node
@@ -61,6 +62,7 @@ func gpuJob(t *testing.T, p int, s gpuSetup, f func(c *coll.Comm, proc *fake.Pro
 		cfg.Device.Options = s.opts
 		cfg.Device.NoIPC = s.noIPC
 		cfg.Reproducible = s.reproducible
+		cfg.ProgressThread = s.thread
 		if s.debug != nil {
 			cfg.Debug = s.debug
 		}

@@ -94,18 +94,8 @@ func TestSharedRequestsStep(t *testing.T) {
 				if err := sumOf(p, 1003, 7, blocking); err != nil {
 					return fmt.Errorf("the blocking call: %w", err)
 				}
-				deadline := time.Now().Add(20 * time.Second)
-				for {
-					done, err := rag.Test()
-					if err != nil {
-						return err
-					}
-					if done {
-						break
-					}
-					if time.Now().After(deadline) {
-						return errors.New("the iallgather on the duplicate never completed")
-					}
+				if err := testUntilDone(rag, 20*time.Second); err != nil {
+					return fmt.Errorf("the iallgather on the duplicate: %w", err)
 				}
 				for _, r := range []*coll.Request{rsmall, rrs, reqs[1], reqs[0]} {
 					if err := r.Wait(); err != nil {

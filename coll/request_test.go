@@ -169,18 +169,8 @@ func TestIreduceScatterShapes(t *testing.T) {
 					if err != nil {
 						return err
 					}
-					deadline := time.Now().Add(10 * time.Second)
-					for {
-						done, err := r.Test()
-						if err != nil {
-							return err
-						}
-						if done {
-							break
-						}
-						if time.Now().After(deadline) {
-							return fmt.Errorf("shape %d form %d: never done", shape, form)
-						}
+					if err := testUntilDone(r, 10*time.Second); err != nil {
+						return fmt.Errorf("shape %d form %d: %w", shape, form, err)
 					}
 				}
 			}
@@ -270,4 +260,19 @@ func TestRequestErrorsNameTheirCall(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// testUntilDone calls r.Test until r completes, returning its error, or
+// fails after limit.
+func testUntilDone(r *coll.Request, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		done, err := r.Test()
+		if done || err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("never done by Test in %v", limit)
+		}
+	}
 }
