@@ -9,6 +9,7 @@ static void gocoll_fast_hold(int d) { __atomic_add_fetch(&gocoll_fast_held, d, _
 import "C"
 
 import (
+	"github.com/gocoll/gocoll/internal/pause"
 	"runtime"
 	"time"
 	"unsafe"
@@ -285,7 +286,7 @@ type backoff int
 
 func (b *backoff) idle() {
 	if *b++; *b > 64 {
-		time.Sleep(20 * time.Microsecond)
+		pause.For(20 * time.Microsecond)
 	} else {
 		runtime.Gosched()
 	}

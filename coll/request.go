@@ -2,6 +2,7 @@ package coll
 
 import (
 	"errors"
+	"github.com/gocoll/gocoll/internal/pause"
 	"runtime"
 	"strings"
 	"sync"
@@ -286,7 +287,7 @@ func (p *patience) stalled(timeout time.Duration) bool {
 		p.since = time.Now()
 	}
 	if p.idle > 64 {
-		time.Sleep(20 * time.Microsecond)
+		pause.For(20 * time.Microsecond)
 	} else {
 		runtime.Gosched()
 	}
@@ -622,7 +623,7 @@ func (e *progressEngine) run() {
 		case idle < 32:
 			runtime.Gosched()
 		default:
-			time.Sleep(time.Duration(min(idle, 200)) * time.Microsecond / 4)
+			pause.For(time.Duration(min(idle, 200)) * time.Microsecond / 4)
 		}
 	}
 }

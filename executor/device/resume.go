@@ -3,6 +3,7 @@ package device
 import (
 	"errors"
 	"fmt"
+	"github.com/gocoll/gocoll/internal/pause"
 	"runtime"
 	"slices"
 	"time"
@@ -373,7 +374,7 @@ func (r *run) pollTasks(block bool) (ended, moved bool, err error) {
 		case left == 1 && ops != nil:
 			r.c.T.Wait(ops) // likewise
 		default:
-			time.Sleep(20 * time.Microsecond)
+			pause.For(20 * time.Microsecond)
 		}
 	}
 }
