@@ -104,6 +104,11 @@ func gc_go_start() (rc C.int) {
 		}
 	}
 	cfg = c
+	thread := C.int(0)
+	if c.coll.ProgressThread {
+		thread = 1
+	}
+	C.gc_register_progress(thread)
 	if !c.debug && !c.coll.Check {
 		// The engine's C half runs small shm calls; not while every call
 		// must come to Go (GOCOLL_DEBUG=info logs each, GOCOLL_CHECK
@@ -233,6 +238,7 @@ var reasons = [...]string{
 	C.GC_R_SETUP:     "gocoll could not set this communicator up",
 	C.GC_R_LARGE:     "count too large for the host's point-to-point calls",
 	C.GC_R_TUNED:     "tuned: native",
+	C.GC_R_PROGRESS:  "a request nothing would move while the program blocks in the host MPI (no progress hook in the host: set GOCOLL_PROGRESS_THREAD=1 at MPI_THREAD_MULTIPLE)",
 }
 
 // gc_go_note prints why the C half handed a call to the host MPI

@@ -44,6 +44,9 @@ enum {
     GC_R_SETUP,         /* gocoll could not set up the communicator */
     GC_R_LARGE,         /* a count beyond what the host's point-to-point calls take */
     GC_R_TUNED,         /* the tuner chose native */
+    GC_R_PROGRESS,      /* a nonblocking or persistent call that nothing would move while the
+                         * program blocks in a host call (requests.c: no progress hook in the
+                         * host, no progress thread) */
     GC_NREASONS
 };
 
@@ -204,6 +207,8 @@ void gc_errors_restore(gc_handle saved[2]);
 int gc_errhandler_returns(gc_handle comm);
 int gc_world_rank(void);
 int gc_thread_level(void); /* the host's MPI_Query_thread, -1 if unknown */
+void gc_register_progress(int thread); /* requests.c: who moves gocoll's requests */
+extern int gc_requests_movable;        /* requests.c: 1 once something does */
 int gc_large_p2p(void);
 const char *gc_library_version(void);
 

@@ -68,10 +68,50 @@ static inline void *rat(void *a, int i) { return (char *)a + (size_t)i * (gc_fla
 
 static inline int any_live(void) { return __atomic_load_n(&live, __ATOMIC_ACQUIRE) != 0; }
 
+static int active_reqs; /* started and not completed, in every communicator */
+
 static void hold(struct req *r, int on) {
     if (r->active == on) return;
     r->active = on;
+    __atomic_add_fetch(&active_reqs, on ? 1 : -1, __ATOMIC_ACQ_REL);
     if (r->cs) __atomic_add_fetch(&r->cs->held, on ? 1 : -1, __ATOMIC_ACQ_REL);
+}
+
+/*
+ * Progress. MPI requires a rank blocked in any MPI call (a host
+ * MPI_Recv, MPI_Bcast, ...) to move its requests: a peer may be waiting
+ * for one of them before it can answer. The host's blocking calls know
+ * nothing of gocoll's requests, so gocoll takes a request only where
+ * something moves it then (gc_requests_movable):
+ *   - Open MPI: every blocking call spins in opal_progress, which calls
+ *     the functions registered with opal_progress_register (its own
+ *     nonblocking collectives move that way); progress_hook moves
+ *     gocoll's requests from there, only while some are active, and not
+ *     from inside itself (gocoll's own calls to the host spin there too);
+ *   - GOCOLL_PROGRESS_THREAD=1 (which needs MPI_THREAD_MULTIPLE:
+ *     entry.go): the progress thread moves them.
+ * Otherwise (MPICH, which offers no such hook, without the thread) the
+ * nonblocking and persistent forms go to the host (GC_R_PROGRESS).
+ */
+int gc_requests_movable;
+static __thread __attribute__((tls_model("initial-exec"))) int in_hook;
+
+static int progress_hook(void) {
+    if (in_hook || !__atomic_load_n(&active_reqs, __ATOMIC_RELAXED)) return 0;
+    in_hook = 1;
+    gc_go_progress();
+    in_hook = 0;
+    return 0;
+}
+
+void gc_register_progress(int thread) {
+    if (thread) {
+        __atomic_store_n(&gc_requests_movable, 1, __ATOMIC_RELEASE);
+        return;
+    }
+    if (gc_flavor != GC_OMPI) return;
+    int (*reg)(int (*)(void)) = (int (*)(int (*)(void)))dlsym(RTLD_DEFAULT, "opal_progress_register");
+    if (reg && reg(progress_hook) == 0) __atomic_store_n(&gc_requests_movable, 1, __ATOMIC_RELEASE);
 }
 
 /* gc_requests_forget drops a communicator's state, being freed, from

@@ -46,6 +46,16 @@ func dropRequest(id C.int) {
 // (started now) or persistent (started by MPI_Start). It returns as
 // gc_go_run does, *id set on success.
 //
+//export gc_go_progress
+func gc_go_progress() {
+	defer func() {
+		if v := recover(); v != nil {
+			internal("moving requests", v)
+		}
+	}()
+	coll.Progress()
+}
+
 //export gc_go_irun
 func gc_go_irun(c *C.struct_gc_call, persistent C.int, id *C.int) (rc C.int) {
 	cl := algorithms.Collective(c.coll)

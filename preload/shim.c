@@ -503,6 +503,10 @@ static int ran(struct gc_call *c, int *why, int *rc, const struct gc_form *f) {
         return 1;
     }
     if (*why || (*why = why_device(c))) return 0;
+    if (f && !__atomic_load_n(&gc_requests_movable, __ATOMIC_RELAXED)) {
+        *why = GC_R_PROGRESS;
+        return 0;
+    }
     if (!f && !c->device && c->alg == gc_shm_alg[c->coll] && ran_engine(c, rc)) return 1;
     if ((*rc = f ? run_request(c, f) : run(c)) >= 0) {
         if (c->cached) count(c->coll, GC_K_CACHED);

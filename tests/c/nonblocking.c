@@ -647,7 +647,10 @@ static void progress_rule(void) {
 }
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
+    /* MPI_THREAD_MULTIPLE: under LD_PRELOAD, GOCOLL_PROGRESS_THREAD=1
+     * needs it (the tests set it over MPICH) */
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     iallreduce();

@@ -55,7 +55,10 @@ enum { N = 64 };
 static int rsum(int i, int k) { return size * (i + k) + size * (size - 1) / 2; }
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
+    /* MPI_THREAD_MULTIPLE: under LD_PRELOAD, GOCOLL_PROGRESS_THREAD=1
+     * needs it (the tests set it over MPICH) */
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     const char *expect = getenv("PRELOAD_EXPECT");
