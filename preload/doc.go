@@ -82,13 +82,15 @@
 // requests use different communicators.
 //
 // gocoll's requests move when the application calls MPI_Wait, MPI_Test,
-// or another intercepted call that tests them, on the thread that calls
-// it: with the hostmpi transport (ranks on several hosts) that thread
-// makes the PMPI_Isend/Irecv/Test calls. GOCOLL_PROGRESS_THREAD=1 makes
-// them from a goroutine's thread too, which MPI allows only at
-// MPI_THREAD_MULTIPLE: the start refuses it (every collective call then
-// fails, with a message that says why and what to do) unless
-// PMPI_Query_thread says the host provides MPI_THREAD_MULTIPLE.
+// or another intercepted call that tests them, and, as MPI's progress
+// rule asks, while it blocks in any host call: under Open MPI from its
+// progress loop (opal_progress_register, requests.c), with
+// GOCOLL_PROGRESS_THREAD=1 on the progress thread. The thread calls the
+// host's point-to-point functions from a thread of its own, which MPI
+// allows only at MPI_THREAD_MULTIPLE: the start refuses it unless
+// PMPI_Query_thread says the host provides that. Where neither moves
+// them (MPICH without the thread) the nonblocking and persistent forms go
+// to the host (GC_R_PROGRESS).
 //
 // Fortran: Open MPI's Fortran bindings call PMPI_ functions directly, so
 // under Open MPI a Fortran program's nonblocking and persistent
