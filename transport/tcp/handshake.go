@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"syscall"
 	"time"
 )
 
@@ -162,7 +163,12 @@ func (e *Endpoint) serve(c net.Conn) {
 		return
 	}
 	if err != nil {
-		e.logf("refused connection from %v: %v", c.RemoteAddr(), err)
+		// A dialer that hangs up before proving anything (a rank whose
+		// endpoint closed at the end of the job while its dial was on the
+		// way) is not refused: there is nothing to say about it.
+		if !hungUp(err) {
+			e.logf("refused connection from %v: %v", c.RemoteAddr(), err)
+		}
 		c.Close()
 		return
 	}
@@ -257,4 +263,10 @@ func (p *peer) awaitExpired() {
 	if waiting {
 		p.fail(peerFailed(p.rank, "its connection did not arrive after winning the race against ours"))
 	}
+}
+
+// hungUp reports whether a handshake failed because the other side closed
+// the connection, not because of anything it sent.
+func hungUp(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
 }
