@@ -606,6 +606,11 @@ func (e *progressEngine) progressAll() bool {
 // requests are in flight it moves them, polling at once while they move
 // and backing off to short sleeps while they wait for peers; with none in
 // flight it sleeps until one starts.
+// spinRounds is how many idle rounds the progress goroutine polls before
+// it starts to sleep: a peer's step typically comes within microseconds,
+// and a sleep costs tens (the kernel's timer slack).
+const spinRounds = 32
+
 func (e *progressEngine) run() {
 	idle := 0
 	for {
@@ -620,10 +625,10 @@ func (e *progressEngine) run() {
 		}
 		idle++
 		switch {
-		case idle < 32:
+		case idle < spinRounds:
 			runtime.Gosched()
 		default:
-			pause.For(time.Duration(min(idle, 200)) * time.Microsecond / 4)
+			pause.For(time.Duration(min(idle-spinRounds, 200)) * time.Microsecond / 4)
 		}
 	}
 }
