@@ -245,6 +245,8 @@ func (r *Request) wait() {
 	// With the progress thread too, a rank in Wait has nothing else to do:
 	// it drives its requests itself rather than sleep until the thread's
 	// next turn (the thread skips a communicator whose lock it holds).
+	c.eng.waiters.Add(1)
+	defer c.eng.waiters.Add(-1)
 	var pat patience
 	for !r.done.Load() {
 		if c.eng.comms.Load() == 1 {
@@ -545,11 +547,15 @@ func (c *Comm) complete(r *Request) {
 // progressEngine knows the communicators with requests in flight, so
 // that any gocoll call, or the progress goroutine, can move them all.
 type progressEngine struct {
-	mu     sync.Mutex
-	list   []*Comm
-	comms  atomic.Int32 // len(list), read without the lock
-	wake   chan struct{}
-	thread sync.Once
+	mu    sync.Mutex
+	list  []*Comm
+	comms atomic.Int32 // len(list), read without the lock
+	// waiters counts the goroutines in Request.wait, which move every
+	// request themselves: the progress goroutine stands aside meanwhile
+	// rather than contend with them for the communicators and the cores.
+	waiters atomic.Int32
+	wake    chan struct{}
+	thread  sync.Once
 }
 
 // processEngine is the process's: every communicator of a process shares
@@ -617,6 +623,10 @@ func (e *progressEngine) run() {
 		if e.comms.Load() == 0 {
 			<-e.wake
 			idle = 0
+			continue
+		}
+		if e.waiters.Load() > 0 {
+			pause.For(50 * time.Microsecond)
 			continue
 		}
 		if e.progressAll() {
