@@ -4,6 +4,10 @@
 #                 LD_PRELOAD library), the Fortran module, the compiler
 #                 wrappers, gocollrun and the Go commands
 #   make demo     the main job (see the README)
+#   make install  into PREFIX (default /usr/local; DESTDIR stages it):
+#                 bin/, lib/ (and lib/pkgconfig: gocoll, gocoll-preload),
+#                 include/, share/doc/gocoll (tools/install.sh)
+#   make uninstall  what make install put there, nothing else
 #   make gpu-bundle
 #                 build/gpu-bundle/: the device check, a folder to copy to
 #                 a GPU machine that has only the NVIDIA driver, and run
@@ -29,7 +33,10 @@ INC     := $(BUILD)/include
 # own header marks deprecated: keep gcc quiet about them.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: all build deps cluster-deps test-cluster lib fortran wrappers commands gpu-bundle demo test vet fmt-check bench compare measure clean
+PREFIX ?= /usr/local
+export PREFIX DESTDIR
+
+.PHONY: install uninstall all build deps cluster-deps test-cluster lib fortran wrappers commands gpu-bundle demo test vet fmt-check bench compare measure clean
 
 all: build
 
@@ -84,6 +91,12 @@ gpu-bundle: build
 
 demo: build
 	tools/demo.sh
+
+install: build
+	tools/install.sh install
+
+uninstall:
+	tools/install.sh uninstall
 
 # The test-only hooks (preload/fault.go) build only with -tags gocolltest:
 # vetted both ways.

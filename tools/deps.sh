@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs what gocoll's build and tests need, when it is missing: gfortran
 # (the Fortran module and examples), Open MPI and MPICH (the preload library
-# and the comparison benchmarks), iproute2 (emulated hosts in tests).
+# and the comparison benchmarks), iproute2 (emulated hosts in tests),
+# pkg-config (the install test).
 # Debian packages; needs root (or sudo).
 set -e
 missing=""
@@ -10,6 +11,7 @@ need gfortran gfortran
 need mpicc.openmpi "openmpi-bin libopenmpi-dev"
 need mpicc.mpich "mpich libmpich-dev"
 need ip iproute2
+need pkg-config pkg-config # tests/install_test.go: the installed .pc files
 [ -z "$missing" ] && exit 0
 echo "gocoll: installing$missing" >&2
 SUDO=""

@@ -1,0 +1,92 @@
+package tests
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gocoll/gocoll/tests/internal/harness"
+)
+
+// make install into a temporary prefix, then, from a folder outside the
+// repository: a C example built with the installed mpicc and with
+// pkg-config gocoll runs under the installed gocollrun; a program built
+// with Open MPI's mpicc and pkg-config gocoll-preload (linked ahead of
+// libmpi, no LD_PRELOAD) runs gocoll's collectives; make uninstall leaves
+// the prefix empty. DESTDIR stages an install whose files name the final prefix.
+func TestInstall(t *testing.T) {
+	tmp := t.TempDir()
+	prefix := filepath.Join(tmp, "prefix")
+	install := filepath.Join(harness.Root, "tools", "install.sh")
+	if out, code := harness.Run(t, time.Minute, []string{"PREFIX=" + prefix}, install, "install"); code != 0 {
+		t.Fatalf("install: exit %d\n%s", code, out)
+	}
+	src := filepath.Join(prefix, "share", "doc", "gocoll", "examples", "allreduce.c")
+	away := filepath.Join(tmp, "app") // not in the repository
+	if err := os.Mkdir(away, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := func(name string) string { return filepath.Join(prefix, "bin", name) }
+	pcEnv := []string{"PKG_CONFIG_PATH=" + filepath.Join(prefix, "lib", "pkgconfig")}
+	pkgConfig := func(args ...string) []string {
+		out, code := harness.Run(t, time.Minute, pcEnv, append([]string{"pkg-config"}, args...)...)
+		if code != 0 {
+			t.Fatalf("pkg-config %v: exit %d\n%s", args, code, out)
+		}
+		return strings.Fields(out)
+	}
+
+	wrapped := filepath.Join(away, "allreduce-mpicc")
+	if out, code := harness.Run(t, time.Minute, nil, bin("mpicc"), "-o", wrapped, src); code != 0 {
+		t.Fatalf("installed mpicc: exit %d\n%s", code, out)
+	}
+	pc := filepath.Join(away, "allreduce-pc")
+	argv := append([]string{"cc", "-o", pc, src}, pkgConfig("--cflags", "--libs", "gocoll")...)
+	if out, code := harness.Run(t, time.Minute, nil, argv...); code != 0 {
+		t.Fatalf("cc with pkg-config gocoll: exit %d\n%s", code, out)
+	}
+	for _, prog := range []string{wrapped, pc} {
+		out, code := harness.Run(t, time.Minute, nil, bin("gocollrun"), "-n", "2", prog)
+		if code != 0 || strings.Count(out, ": PASS") != 2 || strings.Contains(out, filepath.Join(harness.Root, "build")) {
+			t.Errorf("%s under the installed gocollrun: exit %d\n%s", filepath.Base(prog), code, out)
+		}
+		if ldd, _ := harness.Run(t, time.Minute, nil, "ldd", prog); !strings.Contains(ldd, filepath.Join(prefix, "lib", "libgocoll.so")) {
+			t.Errorf("%s does not load the installed libgocoll.so:\n%s", filepath.Base(prog), ldd)
+		}
+	}
+
+	// Linked ahead of Open MPI's library: gocoll runs the calls (its
+	// GOCOLL_DEBUG lines), with no LD_PRELOAD.
+	if cflags := pkgConfig("--cflags", "gocoll-preload"); len(cflags) != 0 {
+		t.Errorf("gocoll-preload.pc has cflags %v: a host MPI program must keep its own mpi.h", cflags)
+	}
+	linked := filepath.Join(away, "allreduce-linked")
+	argv = append(append([]string{"mpicc.openmpi", "-o", linked, src}, pkgConfig("--libs", "gocoll-preload")...), "-lmpi")
+	if out, code := harness.Run(t, time.Minute, nil, argv...); code != 0 {
+		t.Fatalf("mpicc.openmpi with pkg-config gocoll-preload: exit %d\n%s", code, out)
+	}
+	out, code := harness.Run(t, 2*time.Minute, []string{"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"},
+		"mpirun.openmpi", "-np", "2", "-x", "GOCOLL_DEBUG=info", "-x", "GOCOLL_ALLREDUCE_ALGORITHM=ring", linked)
+	if code != 0 || strings.Count(out, ": PASS") != 2 || !strings.Contains(out, "MPI_Allreduce") || !strings.Contains(out, "algorithm=ring") {
+		t.Errorf("linked ahead of Open MPI: exit %d, want two PASS lines and gocoll's trace of a ring allreduce:\n%s", code, out)
+	}
+
+	if out, code := harness.Run(t, time.Minute, []string{"PREFIX=" + prefix}, install, "uninstall"); code != 0 {
+		t.Fatalf("uninstall: exit %d\n%s", code, out)
+	}
+	if left, _ := harness.Run(t, time.Minute, nil, "find", prefix, "-mindepth", "1"); left != "" {
+		t.Errorf("uninstall left files behind:\n%s", left)
+	}
+
+	// DESTDIR: staged under it, naming the final prefix.
+	stage := filepath.Join(tmp, "stage")
+	if out, code := harness.Run(t, time.Minute, []string{"DESTDIR=" + stage, "PREFIX=/opt/gocoll"}, install, "install"); code != 0 {
+		t.Fatalf("install with DESTDIR: exit %d\n%s", code, out)
+	}
+	pcFile, err := os.ReadFile(filepath.Join(stage, "opt", "gocoll", "lib", "pkgconfig", "gocoll.pc"))
+	if err != nil || !strings.Contains(string(pcFile), "prefix=/opt/gocoll\n") {
+		t.Errorf("staged gocoll.pc (%v):\n%s", err, pcFile)
+	}
+}
