@@ -14,8 +14,9 @@ import (
 // repository: a C example built with the installed mpicc and with
 // pkg-config gocoll runs under the installed gocollrun; a program built
 // with Open MPI's mpicc and pkg-config gocoll-preload (linked ahead of
-// libmpi, no LD_PRELOAD) runs gocoll's collectives; make uninstall leaves
-// the prefix empty. DESTDIR stages an install whose files name the final prefix.
+// libmpi, no LD_PRELOAD) runs gocoll's collectives; so do CMake projects
+// with find_package(gocoll) (gocoll::mpi, gocoll::preload); make
+// uninstall leaves the prefix empty. DESTDIR stages an install whose files name the final prefix.
 func TestInstall(t *testing.T) {
 	tmp := t.TempDir()
 	prefix := filepath.Join(tmp, "prefix")
@@ -71,6 +72,43 @@ func TestInstall(t *testing.T) {
 		"mpirun.openmpi", "-np", "2", "-x", "GOCOLL_DEBUG=info", "-x", "GOCOLL_ALLREDUCE_ALGORITHM=ring", linked)
 	if code != 0 || strings.Count(out, ": PASS") != 2 || !strings.Contains(out, "MPI_Allreduce") || !strings.Contains(out, "algorithm=ring") {
 		t.Errorf("linked ahead of Open MPI: exit %d, want two PASS lines and gocoll's trace of a ring allreduce:\n%s", code, out)
+	}
+
+	// CMake: find_package(gocoll), gocoll::mpi for a standalone program,
+	// gocoll::preload ahead of Open MPI's library (built with its mpicc).
+	proj := filepath.Join(away, "cmake")
+	if err := os.MkdirAll(proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lists := `cmake_minimum_required(VERSION 3.16)
+project(app C)
+find_package(gocoll REQUIRED)
+add_executable(app ` + src + `)
+target_link_libraries(app gocoll::mpi)
+if(LINKED)
+  add_executable(linked ` + src + `)
+  target_link_libraries(linked gocoll::preload mpi)
+endif()
+`
+	if err := os.WriteFile(filepath.Join(proj, "CMakeLists.txt"), []byte(lists), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ dir, cc, flag string }{{"std", "cc", "-DLINKED=OFF"}, {"ompi", "mpicc.openmpi", "-DLINKED=ON"}} {
+		b := filepath.Join(away, "cmake-"+tc.dir)
+		if out, code := harness.Run(t, 2*time.Minute, []string{"CC=" + tc.cc}, "cmake", "-S", proj, "-B", b, "-DCMAKE_PREFIX_PATH="+prefix, tc.flag); code != 0 {
+			t.Fatalf("cmake configure (%s): exit %d\n%s", tc.dir, code, out)
+		}
+		if out, code := harness.Run(t, 2*time.Minute, nil, "cmake", "--build", b); code != 0 {
+			t.Fatalf("cmake --build (%s): exit %d\n%s", tc.dir, code, out)
+		}
+	}
+	if out, code := harness.Run(t, time.Minute, nil, bin("gocollrun"), "-n", "2", filepath.Join(away, "cmake-std", "app")); code != 0 || strings.Count(out, ": PASS") != 2 {
+		t.Errorf("the CMake-built gocoll::mpi program: exit %d\n%s", code, out)
+	}
+	out, code = harness.Run(t, 2*time.Minute, []string{"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"},
+		"mpirun.openmpi", "-np", "2", "-x", "GOCOLL_DEBUG=info", "-x", "GOCOLL_ALLREDUCE_ALGORITHM=ring", filepath.Join(away, "cmake-ompi", "linked"))
+	if code != 0 || strings.Count(out, ": PASS") != 2 || !strings.Contains(out, "algorithm=ring") {
+		t.Errorf("the CMake-built gocoll::preload program over Open MPI: exit %d\n%s", code, out)
 	}
 
 	if out, code := harness.Run(t, time.Minute, []string{"PREFIX=" + prefix}, install, "uninstall"); code != 0 {

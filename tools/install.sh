@@ -10,6 +10,8 @@
 #                        mpich-abi/libmpich.so.12 (-> ../libgocoll.so)
 #   lib/pkgconfig/       gocoll.pc (gocoll's own mpi.h and library) and
 #                        gocoll-preload.pc (to link ahead of a host MPI)
+#   lib/cmake/gocoll/    gocollConfig.cmake: find_package(gocoll), the
+#                        targets gocoll::mpi and gocoll::preload
 #   include/             mpi.h, mpif.h, mpi.f90 and the mpi module
 #   share/doc/gocoll/    README.md, the examples
 #   share/gocoll/manifest  every file installed, for uninstall
@@ -29,7 +31,7 @@ if [ "$cmd" = uninstall ]; then
 	while read -r f; do rm -f "$root/$f"; done <"$manifest"
 	rm -f "$manifest"
 	# The folders the install made, deepest first, where now empty.
-	for d in share/gocoll share/doc/gocoll/examples share/doc/gocoll lib/pkgconfig lib/mpich-abi include bin lib share/doc share; do
+	for d in lib/cmake/gocoll lib/cmake share/gocoll share/doc/gocoll/examples share/doc/gocoll lib/pkgconfig lib/mpich-abi include bin lib share/doc share; do
 		rmdir "$root/$d" 2>/dev/null || true
 	done
 	echo "gocoll removed from $root"
@@ -40,7 +42,7 @@ for f in build/bin/gocollrun build/bin/mpicc build/lib/libgocoll.so build/lib/li
 	[ -e "$f" ] || { echo "install.sh: $f is missing: run make build first" >&2; exit 1; }
 done
 version=$(git describe --always --dirty 2>/dev/null || echo unknown)
-mkdir -p "$root/bin" "$root/lib/mpich-abi" "$root/lib/pkgconfig" "$root/include" \
+mkdir -p "$root/bin" "$root/lib/mpich-abi" "$root/lib/pkgconfig" "$root/lib/cmake/gocoll" "$root/include" \
 	"$root/share/doc/gocoll/examples" "$root/share/gocoll"
 list=$(mktemp)
 trap 'rm -f "$list"' EXIT
@@ -54,6 +56,7 @@ put build/lib/libgocoll-preload.so lib/libgocoll-preload.so 755
 ln -sfn ../libgocoll.so "$root/lib/mpich-abi/libmpich.so.12"
 echo lib/mpich-abi/libmpich.so.12 >>"$list"
 for f in include/mpi.h include/mpif.h include/mpi.f90 build/include/mpi.mod; do put "$f" "include/$(basename "$f")" 644; done
+put tools/cmake/gocollConfig.cmake lib/cmake/gocoll/gocollConfig.cmake 644
 put README.md share/doc/gocoll/README.md 644
 for f in examples/c/*.c; do put "$f" "share/doc/gocoll/examples/$(basename "$f")" 644; done
 pc() { # pc NAME DESCRIPTION CFLAGS LIBS
