@@ -74,6 +74,31 @@ func TestInstall(t *testing.T) {
 		t.Errorf("linked ahead of Open MPI: exit %d, want two PASS lines and gocoll's trace of a ring allreduce:\n%s", code, out)
 	}
 
+	// The same over MPICH (C) and, over Open MPI, from Fortran (its
+	// Fortran library calls PMPI_ directly: gocoll's Fortran names, linked
+	// ahead, take the calls).
+	fsrc := filepath.Join(harness.Root, "examples", "fortran", "allreduce.f90")
+	for _, tc := range []struct {
+		name, cc, src, lib string
+		run                []string
+	}{
+		{"mpich", "mpicc.mpich", src, "-lmpich", []string{"mpiexec.mpich", "-n", "2", "-genv", "GOCOLL_DEBUG", "info", "-genv", "GOCOLL_ALLREDUCE_ALGORITHM", "ring"}},
+		{"openmpi-fortran", "mpif90.openmpi", fsrc, "", []string{"mpirun.openmpi", "-np", "2", "-x", "GOCOLL_DEBUG=info", "-x", "GOCOLL_ALLREDUCE_ALGORITHM=ring"}},
+	} {
+		prog := filepath.Join(away, "linked-"+tc.name)
+		argv := append([]string{tc.cc, "-o", prog, tc.src}, pkgConfig("--libs", "gocoll-preload")...)
+		if tc.lib != "" {
+			argv = append(argv, tc.lib)
+		}
+		if out, code := harness.Run(t, time.Minute, nil, argv...); code != 0 {
+			t.Fatalf("%s with pkg-config gocoll-preload: exit %d\n%s", tc.cc, code, out)
+		}
+		out, code := harness.Run(t, 2*time.Minute, []string{"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"}, append(tc.run, prog)...)
+		if code != 0 || strings.Count(out, ": PASS") != 2 || !strings.Contains(out, "algorithm=ring") {
+			t.Errorf("linked ahead (%s): exit %d, want two PASS lines and gocoll's trace of a ring allreduce:\n%s", tc.name, code, out)
+		}
+	}
+
 	// CMake: find_package(gocoll), gocoll::mpi for a standalone program,
 	// gocoll::preload ahead of Open MPI's library (built with its mpicc).
 	proj := filepath.Join(away, "cmake")
