@@ -8,6 +8,7 @@ import "C"
 import (
 	"errors"
 	"github.com/gocoll/gocoll/coll"
+	"github.com/gocoll/gocoll/internal/pause"
 	"unsafe"
 
 	"github.com/gocoll/gocoll/mpierr"
@@ -137,15 +138,13 @@ func waitP2P(r *p2p.Request) (p2p.Status, error) {
 	if !coll.InFlight() {
 		return r.Wait()
 	}
-	var b backoff
+	var b pause.Backoff
 	for {
 		if done, st, err := r.Test(); done {
 			return st, err
 		}
-		if coll.InFlight() {
-			coll.Progress()
-		}
-		b.idle()
+		coll.Progress() // nothing once the requests are done
+		b.Idle()
 	}
 }
 

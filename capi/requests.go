@@ -10,8 +10,6 @@ import "C"
 
 import (
 	"github.com/gocoll/gocoll/internal/pause"
-	"runtime"
-	"time"
 	"unsafe"
 
 	"github.com/gocoll/gocoll/coll"
@@ -280,18 +278,6 @@ func requestArray(call string, count C.int, reqs *C.MPI_Request) ([]C.MPI_Reques
 	return unsafe.Slice(reqs, int(count)), nil
 }
 
-// backoff yields the processor while requests wait for peers, and sleeps
-// once they have waited a while.
-type backoff int
-
-func (b *backoff) idle() {
-	if *b++; *b > 64 {
-		pause.For(20 * time.Microsecond)
-	} else {
-		runtime.Gosched()
-	}
-}
-
 //export go_Waitall
 func go_Waitall(count C.int, reqs *C.MPI_Request, statuses *C.MPI_Status) (rc C.int) {
 	const call = "MPI_Waitall"
@@ -335,7 +321,7 @@ func go_Waitall(count C.int, reqs *C.MPI_Request, statuses *C.MPI_Status) (rc C.
 			n++
 		}
 	}
-	var b backoff
+	var b pause.Backoff
 	for n > 0 {
 		moved := false
 		for i := range hs {
@@ -360,7 +346,7 @@ func go_Waitall(count C.int, reqs *C.MPI_Request, statuses *C.MPI_Status) (rc C.
 			}
 		}
 		if !moved && n > 0 {
-			b.idle()
+			b.Idle()
 		}
 	}
 	if firstErr != nil && !ignore {
@@ -424,7 +410,7 @@ func anyOf(call string, wait bool, count C.int, reqs *C.MPI_Request, index, flag
 	if err != nil {
 		return fail(nil, err)
 	}
-	var b backoff
+	var b pause.Backoff
 	for {
 		active := false
 		for i := range hs {
@@ -462,7 +448,7 @@ func anyOf(call string, wait bool, count C.int, reqs *C.MPI_Request, index, flag
 			*flag = 0
 			return C.MPI_SUCCESS
 		}
-		b.idle()
+		b.Idle()
 	}
 }
 

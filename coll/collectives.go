@@ -317,7 +317,11 @@ type route struct {
 // resumable reports whether the route is a schedule on the host
 // executor; the shm engine and the device executor have steppers of their
 // own (stepperOf), and only hierarchical's shm form runs as one piece.
-func (rt route) resumable() bool { return !rt.alg.Direct && rt.h == nil && !rt.onDevice }
+func (rt route) resumable() bool { return rt.scheduled() && !rt.onDevice }
+
+// scheduled reports whether the route runs a schedule (on host or device
+// memory), not the shm engine or hierarchical's shm form.
+func (rt route) scheduled() bool { return !rt.alg.Direct && rt.h == nil }
 
 // dispatch runs o now, or with r makes it r's call.
 func (c *Comm) dispatch(r *Request, o op) error {
@@ -439,8 +443,13 @@ func (c *Comm) execute(o *op, rt route) error {
 // scratch memory from the communicator's (grown as needed, kept between
 // calls) and the call's tag; c.mu is held and c.seq already advanced.
 func hostCall(c *Comm, s *schedule.Schedule, in, out []byte, size int, kernel ops.Kernel) host.Call {
+	return hostCallIn(c, s, in, out, c.scratchBytes(s.ScratchLen*size), size, kernel)
+}
+
+// hostCallIn is hostCall with scratch of the caller's (a Request's own).
+func hostCallIn(c *Comm, s *schedule.Schedule, in, out, scratch []byte, size int, kernel ops.Kernel) host.Call {
 	return host.Call{
-		Sched: s, In: in, Out: out, Scratch: c.scratchBytes(s.ScratchLen * size), ElemSize: size, Reduce: host.Kernel(kernel),
+		Sched: s, In: in, Out: out, Scratch: scratch, ElemSize: size, Reduce: host.Kernel(kernel),
 		T: c.t, Ranks: c.ranks, Tag: transport.Tag{Context: c.ctx, Seq: c.seq},
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/gocoll/gocoll/executor/host"
 	"github.com/gocoll/gocoll/mpierr"
 	"github.com/gocoll/gocoll/schedule"
-	"github.com/gocoll/gocoll/transport"
 )
 
 // A Request is one collective call that runs while the program goes on:
@@ -244,7 +243,7 @@ func (r *Request) wait() {
 	}
 	// With the progress thread too, a rank in Wait has nothing else to do:
 	// it drives its requests itself rather than sleep until the thread's
-	// next turn (the thread skips a communicator whose lock it holds).
+	// next turn (the thread stands aside meanwhile: progressEngine.waiters).
 	c.eng.waiters.Add(1)
 	defer c.eng.waiters.Add(-1)
 	var pat patience
@@ -276,24 +275,20 @@ func (r *Request) wait() {
 // names the peer that does not answer: a stall ends in an error, never a
 // hang.
 type patience struct {
-	idle  int
+	b     pause.Backoff
 	since time.Time
 }
 
-func (p *patience) moved() { p.idle = 0 }
+func (p *patience) moved() { p.b.Reset() }
 
 // stalled backs off once and reports whether nothing has moved for
 // timeout (0: never).
 func (p *patience) stalled(timeout time.Duration) bool {
-	if p.idle++; p.idle == 1 {
+	if p.b.Rounds() == 0 {
 		p.since = time.Now()
 	}
-	if p.idle > 64 {
-		pause.For(20 * time.Microsecond)
-	} else {
-		runtime.Gosched()
-	}
-	return timeout > 0 && p.idle%256 == 0 && time.Since(p.since) > timeout
+	p.b.Idle()
+	return timeout > 0 && p.b.Rounds()%256 == 0 && time.Since(p.since) > timeout
 }
 
 // head returns the first request of c's queue, or nil.
@@ -401,15 +396,15 @@ type stepper interface {
 // progress rule). A route with no stepper runs whole. c.mu is held.
 func (c *Comm) stepWithOthers(o *op, rt route) error {
 	r := &Request{c: c, o: *o, rt: rt}
-	if !rt.alg.Direct && rt.h == nil {
+	if rt.scheduled() {
 		r.sched = c.cache.get(o.coll, rt.alg, o.p)
 	}
 	st, err := c.stepperOf(r, &r.o, rt)
-	if err != nil || st == nil {
-		if err == nil {
-			err = c.execute(o, rt)
-		}
+	if err != nil {
 		return err
+	}
+	if st == nil {
+		return c.execute(o, rt)
 	}
 	r.st = st
 	var pat patience
@@ -452,19 +447,16 @@ func (c *Comm) stepperOf(r *Request, o *op, rt route) (stepper, error) {
 	switch {
 	case rt.resumable():
 		c.seq++
-		s := r.sched
-		if n := s.ScratchLen * o.size; cap(r.scratch) < n {
+		n := r.sched.ScratchLen * o.size
+		if cap(r.scratch) < n {
 			r.scratch = make([]byte, n)
 		}
-		r.hc = host.Call{
-			Sched: s, In: o.in, Out: o.out, Scratch: r.scratch[:s.ScratchLen*o.size], ElemSize: o.size, Reduce: host.Kernel(o.kernel),
-			T: c.t, Ranks: c.ranks, Tag: transport.Tag{Context: c.ctx, Seq: c.seq},
-		}
+		r.hc = hostCallIn(c, r.sched, o.in, o.out, r.scratch[:n], o.size, o.kernel)
 		r.exec.Start(&r.hc)
 		return &r.exec, nil
 	case rt.alg.Direct && rt.h == nil && !rt.onDevice:
 		return c.sharedStepper(r, o, rt)
-	case rt.onDevice && !rt.alg.Direct && rt.h == nil:
+	case rt.scheduled() && rt.onDevice:
 		return c.deviceStepper(r, o, rt)
 	}
 	return nil, nil
@@ -488,7 +480,7 @@ func (c *Comm) begin(r *Request, block bool) error {
 			return err
 		}
 		r.rt = rt
-		if !rt.alg.Direct && rt.h == nil { // a schedule: host or device
+		if rt.scheduled() { // host or device
 			r.sched = c.cache.get(o.coll, rt.alg, o.p)
 		}
 		r.routed = r.persistent // a persistent request keeps its choice

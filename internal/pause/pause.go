@@ -10,6 +10,7 @@
 package pause
 
 import (
+	"runtime"
 	"syscall"
 	"time"
 )
@@ -25,3 +26,23 @@ func For(d time.Duration) {
 	for syscall.Nanosleep(&ts, &ts) == syscall.EINTR {
 	}
 }
+
+// Backoff paces a loop that polls for what a peer does: its first 64
+// idle rounds yield the processor, the later ones sleep 20 µs each (For).
+// The zero value is ready.
+type Backoff struct{ idle int }
+
+// Idle backs off after a round in which nothing moved.
+func (b *Backoff) Idle() {
+	if b.idle++; b.idle > 64 {
+		For(20 * time.Microsecond)
+	} else {
+		runtime.Gosched()
+	}
+}
+
+// Reset starts over after a round in which something moved.
+func (b *Backoff) Reset() { b.idle = 0 }
+
+// Rounds is the number of idle rounds since the last Reset.
+func (b *Backoff) Rounds() int { return b.idle }
