@@ -22,18 +22,7 @@
 #include <strings.h>
 #include "gocoll_counters.h"
 
-static int rank, size, passed, failed;
-
-#define CHECK(cond, ...)                                                          \
-    do {                                                                          \
-        if (cond) passed++;                                                       \
-        else {                                                                    \
-            failed++;                                                             \
-            fprintf(stderr, "rank %d: FAIL ", rank);                              \
-            fprintf(stderr, __VA_ARGS__);                                         \
-            fprintf(stderr, "\n");                                                \
-        }                                                                         \
-    } while (0)
+#include "check.h"
 
 /* value returns rank r's element i as a double; each type converts it. */
 static double value(int r, long i, int op) {

@@ -23,18 +23,7 @@
 #include <string.h>
 #include "gocoll_counters.h"
 
-static int rank, size, passed, failed;
-
-#define CHECK(cond, ...)                                                          \
-    do {                                                                          \
-        if (cond) passed++;                                                       \
-        else {                                                                    \
-            failed++;                                                             \
-            fprintf(stderr, "rank %d: FAIL ", rank);                              \
-            fprintf(stderr, __VA_ARGS__);                                         \
-            fprintf(stderr, "\n");                                                \
-        }                                                                         \
-    } while (0)
+#include "check.h"
 
 #define N 3000 /* ints per block: 12000 bytes, past the fast path's limit */
 

@@ -38,21 +38,7 @@
 #define LARGE_COUNT 1
 #endif
 
-static int passed, failed, rank, size;
-
-#define CHECK(cond, ...)                                                            \
-    do {                                                                            \
-        if (cond) {                                                                 \
-            passed++;                                                               \
-        } else {                                                                    \
-            failed++;                                                               \
-            fprintf(stderr, "rank %d: FAIL %s:%d: ", rank, __FILE__, __LINE__);      \
-            fprintf(stderr, __VA_ARGS__);                                           \
-            fprintf(stderr, "\n");                                                  \
-        }                                                                           \
-    } while (0)
-
-#define OK(call) CHECK((call) == MPI_SUCCESS, "%s failed", #call)
+#include "check.h"
 
 /* value is rank r's element i in round k: a small integer, exact as a
  * double and in any sum of eight of them. */

@@ -31,20 +31,7 @@
 #define MPI_Allgather_init MPIX_Allgather_init
 #endif
 
-static int passed, failed, rank, size;
-
-#define CHECK(cond, ...)                                                       \
-    do {                                                                       \
-        if (cond) {                                                            \
-            passed++;                                                          \
-        } else {                                                               \
-            failed++;                                                          \
-            fprintf(stderr, "rank %d: FAIL %s:%d: ", rank, __FILE__, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                                      \
-            fprintf(stderr, "\n");                                             \
-        }                                                                      \
-    } while (0)
-#define OK(call) CHECK((call) == MPI_SUCCESS, "%s failed", #call)
+#include "check.h"
 
 static long long (*counter)(const char *);
 static long long get(const char *key) { return counter ? counter(key) : -1; }

@@ -25,20 +25,9 @@
 #include <string.h>
 #include "gocoll_counters.h"
 
-static int passed, failed, rank, size;
 static const char *hosts;
 
-#define CHECK(cond, ...)                                              \
-    do {                                                              \
-        if (cond) {                                                   \
-            passed++;                                                 \
-        } else {                                                      \
-            failed++;                                                 \
-            fprintf(stderr, "rank %d: FAIL %s:%d: ", rank, __FILE__, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                             \
-            fprintf(stderr, "\n");                                    \
-        }                                                             \
-    } while (0)
+#include "check.h"
 
 /* onSegment counts the allreduces that ran on a shared segment. */
 static long long onSegment(void) {

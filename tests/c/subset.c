@@ -13,19 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int passed, failed, rank, size;
-
-#define CHECK(cond, ...)                                              \
-    do {                                                              \
-        if (cond) {                                                   \
-            passed++;                                                 \
-        } else {                                                      \
-            failed++;                                                 \
-            fprintf(stderr, "rank %d: FAIL %s:%d: ", rank, __FILE__, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                             \
-            fprintf(stderr, "\n");                                    \
-        }                                                             \
-    } while (0)
+#include "check.h"
 
 /* A non-commutative op on pairs (m, c): the map x -> m*x + c, a then b. */
 static void affine(void *in, void *inout, int *len, MPI_Datatype *dt) {
