@@ -41,7 +41,7 @@ fi
 for f in build/bin/gocollrun build/bin/mpicc build/lib/libgocoll.so build/lib/libgocoll-preload.so build/include/mpi.mod; do
 	[ -e "$f" ] || { echo "install.sh: $f is missing: run make build first" >&2; exit 1; }
 done
-version=$(git describe --always --dirty 2>/dev/null || echo unknown)
+version=$(cat VERSION) # the one place the version is written (pkg-config, CMake, the .deb, sonames)
 mkdir -p "$root/bin" "$root/lib/mpich-abi" "$root/lib/pkgconfig" "$root/lib/cmake/gocoll" "$root/include" \
 	"$root/share/doc/gocoll/examples" "$root/share/gocoll"
 list=$(mktemp)
