@@ -49,20 +49,35 @@ deps:
 cluster-deps:
 	@tools/cluster-deps.sh
 
+# The libraries carry a soname, as installed libraries do: the file is
+# libgocoll.so.$(VERSION), its soname (what a program linked with -lgocoll
+# records) libgocoll.so.$(SOMAJOR), and libgocoll.so links to it for the
+# linker; libgocoll-preload the same. VERSION is the one place the
+# version is written.
+VERSION := $(shell cat VERSION)
+SOMAJOR := $(firstword $(subst ., ,$(VERSION)))
+
 # Every output is written under a name of its own (the shell's pid) and
 # renamed into place: a test or a job using the old file keeps it
 # (rewriting a mapped library or a running script in place breaks them),
 # and two makes at once (TestMains, a user's shell) never write one file.
+# sharedlib NAME: the symlinks libNAME.so.$(SOMAJOR) and libNAME.so to the
+# file just built, each made under a name of its own and renamed too.
+sharedlib = ln -sfn $(1).so.$(VERSION) $(LIB)/.$(1).so.$(SOMAJOR).$$$$ && mv -fT $(LIB)/.$(1).so.$(SOMAJOR).$$$$ $(LIB)/$(1).so.$(SOMAJOR) && \
+	ln -sfn $(1).so.$(SOMAJOR) $(LIB)/.$(1).so.$$$$ && mv -fT $(LIB)/.$(1).so.$$$$ $(LIB)/$(1).so
 lib:
 	@mkdir -p $(LIB)/mpich-abi
-	$(GO) build -buildmode=c-shared -o $(LIB)/.libgocoll.so.$$$$.tmp ./capi && \
-		rm -f $(LIB)/.libgocoll.so.$$$$.h && mv -f $(LIB)/.libgocoll.so.$$$$.tmp $(LIB)/libgocoll.so
+	$(GO) build -buildmode=c-shared -ldflags '-extldflags "-Wl,-soname,libgocoll.so.$(SOMAJOR)"' \
+		-o $(LIB)/.libgocoll.so.$$$$.tmp ./capi && \
+		rm -f $(LIB)/.libgocoll.so.$$$$.h && mv -f $(LIB)/.libgocoll.so.$$$$.tmp $(LIB)/libgocoll.so.$(VERSION) && \
+		$(call sharedlib,libgocoll)
 	@rm -f $(LIB)/libgocoll.h
-	@ln -sfn ../libgocoll.so $(LIB)/mpich-abi/.libmpich.so.12.$$$$ && \
+	@ln -sfn ../libgocoll.so.$(SOMAJOR) $(LIB)/mpich-abi/.libmpich.so.12.$$$$ && \
 		mv -fT $(LIB)/mpich-abi/.libmpich.so.12.$$$$ $(LIB)/mpich-abi/libmpich.so.12
-	$(GO) build -buildmode=c-shared -ldflags '-extldflags "-Wl,--version-script=$(ROOT)/preload/exports.map"' \
+	$(GO) build -buildmode=c-shared -ldflags '-extldflags "-Wl,-soname,libgocoll-preload.so.$(SOMAJOR) -Wl,--version-script=$(ROOT)/preload/exports.map"' \
 		-o $(LIB)/.libgocoll-preload.so.$$$$.tmp ./preload && \
-		rm -f $(LIB)/.libgocoll-preload.so.$$$$.h && mv -f $(LIB)/.libgocoll-preload.so.$$$$.tmp $(LIB)/libgocoll-preload.so
+		rm -f $(LIB)/.libgocoll-preload.so.$$$$.h && mv -f $(LIB)/.libgocoll-preload.so.$$$$.tmp $(LIB)/libgocoll-preload.so.$(VERSION) && \
+		$(call sharedlib,libgocoll-preload)
 	@rm -f $(LIB)/libgocoll-preload.h
 
 fortran:

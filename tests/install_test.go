@@ -24,6 +24,7 @@ func TestInstall(t *testing.T) {
 	if out, code := harness.Run(t, time.Minute, []string{"PREFIX=" + prefix}, install, "install"); code != 0 {
 		t.Fatalf("install: exit %d\n%s", code, out)
 	}
+	checkInstalledLayout(t, prefix)
 	src := filepath.Join(prefix, "share", "doc", "gocoll", "examples", "allreduce.c")
 	away := filepath.Join(tmp, "app") // not in the repository
 	if err := os.Mkdir(away, 0o755); err != nil {
@@ -53,7 +54,7 @@ func TestInstall(t *testing.T) {
 		if code != 0 || strings.Count(out, ": PASS") != 2 || strings.Contains(out, filepath.Join(harness.Root, "build")) {
 			t.Errorf("%s under the installed gocollrun: exit %d\n%s", filepath.Base(prog), code, out)
 		}
-		if ldd, _ := harness.Run(t, time.Minute, nil, "ldd", prog); !strings.Contains(ldd, filepath.Join(prefix, "lib", "libgocoll.so")) {
+		if ldd, _ := harness.Run(t, time.Minute, nil, "ldd", prog); !strings.Contains(ldd, "libgocoll.so.0 => "+filepath.Join(prefix, "lib", "libgocoll.so.0")) {
 			t.Errorf("%s does not load the installed libgocoll.so:\n%s", filepath.Base(prog), ldd)
 		}
 	}
@@ -107,7 +108,7 @@ func TestInstall(t *testing.T) {
 	}
 	lists := `cmake_minimum_required(VERSION 3.16)
 project(app C)
-find_package(gocoll REQUIRED)
+find_package(gocoll 0.1 REQUIRED)
 add_executable(app ` + src + `)
 target_link_libraries(app gocoll::mpi)
 if(LINKED)

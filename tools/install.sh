@@ -6,14 +6,17 @@
 #
 #   bin/                 gocollrun, mpicc, mpicxx, mpif90, gocoll-bench,
 #                        gocoll-tune and the other commands
-#   lib/                 libgocoll.so, libgocoll-preload.so,
-#                        mpich-abi/libmpich.so.12 (-> ../libgocoll.so)
+#   lib/                 libgocoll.so.VERSION, libgocoll-preload.so.VERSION,
+#                        their sonames (.so.MAJOR) and .so links,
+#                        mpich-abi/libmpich.so.12 (-> ../libgocoll.so.MAJOR)
 #   lib/pkgconfig/       gocoll.pc (gocoll's own mpi.h and library) and
 #                        gocoll-preload.pc (to link ahead of a host MPI)
 #   lib/cmake/gocoll/    gocollConfig.cmake: find_package(gocoll), the
-#                        targets gocoll::mpi and gocoll::preload
+#                        targets gocoll::mpi and gocoll::preload (and
+#                        gocollConfigVersion.cmake)
 #   include/             mpi.h, mpif.h, mpi.f90 and the mpi module
-#   share/doc/gocoll/    README.md, the examples
+#   share/doc/gocoll/    README.md, docs/ (the pages it links), the examples
+#   share/man/man1/      a page per command, from its --help (tools/man.sh)
 #   share/gocoll/manifest  every file installed, for uninstall
 #
 # PREFIX defaults to /usr/local. uninstall removes the files the manifest
@@ -31,7 +34,8 @@ if [ "$cmd" = uninstall ]; then
 	while read -r f; do rm -f "$root/$f"; done <"$manifest"
 	rm -f "$manifest"
 	# The folders the install made, deepest first, where now empty.
-	for d in lib/cmake/gocoll lib/cmake share/gocoll share/doc/gocoll/examples share/doc/gocoll lib/pkgconfig lib/mpich-abi include bin lib share/doc share; do
+	for d in lib/cmake/gocoll lib/cmake share/gocoll share/doc/gocoll/examples share/doc/gocoll/docs share/doc/gocoll \
+		share/man/man1 share/man lib/pkgconfig lib/mpich-abi include bin lib share/doc share; do
 		rmdir "$root/$d" 2>/dev/null || true
 	done
 	echo "gocoll removed from $root"
@@ -43,7 +47,7 @@ for f in build/bin/gocollrun build/bin/mpicc build/lib/libgocoll.so build/lib/li
 done
 version=$(cat VERSION) # the one place the version is written (pkg-config, CMake, the .deb, sonames)
 mkdir -p "$root/bin" "$root/lib/mpich-abi" "$root/lib/pkgconfig" "$root/lib/cmake/gocoll" "$root/include" \
-	"$root/share/doc/gocoll/examples" "$root/share/gocoll"
+	"$root/share/doc/gocoll/examples" "$root/share/doc/gocoll/docs" "$root/share/man/man1" "$root/share/gocoll"
 list=$(mktemp)
 trap 'rm -f "$list"' EXIT
 put() { # put SRC DEST-relative-to-root MODE
@@ -51,13 +55,49 @@ put() { # put SRC DEST-relative-to-root MODE
 	echo "$2" >>"$list"
 }
 for f in build/bin/*; do put "$f" "bin/$(basename "$f")" 755; done
-put build/lib/libgocoll.so lib/libgocoll.so 755
-put build/lib/libgocoll-preload.so lib/libgocoll-preload.so 755
-ln -sfn ../libgocoll.so "$root/lib/mpich-abi/libmpich.so.12"
-echo lib/mpich-abi/libmpich.so.12 >>"$list"
+link() { # link TARGET NAME-relative-to-root
+	ln -sfn "$1" "$root/$2.tmp.$$" && mv -fT "$root/$2.tmp.$$" "$root/$2"
+	echo "$2" >>"$list"
+}
+# Each library as the build made it (Makefile, lib): the file
+# libNAME.so.VERSION, its soname libNAME.so.MAJOR and libNAME.so linking
+# to it.
+for n in libgocoll libgocoll-preload; do
+	soname=$(readlink "build/lib/$n.so")
+	file=$(readlink "build/lib/$soname")
+	put "build/lib/$file" "lib/$file" 755
+	link "$file" "lib/$soname"
+	link "$soname" "lib/$n.so"
+done
+link "../$(readlink build/lib/libgocoll.so)" lib/mpich-abi/libmpich.so.12
 for f in include/mpi.h include/mpif.h include/mpi.f90 build/include/mpi.mod; do put "$f" "include/$(basename "$f")" 644; done
 put tools/cmake/gocollConfig.cmake lib/cmake/gocoll/gocollConfig.cmake 644
+# find_package(gocoll 0.1): CMake's SameMajorVersion rule, the soname's.
+tmp=$(mktemp)
+cat >"$tmp" <<CMAKE
+set(PACKAGE_VERSION "$version")
+set(PACKAGE_VERSION_COMPATIBLE TRUE)
+if(PACKAGE_FIND_VERSION)
+  if(PACKAGE_FIND_VERSION VERSION_GREATER PACKAGE_VERSION OR NOT PACKAGE_FIND_VERSION_MAJOR STREQUAL "${version%%.*}")
+    set(PACKAGE_VERSION_COMPATIBLE FALSE)
+  elseif(PACKAGE_FIND_VERSION VERSION_EQUAL PACKAGE_VERSION)
+    set(PACKAGE_VERSION_EXACT TRUE)
+  endif()
+endif()
+CMAKE
+put "$tmp" lib/cmake/gocoll/gocollConfigVersion.cmake 644
+rm -f "$tmp"
 put README.md share/doc/gocoll/README.md 644
+# The pages the README links, with the measurements they show.
+for f in docs/*; do [ -f "$f" ] && put "$f" "share/doc/gocoll/$f" 644; done
+# A man page per command, made from its --help (tools/man.sh).
+for f in build/bin/*; do
+	n=$(basename "$f")
+	tmp=$(mktemp)
+	"$f" --help | tools/man.sh "$n" "$version" >"$tmp" || { echo "install.sh: no man page for $n (its --help)" >&2; rm -f "$tmp"; exit 1; }
+	put "$tmp" "share/man/man1/$n.1" 644
+	rm -f "$tmp"
+done
 for f in examples/c/*.c; do put "$f" "share/doc/gocoll/examples/$(basename "$f")" 644; done
 pc() { # pc NAME DESCRIPTION CFLAGS LIBS
 	tmp=$(mktemp)

@@ -25,6 +25,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/gocoll/gocoll/internal/cmdhelp"
 	"io"
 	"os"
 	"runtime/pprof"
@@ -86,6 +87,13 @@ func main() {
 	flag.StringVar(&o.plot, "plot", "", "write a plot per collective: PREFIX-COLLECTIVE.svg (or .png with -plot x.png)")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile per rank: FILE.RANK")
 	local := flag.Int("local", 0, "run N ranks as goroutines of this process instead of under a launcher")
+	cmdhelp.Help{Name: "gocoll-bench", Summary: "sweep gocoll's collectives over sizes, datatypes and algorithms (nccl-tests style)", Usage: []string{"gocollrun -n N gocoll-bench [-c allreduce,...] [-a auto|all|ring,...] [-b 8] [-e 64M] [flags]", "gocoll-bench -local N [flags]   (ranks as goroutines, no launcher)"}, About: `For each collective, datatype and algorithm (or auto), and each size from
+-b to -e bytes, runs warm-up and timed calls and reports the time per call
+(min, median and max over repetitions), the algorithm and bus bandwidths
+(as nccl-tests computes them), and with -check checks every result. By
+default the calls run back to back and the time is the slowest rank's
+mean; with -barrier a barrier precedes every call and the time is each
+rank's mean averaged over the ranks (the MPI micro-benchmark suites).`}.Set(flag.CommandLine, os.Args[1:])
 	flag.Parse()
 	o.colls, o.algs, o.types = split(*colls), split(*algs), split(*types)
 	var err error

@@ -26,6 +26,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"github.com/gocoll/gocoll/internal/cmdhelp"
 	"io"
 	"os"
 	"os/exec"
@@ -378,10 +379,7 @@ func main() {
 	flag.StringVar(&o.hostMPIs, "mpi", "openmpi,mpich", "host MPIs to compare with, natively and under the preload")
 	flag.StringVar(&o.cluster, "cluster", "", "HOSTSxPPN: measure gocoll's algorithms and auto on an emulated cluster instead (root; -np ignored)")
 	flag.StringVar(&o.rate, "rate", "1gbit", "the emulated cluster's link rate, each way (tc tbf; \"\" unlimited)")
-	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), `usage: gocoll-compare [flags]
-
-Builds bench/collbench.c with gocoll's mpicc, mpicc.openmpi and mpicc.mpich;
+	cmdhelp.Help{Name: "gocoll-compare", Summary: "measure gocoll against Open MPI and MPICH on this machine (ratio tables)", Usage: []string{"gocoll-compare [flags]"}, About: `Builds bench/collbench.c with gocoll's mpicc, mpicc.openmpi and mpicc.mpich;
 runs it under gocollrun, Open MPI and MPICH, and the host builds again with
 LD_PRELOAD=build/lib/libgocoll-preload.so (when built); prints per rank
 count and collective the lowest time of each and the ratios gocoll/best-host
@@ -395,11 +393,7 @@ first as GOCOLL_TUNING_FILE); it prints their times, auto and auto-tuned
 over the best and the hierarchical algorithm over the best flat one, and
 beside them the model's price of each on the fitted machine, with
 measured/model; at the end, per collective, at how many sizes each auto
-is within 1.10 of the best, and the model's error from 64 KiB.
-
-`)
-		flag.PrintDefaults()
-	}
+is within 1.10 of the best, and the model's error from 64 KiB.`}.Set(flag.CommandLine, os.Args[1:])
 	flag.Parse()
 	root, err := repoRoot()
 	if err == nil {

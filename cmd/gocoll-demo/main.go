@@ -9,6 +9,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/gocoll/gocoll/internal/cmdhelp"
 	"os"
 	"slices"
 	"strconv"
@@ -26,6 +27,10 @@ func main() {
 	sizes := flag.String("sizes", "8,65536,1048576", "comma-separated message sizes in bytes (of the whole vector)")
 	iters := flag.Int("iters", 20, "timed calls per measurement")
 	info := flag.Bool("info", false, "list gocoll's environment variables and exit")
+	cmdhelp.Help{Name: "gocoll-demo", Summary: "run every collective and algorithm with ranks as goroutines, check and time them", Usage: []string{"gocoll-demo [-ranks 2,3,4,8] [-sizes 8,65536,1048576] [-iters 20]", "gocoll-demo -info"}, About: `Runs every collective with every algorithm at several rank counts, ranks
+as goroutines over the in-process transport, checks every result and
+prints a table of algorithm, size and time per call. -info lists gocoll's
+environment variables.`}.Set(flag.CommandLine, os.Args[1:])
 	flag.Parse()
 	if *info {
 		envvar.Print(os.Stdout)

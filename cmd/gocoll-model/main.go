@@ -38,6 +38,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/gocoll/gocoll/internal/cmdhelp"
 	"io"
 	"maps"
 	"math"
@@ -53,13 +54,33 @@ import (
 	"github.com/gocoll/gocoll/tuner"
 )
 
+// help is gocoll-model's --help (and its man page, tools/man.sh).
+var help = cmdhelp.Help{
+	Name:    "gocoll-model",
+	Summary: "ask gocoll's cost model about collectives on machines of many nodes",
+	Usage: []string{
+		"gocoll-model regret [-quick] [-between] [-above] [-cpuprofile file]",
+		"gocoll-model reproducible [-p ranks] [-k ranks-per-node]",
+	},
+	About: `regret compares the built-in tuner's choices with the model's best over a
+grid of calls (p from 2 to 4096, 1, 8 or 64 ranks per node, 8 B to 1 GiB,
+the four collectives, three machines) and prints each point's ratio, the
+largest per machine and of all. reproducible prices reproducible mode:
+the cheapest algorithm that computes the canonical association against
+the cheapest of all, per reducing collective and size.`,
+}
+
 func main() {
+	if len(os.Args) >= 2 && cmdhelp.Asked(flag.CommandLine, os.Args[1:2]) {
+		help.Write(os.Stdout, nil)
+		return
+	}
 	if len(os.Args) >= 2 && os.Args[1] == "reproducible" {
 		reproducibleMain(os.Args[2:])
 		return
 	}
 	if len(os.Args) < 2 || os.Args[1] != "regret" {
-		fmt.Fprintln(os.Stderr, "usage: gocoll-model regret [-quick] [-between] [-above] [-cpuprofile file]\n       gocoll-model reproducible [-p ranks] [-k ranks-per-node]")
+		help.Write(os.Stderr, nil)
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet("regret", flag.ExitOnError)
@@ -67,6 +88,7 @@ func main() {
 	between := fs.Bool("between", false, "add 1.5x each size (inside the tuner's size classes)")
 	above := fs.Bool("above", false, "print only the points where the tuner's choice costs more than the model's best")
 	prof := fs.String("cpuprofile", "", "write a CPU profile here")
+	help.Set(fs, os.Args[2:])
 	fs.Parse(os.Args[2:])
 	if *prof != "" {
 		f, err := os.Create(*prof)

@@ -24,6 +24,7 @@ func reproducibleMain(args []string) {
 	fs := flag.NewFlagSet("reproducible", flag.ExitOnError)
 	p := fs.Int("p", 1024, "ranks")
 	k := fs.Int("k", 8, "ranks per node (consecutive); 1: one rank per node")
+	help.Set(fs, args)
 	fs.Parse(args)
 	if worst := reproducibleTable(os.Stdout, *p, *k); worst > 0 {
 		fmt.Printf("largest ratio: %.2f\n", worst)

@@ -37,6 +37,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/gocoll/gocoll/internal/cmdhelp"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -60,6 +61,11 @@ func main() {
 	delay := flag.Duration("delay", time.Millisecond, "netem: delay of each packet")
 	jitter := flag.Duration("jitter", 500*time.Microsecond, "netem: the delay varies by up to this, either way")
 	reorder := flag.Float64("reorder", 5, "netem: percent of packets sent at once, overtaking the delayed ones")
+	cmdhelp.Help{Name: "gocoll-soak", Summary: "run random collectives with full result checking to find rare failures", Usage: []string{"gocollrun -n N gocoll-soak [-iters 2000] [-seed 1]", "gocoll-soak -matrix [-iters 1000] [-ranks 2-8] [-configs shm,tcp,netns,netns-faults]"}, About: `As a rank, each iteration picks (the same on every rank) a communicator,
+a collective, a datatype, an op, a count and an algorithm, and compares
+the result with the exact one; the exit status is 1 if anything failed.
+With -matrix it runs gocollrun for every rank count and configuration
+(netns needs root).`}.Set(flag.CommandLine, os.Args[1:])
 	flag.Parse()
 	switch {
 	case *netemQueue >= 0:

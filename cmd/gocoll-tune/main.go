@@ -33,6 +33,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/gocoll/gocoll/internal/cmdhelp"
 	"math"
 	"os"
 	"strconv"
@@ -63,6 +64,11 @@ func main() {
 	flag.StringVar(&o.out, "o", "", "write the rules here (default: print them)")
 	flag.BoolVar(&o.machineOnly, "machine-only", false, "fit the machine only and write it without rules")
 	modelS := flag.String("model", "2,3,4,5,6,7,8,12,16,24,32,64,128,256,512,1024", "rank counts to extrapolate to with the model")
+	cmdhelp.Help{Name: "gocoll-tune", Summary: "measure this machine and write tuning rules for it (GOCOLL_TUNING_FILE)", Usage: []string{"gocollrun -n N gocoll-tune [-min 8] [-max 16M] [-reps 5] [-o rules.json] [-model 2,3,4,...] [-machine-only]"}, About: `Fits the cost model's machine (within a node and, on several nodes,
+between them), measures every algorithm of every collective on this job's
+ranks from -min to -max, and prices other rank counts (-model) with the
+fitted machine; rank 0 writes the machine and the rules, to be given to
+jobs as GOCOLL_TUNING_FILE.`}.Set(flag.CommandLine, os.Args[1:])
 	flag.Parse()
 	var err error
 	if o.min, err = parseSize(*minS); err == nil {

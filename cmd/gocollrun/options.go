@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/gocoll/gocoll/internal/cmdhelp"
 	"io"
 	"time"
 )
@@ -25,28 +26,28 @@ type options struct {
 	prog      []string // the program and its arguments
 }
 
-const usageText = `usage: gocollrun -n N [--host h1,h2,... | h1:2,h2:2 | node[01-16] | --hostfile FILE]
-                 [--map-by slot|node] [--launcher 'ssh %h'] [--proxy-path PATH]
-                 [--bind ADDR] [--bind-to core|none] [--timeout DUR] [--tag-output] [-v] prog [args...]
-       gocollrun --info
-
-Starts N ranks of prog and serves them PMI-1. Ranks are placed over the
+// help is gocollrun's --help (and its man page, tools/man.sh).
+var help = cmdhelp.Help{
+	Name:    "gocollrun",
+	Summary: "start the ranks of a gocoll (or any PMI-1) program, on this host or many",
+	Usage: []string{
+		"gocollrun -n N [--host h1,h2,... | h1:2,h2:2 | node[01-16] | --hostfile FILE]",
+		"          [--map-by slot|node] [--launcher 'ssh %h'] [--proxy-path PATH]",
+		"          [--bind ADDR] [--bind-to core|none] [--timeout DUR] [--tag-output] [-v] prog [args...]",
+		"gocollrun --info",
+	},
+	About: `Starts N ranks of prog and serves them PMI-1. Ranks are placed over the
 hosts (--host, --hostfile, or else SLURM_JOB_NODELIST) in blocks or, with
 --map-by node, round robin; those on "localhost" (all of them without
 hosts) are started directly, those of every other host by one proxy
-(gocollrun --proxy) started there through the launcher template.
-
-`
+(gocollrun --proxy) started there through the launcher template.`,
+}
 
 // parseOptions reads the command line (without the program name).
 func parseOptions(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("gocollrun", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usageText)
-		fs.PrintDefaults()
-	}
 	fs.IntVar(&o.n, "n", 0, "number of ranks")
 	fs.IntVar(&o.n, "np", 0, "same as -n")
 	fs.StringVar(&o.hosts, "host", "", "hosts for the ranks, `h1,h2,...` (ranks split evenly in blocks) or h1:2,h2:2 (slots filled in order); a host may be a Slurm-style range, node[01-16,20]; \"localhost\" runs ranks directly")
@@ -61,6 +62,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.tagOutput, "tag-output", false, "prefix every output line with [rank]")
 	fs.StringVar(&o.bindTo, "bind-to", "none", "pin local ranks: none, core (rank i on core i mod cores), or auto (core when there are no more local ranks than cores, as Open MPI does). The default is none: pinned, a rank shares its core with its Go runtime threads, which measured slower here")
 	fs.BoolVar(&o.info, "info", false, "print the GOCOLL_ environment variables and the build, and exit")
+	help.Set(fs, args)
 	if err := fs.Parse(args); err != nil {
 		return o, reportedError{err} // the flag package has printed it
 	}

@@ -6,8 +6,8 @@
 #   run.sh                 the checks (tests/gpu/run.sh); --help
 #   bin/                   gocollrun; mpicc, mpicxx, mpif90 (they find
 #                          include/ and lib/ from where they are)
-#   lib/                   libgocoll.so, libgocoll-preload.so,
-#                          mpich-abi/libmpich.so.12 (-> ../libgocoll.so)
+#   lib/                   libgocoll.so, libgocoll-preload.so (with their
+#                          sonames), mpich-abi/libmpich.so.12
 #   include/               mpi.h, mpif.h, mpi.f90 and the mpi module
 #   tests/gpucoll          tests/gpu/c/gpucoll.c built against gocoll's
 #                          mpi.h (rpath $ORIGIN/../lib), and against Open
@@ -32,8 +32,12 @@ tmp=$(mktemp -d "$parent/.gpu-bundle.XXXXXX")
 trap 'rm -rf "$tmp" "$tmp.old"' EXIT
 mkdir -p "$tmp/bin" "$tmp/lib/mpich-abi" "$tmp/include" "$tmp/tests" "$tmp/stub" "$tmp/examples"
 cp build/bin/gocollrun build/bin/mpicc build/bin/mpicxx build/bin/mpif90 "$tmp/bin/"
-cp build/lib/libgocoll.so build/lib/libgocoll-preload.so "$tmp/lib/"
-ln -s ../libgocoll.so "$tmp/lib/mpich-abi/libmpich.so.12"
+# Each library's file, soname link and .so link (Makefile, lib).
+for n in libgocoll libgocoll-preload; do
+	soname=$(readlink "build/lib/$n.so")
+	cp -P "build/lib/$n.so" "build/lib/$soname" "build/lib/$(readlink "build/lib/$soname")" "$tmp/lib/"
+done
+cp -P build/lib/mpich-abi/libmpich.so.12 "$tmp/lib/mpich-abi/"
 cp include/mpi.h include/mpif.h include/mpi.f90 build/include/mpi.mod "$tmp/include/"
 cp tests/gpu/run.sh "$tmp/run.sh"
 cp tests/gpu/c/gpucoll.c "$tmp/tests/"

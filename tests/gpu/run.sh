@@ -417,7 +417,7 @@ check_wrapper() {
 		f=$((f + 1))
 	fi
 	if "$here/bin/mpicc" -O2 -o "$work/allreduce" "$here/examples/allreduce.c" >"$work/wrapper-cc.log" 2>&1 &&
-		{ ! have ldd || ldd "$work/allreduce" | grep -qF "libgocoll.so => $here/lib/libgocoll.so"; }; then
+		{ ! have ldd || ldd "$work/allreduce" | grep -qF " => $here/lib/libgocoll.so."; }; then
 		p=$((p + 1))
 		local t0=$(date +%s)
 		timeout -k 5 "$per_run" "$here/bin/gocollrun" -n 2 "$work/allreduce" >"$work/wrapper.log" 2>&1

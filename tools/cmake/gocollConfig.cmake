@@ -17,18 +17,17 @@ foreach(_gocoll_need lib/libgocoll.so lib/libgocoll-preload.so include/mpi.h)
 endforeach()
 
 if(NOT TARGET gocoll::mpi)
-  # The libraries have no soname: IMPORTED_NO_SONAME links them as
-  # -lgocoll with their folder, never by path.
+  # Linked by path; the program records the soname (libgocoll.so.MAJOR).
   add_library(gocoll::mpi SHARED IMPORTED)
   set_target_properties(gocoll::mpi PROPERTIES
     IMPORTED_LOCATION "${_gocoll_prefix}/lib/libgocoll.so"
-    IMPORTED_NO_SONAME TRUE
+    IMPORTED_SONAME "libgocoll.so.${gocoll_VERSION_MAJOR}"
     INTERFACE_INCLUDE_DIRECTORIES "${_gocoll_prefix}/include"
     INTERFACE_LINK_OPTIONS "-Wl,-rpath,${_gocoll_prefix}/lib")
   add_library(gocoll::preload SHARED IMPORTED)
   set_target_properties(gocoll::preload PROPERTIES
     IMPORTED_LOCATION "${_gocoll_prefix}/lib/libgocoll-preload.so"
-    IMPORTED_NO_SONAME TRUE
+    IMPORTED_SONAME "libgocoll-preload.so.${gocoll_VERSION_MAJOR}"
     INTERFACE_LINK_OPTIONS "-Wl,-rpath,${_gocoll_prefix}/lib")
 endif()
 set(gocoll_PREFIX "${_gocoll_prefix}")

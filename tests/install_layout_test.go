@@ -1,0 +1,65 @@
+package tests
+
+import (
+	"debug/elf"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gocoll/gocoll/tests/internal/harness"
+)
+
+// checkInstalledLayout checks what make install put in prefix beyond
+// what TestInstall runs: each library as file, soname and .so link, the
+// soname in the file; every command's --help (exit 0, "NAME - summary")
+// and its man page, which man renders.
+func checkInstalledLayout(t *testing.T, prefix string) {
+	t.Helper()
+	version, err := os.ReadFile(filepath.Join(harness.Root, "VERSION"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := strings.TrimSpace(string(version))
+	major, _, _ := strings.Cut(v, ".")
+	lib := filepath.Join(prefix, "lib")
+	for _, n := range []string{"libgocoll", "libgocoll-preload"} {
+		soname := n + ".so." + major
+		for link, want := range map[string]string{n + ".so": soname, soname: n + ".so." + v} {
+			if got, err := os.Readlink(filepath.Join(lib, link)); err != nil || got != want {
+				t.Errorf("lib/%s links to %q (%v), want %s", link, got, err, want)
+			}
+		}
+		f, err := elf.Open(filepath.Join(lib, n+".so."+v))
+		if err != nil {
+			t.Errorf("lib/%s.so.%s: %v", n, v, err)
+			continue
+		}
+		got, _ := f.DynString(elf.DT_SONAME)
+		f.Close()
+		if len(got) != 1 || got[0] != soname {
+			t.Errorf("lib/%s.so.%s has soname %v, want %s", n, v, got, soname)
+		}
+	}
+	if got, err := os.Readlink(filepath.Join(lib, "mpich-abi", "libmpich.so.12")); err != nil || got != "../libgocoll.so."+major {
+		t.Errorf("lib/mpich-abi/libmpich.so.12 links to %q (%v), want ../libgocoll.so.%s", got, err, major)
+	}
+
+	cmds, err := os.ReadDir(filepath.Join(prefix, "bin"))
+	if err != nil || len(cmds) < 8 {
+		t.Fatalf("bin/: %d commands (%v)", len(cmds), err)
+	}
+	for _, c := range cmds {
+		name := c.Name()
+		out, code := harness.Run(t, time.Minute, nil, filepath.Join(prefix, "bin", name), "--help")
+		if code != 0 || !strings.HasPrefix(out, name+" - ") || !strings.Contains(out, "\nusage: ") {
+			t.Errorf("%s --help: exit %d, want 0 and \"%s - summary\", then usage:\n%s", name, code, name, out)
+		}
+		page := filepath.Join(prefix, "share", "man", "man1", name+".1")
+		out, code = harness.Run(t, time.Minute, []string{"MANWIDTH=80"}, "man", "-l", page)
+		if code != 0 || !strings.Contains(out, "NAME") || !strings.Contains(out, "SYNOPSIS") || !strings.Contains(out, name) {
+			t.Errorf("man -l %s: exit %d\n%s", page, code, out)
+		}
+	}
+}
