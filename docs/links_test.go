@@ -133,6 +133,30 @@ func TestLinks(t *testing.T) {
 	}
 }
 
+// The README's Documentation list links every page.
+func TestEveryPageIsLinked(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	linked := map[string]bool{}
+	for _, l := range prose(string(readme)) {
+		for _, m := range linkRE.FindAllStringSubmatch(l, -1) {
+			file, _, _ := strings.Cut(m[1], "#")
+			linked[file] = true
+		}
+	}
+	pages, err := filepath.Glob("*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pages {
+		if !linked["docs/"+p] {
+			t.Errorf("README.md links no docs/%s", p)
+		}
+	}
+}
+
 // The checker itself must see a missing file, a missing heading and a
 // repeated heading's number, and must not read code as links.
 func TestCheckerFindsBrokenLinks(t *testing.T) {
