@@ -11,7 +11,7 @@
 #   make gpu-bundle
 #                 build/gpu-bundle/: the device check, a folder to copy to
 #                 a GPU machine that has only the NVIDIA driver, and run
-#                 there (run.sh; see the README's CUDA section)
+#                 there (run.sh; see docs/cuda.md)
 #   make test     every test: vet, gofmt, go test (Go, C and Fortran)
 #   make test-cluster
 #                 tests/cluster alone: a one-node Slurm started by the
@@ -19,7 +19,7 @@
 #   make bench    the Go benchmarks (kernels, collectives); not part of test
 #   make compare  gocoll against Open MPI and MPICH on this machine, np=2,
 #                 4 and 8: the ratio tables and docs/compare-np*.svg
-#   make measure  everything the README's performance section reports
+#   make measure  everything docs/performance.md reports
 #                 (tools/measure.sh, about 30 minutes on an idle machine)
 
 GO      ?= go

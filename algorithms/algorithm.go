@@ -135,7 +135,8 @@ type Algorithm struct {
 	// (check.Canonical). Nil: never, beyond what Reproducible grants every
 	// algorithm.
 	Canonical func(p Params) bool
-	// Summary is one line for the README table and `gocollrun --info`.
+	// Summary is one line for docs/tuning.md's Algorithms table and
+	// `gocollrun --info`.
 	Summary string
 	// Cost is the alpha-beta-gamma cost for p ranks and n elements (of
 	// size 1), p a power of two.

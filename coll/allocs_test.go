@@ -85,7 +85,7 @@ func (j *allocRanks) step() error {
 	return err
 }
 
-// The README's promise, checked rather than read off a benchmark: once a
+// docs/internals.md's promise, checked rather than read off a benchmark: once a
 // communicator has made a call (its schedule and scratch are cached),
 // the same call again allocates nothing — every collective, every
 // algorithm, small and large, in place and not, through the host executor

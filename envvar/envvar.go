@@ -1,5 +1,5 @@
 // Package envvar lists every GOCOLL_ environment variable with its default
-// and meaning (All): the one place the README, `gocoll-demo -info` (and
+// and meaning (All): the one place docs/tuning.md, `gocoll-demo -info` (and
 // later `gocollrun --info`) take them from, so none goes undocumented; and
 // it parses the user's settings among them, once, into one typed value
 // (Settings, settings.go), which every other package reads.
@@ -28,7 +28,7 @@ type Var struct {
 // All lists every variable gocoll reads.
 var All = append(forceVars(), []Var{
 	{"GOCOLL_FALLBACK", "warn", "when a forced algorithm cannot run a call (e.g. ring with a non-commutative op): warn (use the tuned choice, say so once on stderr), silent, or error"},
-	{"GOCOLL_REPRODUCIBLE", "0", "1: every reduction whose result depends on the order of its terms (MPI_SUM and MPI_PROD on floating-point types, commutative user-defined ops) returns the canonical association of the ranks' contributions, bit for bit, whatever the algorithm, count, transport, memory or node map: adjacent ranks in pairs, then pairs of pairs (README, Reproducible results); float16 and bfloat16 are summed in float32 and rounded once. Only algorithms that compute it run such calls (a forced one that does not falls back as GOCOLL_FALLBACK says), and under LD_PRELOAD the host MPI never runs them"},
+	{"GOCOLL_REPRODUCIBLE", "0", "1: every reduction whose result depends on the order of its terms (MPI_SUM and MPI_PROD on floating-point types, commutative user-defined ops) returns the canonical association of the ranks' contributions, bit for bit, whatever the algorithm, count, transport, memory or node map: adjacent ranks in pairs, then pairs of pairs (docs/reproducible.md); float16 and bfloat16 are summed in float32 and rounded once. Only algorithms that compute it run such calls (a forced one that does not falls back as GOCOLL_FALLBACK says), and under LD_PRELOAD the host MPI never runs them"},
 	{"GOCOLL_TUNING_FILE", "", "JSON rules that override the built-in tuning (first match by collective, size and rank range wins)"},
 	{"GOCOLL_TRANSPORT", "auto", "auto: shared memory between ranks on one host, TCP between hosts (under LD_PRELOAD: the host MPI's point-to-point between hosts); tcp: TCP everywhere; shm: shared memory only (one host); hostmpi (LD_PRELOAD only): the host MPI's point-to-point everywhere"},
 	{"GOCOLL_TCP_ADDR", "", "the address the TCP transport listens on; default: loopback when all ranks share a host, else the address that routes to the launcher (gocollrun's proxies set it to that address on remote hosts)"},

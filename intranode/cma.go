@@ -13,14 +13,14 @@ import (
 
 // Cross-memory attach (CMA): a rank reads a peer's block straight from
 // the peer's buffer with process_vm_readv(2), one copy instead of two
-// through the segment. See Allgather for when, and the README's shm
-// section for the measurements behind it.
+// through the segment. See Allgather for when, and docs/tuning.md
+// ("Why CMA and where") for the measurements behind it.
 
 // CMAMin is the default cmaMin, the longest block in bytes from which
 // Allgather reads peers' blocks with CMA instead of copying them through
 // the slots; CMAMinCrowded where there are more ranks than cores. Below
 // them the copy's one step per slot beats CMA's two steps and system
-// calls (see the README's shm section for the measurements).
+// calls (see docs/tuning.md, "Why CMA and where", for the measurements).
 const (
 	CMAMin        = 32 << 10
 	CMAMinCrowded = 1 << 20

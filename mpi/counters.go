@@ -8,8 +8,8 @@ import "github.com/gocoll/gocoll/internal/counters"
 type CallCounts struct {
 	// Go is the number of calls gocoll ran; the Algorithms add up to it.
 	Go int64
-	// Algorithms maps each algorithm that ran a call (its name in the
-	// README, as WithAlgorithm takes it) to the number of calls it ran.
+	// Algorithms maps each algorithm that ran a call (its name in
+	// docs/tuning.md, as WithAlgorithm takes it) to the number of calls it ran.
 	Algorithms map[string]int64
 	// Fallback is the number of calls whose forced algorithm
 	// (WithAlgorithm, or GOCOLL_<COLLECTIVE>_ALGORITHM) could not run

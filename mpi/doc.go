@@ -25,7 +25,7 @@
 //
 // Every call picks its algorithm with gocoll's tuner. WithAlgorithm forces
 // one for a call; the GOCOLL_<COLLECTIVE>_ALGORITHM environment variables
-// force one for all calls of a collective (see the README for the list).
+// force one for all calls of a collective (see docs/tuning.md for the list).
 //
 // Errors are *Error values naming the MPI call and the argument at fault,
 // with the MPI error class.

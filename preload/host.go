@@ -17,8 +17,8 @@ import (
 )
 
 // Where the host MPI is wrong. Both host MPIs of this machine return
-// wrong reductions on some predefined (op, datatype) pairs (README,
-// "Correct where the host is not"); a call the tuner gives the host
+// wrong reductions on some predefined (op, datatype) pairs
+// (docs/preload.md, "Correct where the host is not"); a call the tuner gives the host
 // would bring them back. So at the start each rank runs the host's
 // MPI_Reduce_local on every pair gocoll reduces, on values chosen to find
 // the known kinds of bug (unsigned and signed extremes, wrap-around,

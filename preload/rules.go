@@ -12,7 +12,8 @@ import "github.com/gocoll/gocoll/tuner"
 //
 //	make lib && go run ./preload/tune -np 2,4 -np-of mpich=2 -save docs/preload-tune.json -write
 //
-// (see the README, "LD_PRELOAD"). Measured 2026-12-02.
+// (see docs/preload.md, "How auto chooses between the host MPI and gocoll").
+// Measured 2026-12-02.
 var measuredRules = map[string][]tuner.Rule{
 	"openmpi": {
 		{Collective: "allreduce", MaxBytes: 48, MaxRanks: 2, MaxNodes: 1, Algorithm: "native"},

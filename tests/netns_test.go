@@ -63,7 +63,7 @@ func TestTwoHostsOverTCP(t *testing.T) {
 	}
 }
 
-// gocoll-compare's cluster mode, as the README runs it but small: two
+// gocoll-compare's cluster mode, as docs/performance.md runs it but small: two
 // emulated hosts of two ranks on rate-limited links (internal/netns),
 // every algorithm that runs across hosts forced in turn, auto, and
 // auto-tuned (auto with the fitted machine as its tuning file), each

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Re-measures everything the README's performance section reports, on this
+# Re-measures everything docs/performance.md reports, on this
 # machine (run it when the machine is otherwise idle; about 40 minutes):
 #   1. reduction kernels next to memmove (Go benchmarks): docs/kernels.txt
 #   2. gocoll against Open MPI and MPICH, one benchmark program built three

@@ -5,8 +5,8 @@ package tuner
 // ends with an order-preserving rule that matches every size, so a
 // non-commutative op always finds an algorithm.
 //
-// How these numbers were derived is in the README ("How the defaults were
-// chosen"): measured on this project's reference machine, 2 cores, at up
+// How these numbers were derived is in docs/performance.md ("How the
+// defaults were chosen"): measured on this project's reference machine, 2 cores, at up
 // to 8 ranks on that one node. So they apply there only (MaxRanks 8,
 // MaxNodes 1); beyond, the model decides (model.go).
 var Defaults = []Rule{

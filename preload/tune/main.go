@@ -594,7 +594,8 @@ import "github.com/gocoll/gocoll/tuner"
 //
 //	make lib && go run ./preload/tune -np 2,4 -np-of mpich=2 -save docs/preload-tune.json -write
 //
-// (see the README, "LD_PRELOAD"). Measured %s.
+// (see docs/preload.md, "How auto chooses between the host MPI and gocoll").
+// Measured %s.
 var measuredRules = map[string][]tuner.Rule{
 `, where.Cores, where.CPU, npWords(mpis, nps), *reps, human(*maxBytes), *margin*100, where.Date)
 	for _, m := range mpis {

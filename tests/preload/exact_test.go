@@ -17,7 +17,7 @@ import (
 // call that went to the host (gocoll_test_counter's "<call>.host") where
 // the host's own result is wrong. So under auto, where small calls go to
 // the host, it fails if the preload lets a pair the host gets wrong
-// reach it (README, "Correct where the host is not").
+// reach it (docs/preload.md, "Correct where the host is not").
 
 var (
 	exactHostWrongRE = regexp.MustCompile(`(?m)^host-wrong (MPI_\w+) (MPI_\w+) (MPI\w+) \d+$`)
