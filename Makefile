@@ -8,6 +8,8 @@
 #                 bin/, lib/ (and lib/pkgconfig: gocoll, gocoll-preload),
 #                 include/, share/doc/gocoll (tools/install.sh)
 #   make uninstall  what make install put there, nothing else
+#   make deb      build/gocoll_<version>_<arch>.deb: the same layout in
+#                 /usr, depending on libc6 only (tools/deb.sh)
 #   make gpu-bundle
 #                 build/gpu-bundle/: the device check, a folder to copy to
 #                 a GPU machine that has only the NVIDIA driver, and run
@@ -36,7 +38,7 @@ export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 PREFIX ?= /usr/local
 export PREFIX DESTDIR
 
-.PHONY: install uninstall all build deps cluster-deps test-cluster lib fortran wrappers commands gpu-bundle demo test vet fmt-check bench compare measure clean
+.PHONY: install uninstall deb all build deps cluster-deps test-cluster lib fortran wrappers commands gpu-bundle demo test vet fmt-check bench compare measure clean
 
 all: build
 
@@ -112,6 +114,9 @@ install: build
 
 uninstall:
 	tools/install.sh uninstall
+
+deb: build
+	tools/deb.sh
 
 # The test-only hooks (preload/fault.go) build only with -tags gocolltest:
 # vetted both ways.
