@@ -93,10 +93,23 @@ func TestDeb(t *testing.T) {
 	sameTree(t, "the installed files", tree(t, root, "usr"), "the install staging", staged)
 
 	// (d) From a folder outside the repository (Work), the installed
-	// mpicc and gocollrun, which find the rest from where they are.
+	// mpicc.gocoll and gocollrun, which find the rest from where they
+	// are. In /usr, mpicc itself is the system's MPI alternative: the
+	// package must not ship it.
 	usr := filepath.Join(root, "usr")
+	for _, w := range []string{"mpicc", "mpicxx", "mpif90"} {
+		if _, err := os.Lstat(filepath.Join(usr, "bin", w)); err == nil {
+			t.Errorf("the package ships /usr/bin/%s: it would replace the system's MPI alternative", w)
+		}
+		if _, err := os.Lstat(filepath.Join(usr, "share", "man", "man1", w+".1")); err == nil {
+			t.Errorf("the package ships /usr/share/man/man1/%s.1: the system's MPI alternative's page", w)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(usr, "include", "mpi.h")); err == nil {
+		t.Errorf("the package ships /usr/include/mpi.h: host MPI programs built without their -I would find it")
+	}
 	prog := filepath.Join(tmp, "allreduce")
-	mustRun(t, nil, filepath.Join(usr, "bin", "mpicc"), "-o", prog, filepath.Join(usr, "share", "doc", "gocoll", "examples", "allreduce.c"))
+	mustRun(t, nil, filepath.Join(usr, "bin", "mpicc.gocoll"), "-o", prog, filepath.Join(usr, "share", "doc", "gocoll", "examples", "allreduce.c"))
 	out, code := harness.Run(t, time.Minute, nil, filepath.Join(usr, "bin", "gocollrun"), "-n", "2", prog)
 	if code != 0 || strings.Count(out, ": PASS") != 2 {
 		t.Errorf("the example under the package's gocollrun: exit %d, want two PASS lines\n%s", code, out)

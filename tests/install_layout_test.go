@@ -13,8 +13,9 @@ import (
 
 // checkInstalledLayout checks what make install put in prefix beyond
 // what TestInstall runs: each library as file, soname and .so link, the
-// soname in the file; every command's --help (exit 0, "NAME - summary")
-// and its man page, which man renders.
+// soname in the file; the wrappers as mpicc.gocoll with mpicc linking to
+// it (outside /usr); the headers in include/gocoll; every command's
+// --help (exit 0, "NAME - summary") and its man page, which man renders.
 func checkInstalledLayout(t *testing.T, prefix string) {
 	t.Helper()
 	version, err := os.ReadFile(filepath.Join(harness.Root, "VERSION"))
@@ -44,6 +45,17 @@ func checkInstalledLayout(t *testing.T, prefix string) {
 	}
 	if got, err := os.Readlink(filepath.Join(lib, "mpich-abi", "libmpich.so.12")); err != nil || got != "../libgocoll.so."+major {
 		t.Errorf("lib/mpich-abi/libmpich.so.12 links to %q (%v), want ../libgocoll.so.%s", got, err, major)
+	}
+
+	for _, w := range []string{"mpicc", "mpicxx", "mpif90"} {
+		if got, err := os.Readlink(filepath.Join(prefix, "bin", w)); err != nil || got != w+".gocoll" {
+			t.Errorf("bin/%s links to %q (%v), want %s.gocoll", w, got, err, w)
+		}
+	}
+	for _, h := range []string{"mpi.h", "mpif.h", "mpi.mod"} {
+		if _, err := os.Stat(filepath.Join(prefix, "include", "gocoll", h)); err != nil {
+			t.Errorf("include/gocoll/%s: %v", h, err)
+		}
 	}
 
 	cmds, err := os.ReadDir(filepath.Join(prefix, "bin"))

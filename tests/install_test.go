@@ -41,7 +41,7 @@ func TestInstall(t *testing.T) {
 	}
 
 	wrapped := filepath.Join(away, "allreduce-mpicc")
-	if out, code := harness.Run(t, time.Minute, nil, bin("mpicc"), "-o", wrapped, src); code != 0 {
+	if out, code := harness.Run(t, time.Minute, nil, bin("mpicc"), "-o", wrapped, src); code != 0 { // mpicc -> mpicc.gocoll
 		t.Fatalf("installed mpicc: exit %d\n%s", code, out)
 	}
 	pc := filepath.Join(away, "allreduce-pc")

@@ -4,7 +4,9 @@
 # wrappers and gocollrun expect (they find everything from where they
 # are, so the tree can also be moved whole):
 #
-#   bin/                 gocollrun, mpicc, mpicxx, mpif90, gocoll-bench,
+#   bin/                 gocollrun, mpicc.gocoll, mpicxx.gocoll,
+#                        mpif90.gocoll (and mpicc, mpicxx, mpif90 linking
+#                        to them, but not in /usr), gocoll-bench,
 #                        gocoll-tune and the other commands
 #   lib/                 libgocoll.so.VERSION, libgocoll-preload.so.VERSION,
 #                        their sonames (.so.MAJOR) and .so links,
@@ -14,7 +16,7 @@
 #   lib/cmake/gocoll/    gocollConfig.cmake: find_package(gocoll), the
 #                        targets gocoll::mpi and gocoll::preload (and
 #                        gocollConfigVersion.cmake)
-#   include/             mpi.h, mpif.h, mpi.f90 and the mpi module
+#   include/gocoll/      mpi.h, mpif.h, mpi.f90 and the mpi module
 #   share/doc/gocoll/    README.md, docs/ (the pages it links), the examples
 #   share/man/man1/      a page per command, from its --help (tools/man.sh)
 #   share/gocoll/manifest  every file installed, for uninstall
@@ -35,7 +37,7 @@ if [ "$cmd" = uninstall ]; then
 	rm -f "$manifest"
 	# The folders the install made, deepest first, where now empty.
 	for d in lib/cmake/gocoll lib/cmake share/gocoll share/doc/gocoll/examples share/doc/gocoll/docs share/doc/gocoll \
-		share/man/man1 share/man lib/pkgconfig lib/mpich-abi include bin lib share/doc share; do
+		share/man/man1 share/man lib/pkgconfig lib/mpich-abi include/gocoll include bin lib share/doc share; do
 		rmdir "$root/$d" 2>/dev/null || true
 	done
 	echo "gocoll removed from $root"
@@ -46,7 +48,7 @@ for f in build/bin/gocollrun build/bin/mpicc build/lib/libgocoll.so build/lib/li
 	[ -e "$f" ] || { echo "install.sh: $f is missing: run make build first" >&2; exit 1; }
 done
 version=$(cat VERSION) # the one place the version is written (pkg-config, CMake, the .deb, sonames)
-mkdir -p "$root/bin" "$root/lib/mpich-abi" "$root/lib/pkgconfig" "$root/lib/cmake/gocoll" "$root/include" \
+mkdir -p "$root/bin" "$root/lib/mpich-abi" "$root/lib/pkgconfig" "$root/lib/cmake/gocoll" "$root/include/gocoll" \
 	"$root/share/doc/gocoll/examples" "$root/share/doc/gocoll/docs" "$root/share/man/man1" "$root/share/gocoll"
 list=$(mktemp)
 trap 'rm -f "$list"' EXIT
@@ -54,11 +56,25 @@ put() { # put SRC DEST-relative-to-root MODE
 	install -m "$3" "$1" "$root/$2.tmp.$$" && mv -f "$root/$2.tmp.$$" "$root/$2"
 	echo "$2" >>"$list"
 }
-for f in build/bin/*; do put "$f" "bin/$(basename "$f")" 755; done
 link() { # link TARGET NAME-relative-to-root
 	ln -sfn "$1" "$root/$2.tmp.$$" && mv -fT "$root/$2.tmp.$$" "$root/$2"
 	echo "$2" >>"$list"
 }
+# The compiler wrappers are mpicc.gocoll, mpicxx.gocoll and mpif90.gocoll,
+# as Debian names each MPI's (mpicc.openmpi, mpicc.mpich), with mpicc,
+# mpicxx and mpif90 linking to them, except in /usr: there those names
+# are the system's MPI alternatives (update-alternatives), which an
+# install must not overwrite.
+for f in build/bin/*; do
+	n=$(basename "$f")
+	case $n in
+	mpicc | mpicxx | mpif90)
+		put "$f" "bin/$n.gocoll" 755
+		[ "$prefix" = /usr ] || link "$n.gocoll" "bin/$n"
+		;;
+	*) put "$f" "bin/$n" 755 ;;
+	esac
+done
 # Each library as the build made it (Makefile, lib): the file
 # libNAME.so.VERSION, its soname libNAME.so.MAJOR and libNAME.so linking
 # to it.
@@ -70,7 +86,11 @@ for n in libgocoll libgocoll-preload; do
 	link "$soname" "lib/$n.so"
 done
 link "../$(readlink build/lib/libgocoll.so)" lib/mpich-abi/libmpich.so.12
-for f in include/mpi.h include/mpif.h include/mpi.f90 build/include/mpi.mod; do put "$f" "include/$(basename "$f")" 644; done
+# include/gocoll/, not include/: gocoll's mpi.h is one MPI's among others
+# (Debian's Open MPI and MPICH keep theirs in folders of their own), and
+# one in /usr/include would be found by a host MPI program built without
+# its MPI's -I.
+for f in include/mpi.h include/mpif.h include/mpi.f90 build/include/mpi.mod; do put "$f" "include/gocoll/$(basename "$f")" 644; done
 put tools/cmake/gocollConfig.cmake lib/cmake/gocoll/gocollConfig.cmake 644
 # find_package(gocoll 0.1): CMake's SameMajorVersion rule, the soname's.
 tmp=$(mktemp)
@@ -89,12 +109,12 @@ put "$tmp" lib/cmake/gocoll/gocollConfigVersion.cmake 644
 rm -f "$tmp"
 put README.md share/doc/gocoll/README.md 644
 # The pages the README links, with the measurements they show.
-for f in docs/*; do [ -f "$f" ] && put "$f" "share/doc/gocoll/$f" 644; done
-# A man page per command, made from its --help (tools/man.sh).
-for f in build/bin/*; do
-	n=$(basename "$f")
+for f in docs/*.md docs/*.txt docs/*.svg docs/*.csv docs/*.json; do put "$f" "share/doc/gocoll/$f" 644; done
+# A man page per installed command, made from its --help (tools/man.sh),
+# which names the command as it was called (mpicc.gocoll).
+for n in $(sed -n 's|^bin/||p' "$list"); do
 	tmp=$(mktemp)
-	"$f" --help | tools/man.sh "$n" "$version" >"$tmp" || { echo "install.sh: no man page for $n (its --help)" >&2; rm -f "$tmp"; exit 1; }
+	"$root/bin/$n" --help | tools/man.sh "$n" "$version" >"$tmp" || { echo "install.sh: no man page for $n (its --help)" >&2; rm -f "$tmp"; exit 1; }
 	put "$tmp" "share/man/man1/$n.1" 644
 	rm -f "$tmp"
 done
@@ -115,9 +135,9 @@ PC
 	put "$tmp" "lib/pkgconfig/$1.pc" 644
 	rm -f "$tmp"
 }
-pc gocoll "gocoll's MPI collectives, with its own mpi.h (standalone)" '-I${includedir}' -lgocoll
+pc gocoll "gocoll's MPI collectives, with its own mpi.h (standalone)" '-I${includedir}/gocoll' -lgocoll
 # No Cflags: the program compiles against its host MPI's mpi.h.
 pc gocoll-preload "gocoll's collectives linked ahead of Open MPI or MPICH" '' -lgocoll-preload
 echo share/gocoll/manifest >>"$list"
 sort -u "$list" >"$manifest"
-echo "gocoll installed in $root ($(wc -l <"$manifest") files): $prefix/bin/mpicc, $prefix/bin/gocollrun, pkg-config gocoll"
+echo "gocoll installed in $root ($(wc -l <"$manifest") files): $prefix/bin/mpicc.gocoll, $prefix/bin/gocollrun, pkg-config gocoll"

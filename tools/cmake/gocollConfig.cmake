@@ -8,7 +8,7 @@
 # The prefix is found from this file's place, so a moved tree works.
 get_filename_component(_gocoll_prefix "${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)
 
-foreach(_gocoll_need lib/libgocoll.so lib/libgocoll-preload.so include/mpi.h)
+foreach(_gocoll_need lib/libgocoll.so lib/libgocoll-preload.so include/gocoll/mpi.h)
   if(NOT EXISTS "${_gocoll_prefix}/${_gocoll_need}")
     set(gocoll_FOUND FALSE)
     set(gocoll_NOT_FOUND_MESSAGE "gocoll in ${_gocoll_prefix} lacks ${_gocoll_need}: reinstall it (make install)")
@@ -22,7 +22,7 @@ if(NOT TARGET gocoll::mpi)
   set_target_properties(gocoll::mpi PROPERTIES
     IMPORTED_LOCATION "${_gocoll_prefix}/lib/libgocoll.so"
     IMPORTED_SONAME "libgocoll.so.${gocoll_VERSION_MAJOR}"
-    INTERFACE_INCLUDE_DIRECTORIES "${_gocoll_prefix}/include"
+    INTERFACE_INCLUDE_DIRECTORIES "${_gocoll_prefix}/include/gocoll"
     INTERFACE_LINK_OPTIONS "-Wl,-rpath,${_gocoll_prefix}/lib")
   add_library(gocoll::preload SHARED IMPORTED)
   set_target_properties(gocoll::preload PROPERTIES
