@@ -55,6 +55,21 @@ func TestDeb(t *testing.T) {
 		}
 	}
 
+	// Its libraries' sonames, for packages built against it; ldconfig
+	// run after it installs.
+	v := strings.TrimSpace(string(version))
+	major, _, _ := strings.Cut(v, ".")
+	ctrl := filepath.Join(tmp, "control")
+	mustRun(t, nil, "dpkg-deb", "-e", deb, ctrl)
+	for file, want := range map[string]string{
+		"shlibs":   "libgocoll " + major + " gocoll (>= " + v + ")\nlibgocoll-preload " + major + " gocoll (>= " + v + ")\n",
+		"triggers": "activate-noawait ldconfig\n",
+	} {
+		if got, err := os.ReadFile(filepath.Join(ctrl, file)); err != nil || string(got) != want {
+			t.Errorf("DEBIAN/%s: %q (%v), want %q", file, got, err, want)
+		}
+	}
+
 	// (b) Its files are what install.sh stages for /usr.
 	stage := filepath.Join(tmp, "stage")
 	mustRun(t, []string{"DESTDIR=" + stage, "PREFIX=/usr"}, filepath.Join(harness.Root, "tools", "install.sh"), "install")

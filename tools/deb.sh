@@ -83,6 +83,15 @@ Description: MPI-compatible collective operations written in Go
  are included.
 CONTROL
 
+# The shared libraries in /usr/lib, as Debian ships them: ldconfig runs
+# after the install (a trigger, no maintainer script), and a shlibs file
+# lets a package built against gocoll depend on it through
+# dpkg-shlibdeps. Sonames: the Makefile's (libgocoll.so.MAJOR).
+major=${version%%.*}
+echo "activate-noawait ldconfig" >"$stage/DEBIAN/triggers"
+printf 'libgocoll %s gocoll (>= %s)\nlibgocoll-preload %s gocoll (>= %s)\n' "$major" "$version" "$major" "$version" >"$stage/DEBIAN/shlibs"
+chmod 644 "$stage/DEBIAN/triggers" "$stage/DEBIAN/shlibs"
+
 mkdir -p "$(dirname "$out")"
 part=$(dirname "$out")/.$(basename "$out").$$.tmp
 dpkg-deb --build --root-owner-group "$stage" "$part" >/dev/null || { rm -f "$part"; exit 1; }
