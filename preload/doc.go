@@ -108,10 +108,14 @@
 //
 // # Detection
 //
-// Nothing happens at load time: the library has no load-time reference
-// to any MPI symbol and no constructor, so it loads into shells,
-// launchers and any process that never calls MPI, and into programs that
-// load libmpi with RTLD_LOCAL (Python's mpi4py). At the first intercepted
+// The library has no load-time reference to any MPI symbol, so it loads
+// into shells, launchers and any process that never calls MPI, and into
+// programs that load libmpi with RTLD_LOCAL (Python's mpi4py). Its one
+// constructor (ahead.c) only checks that the program's calls can reach
+// it: where the executable has its MPI linked in statically, or a library
+// defining MPI_Allreduce comes before it in the lookup order, gocoll could
+// never run, and the process stops with exit status 1 and a message
+// naming the cause and the fix. At the first intercepted
 // call it finds the host library with dlopen(RTLD_NOLOAD) of its soname
 // (libmpi.so.40: Open MPI; libmpich.so.12: MPICH), falling back to the
 // global scope (ompi_mpi_comm_world, MPIR_Dup_fn), and looks up the

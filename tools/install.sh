@@ -136,8 +136,11 @@ PC
 	rm -f "$tmp"
 }
 pc gocoll "gocoll's MPI collectives, with its own mpi.h (standalone)" '-I${includedir}/gocoll' -lgocoll
-# No Cflags: the program compiles against its host MPI's mpi.h.
-pc gocoll-preload "gocoll's collectives linked ahead of Open MPI or MPICH" '' -lgocoll-preload
+# No Cflags: the program compiles against its host MPI's mpi.h. Kept
+# under --as-needed (Debian's and Ubuntu's default), wherever it stands and
+# whatever names the program calls (MPICH's mpi_f08 calls none of gocoll's):
+# dropped, it would be silently absent; kept, it runs or says why not.
+pc gocoll-preload "gocoll's collectives linked ahead of Open MPI or MPICH" '' '-Wl,--push-state,--no-as-needed -lgocoll-preload -Wl,--pop-state'
 echo share/gocoll/manifest >>"$list"
 sort -u "$list" >"$manifest"
 echo "gocoll installed in $root ($(wc -l <"$manifest") files): $prefix/bin/mpicc.gocoll, $prefix/bin/gocollrun, pkg-config gocoll"
