@@ -1,8 +1,10 @@
 package tests
 
 import (
+	"debug/elf"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -66,9 +68,15 @@ func TestInstall(t *testing.T) {
 	}
 
 	// CMake: find_package(gocoll), gocoll::mpi for a standalone program,
-	// gocoll::preload ahead of Open MPI's library (built with its mpicc).
+	// gocoll::preload ahead of Open MPI's library (built with its mpicc);
+	// kept by a program that calls none of its names (barrier.c) with
+	// the link option docs/preload.md gives for it.
 	proj := filepath.Join(away, "cmake")
 	if err := os.MkdirAll(proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	barrier := "#include <mpi.h>\nint main(int argc, char **argv) { MPI_Init(&argc, &argv); MPI_Barrier(MPI_COMM_WORLD); return MPI_Finalize(); }\n"
+	if err := os.WriteFile(filepath.Join(proj, "barrier.c"), []byte(barrier), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	lists := `cmake_minimum_required(VERSION 3.16)
@@ -79,6 +87,9 @@ target_link_libraries(app gocoll::mpi)
 if(LINKED)
   add_executable(linked ` + src + `)
   target_link_libraries(linked gocoll::preload mpi)
+  add_executable(barrier barrier.c)
+  target_link_options(barrier PRIVATE "LINKER:--no-as-needed")
+  target_link_libraries(barrier gocoll::preload mpi)
 endif()
 `
 	if err := os.WriteFile(filepath.Join(proj, "CMakeLists.txt"), []byte(lists), 0o644); err != nil {
@@ -100,6 +111,16 @@ endif()
 		"mpirun.openmpi", "-np", "2", "-x", "GOCOLL_DEBUG=info", "-x", "GOCOLL_ALLREDUCE_ALGORITHM=ring", filepath.Join(away, "cmake-ompi", "linked"))
 	if code != 0 || strings.Count(out, ": PASS") != 2 || !strings.Contains(out, "algorithm=ring") {
 		t.Errorf("the CMake-built gocoll::preload program over Open MPI: exit %d\n%s", code, out)
+	}
+
+	if f, err := elf.Open(filepath.Join(away, "cmake-ompi", "barrier")); err != nil {
+		t.Error(err)
+	} else {
+		needed, _ := f.ImportedLibraries()
+		f.Close()
+		if !slices.Contains(needed, "libgocoll-preload.so.0") {
+			t.Errorf("gocoll::preload dropped, with LINKER:--no-as-needed, from a program calling none of its names: needs %v", needed)
+		}
 	}
 
 	if out, code := harness.Run(t, time.Minute, []string{"PREFIX=" + prefix}, install, "uninstall"); code != 0 {

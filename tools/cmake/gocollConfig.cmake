@@ -24,6 +24,12 @@ if(NOT TARGET gocoll::mpi)
     IMPORTED_SONAME "libgocoll.so.${gocoll_VERSION_MAJOR}"
     INTERFACE_INCLUDE_DIRECTORIES "${_gocoll_prefix}/include/gocoll"
     INTERFACE_LINK_OPTIONS "-Wl,-rpath,${_gocoll_prefix}/lib")
+  # An imported library, not an interface one carrying gocoll-preload.pc's
+  # --no-as-needed: CMake puts an interface's libraries after the
+  # program's own (gocoll::preload mpi would link -lmpi first, and
+  # gocoll would stop the program at load, preload/ahead.c). A program
+  # that calls none of gocoll's names (MPICH's mpi_f08) adds
+  # target_link_options(app PRIVATE "LINKER:--no-as-needed").
   add_library(gocoll::preload SHARED IMPORTED)
   set_target_properties(gocoll::preload PROPERTIES
     IMPORTED_LOCATION "${_gocoll_prefix}/lib/libgocoll-preload.so"
