@@ -58,6 +58,9 @@ cluster-deps:
 # version is written.
 VERSION := $(shell cat VERSION)
 SOMAJOR := $(firstword $(subst ., ,$(VERSION)))
+# The version in every library and command (gocollrun --version,
+# GOCOLL_DEBUG=info's first line).
+SETVERSION := -X github.com/gocoll/gocoll/internal/version.Version=$(VERSION)
 
 # Every output is written under a name of its own (the shell's pid) and
 # renamed into place: a test or a job using the old file keeps it
@@ -69,14 +72,14 @@ sharedlib = ln -sfn $(1).so.$(VERSION) $(LIB)/.$(1).so.$(SOMAJOR).$$$$ && mv -fT
 	ln -sfn $(1).so.$(SOMAJOR) $(LIB)/.$(1).so.$$$$ && mv -fT $(LIB)/.$(1).so.$$$$ $(LIB)/$(1).so
 lib:
 	@mkdir -p $(LIB)/mpich-abi
-	$(GO) build -buildmode=c-shared -ldflags '-extldflags "-Wl,-soname,libgocoll.so.$(SOMAJOR)"' \
+	$(GO) build -buildmode=c-shared -ldflags '$(SETVERSION) -extldflags "-Wl,-soname,libgocoll.so.$(SOMAJOR)"' \
 		-o $(LIB)/.libgocoll.so.$$$$.tmp ./capi && \
 		rm -f $(LIB)/.libgocoll.so.$$$$.h && mv -f $(LIB)/.libgocoll.so.$$$$.tmp $(LIB)/libgocoll.so.$(VERSION) && \
 		$(call sharedlib,libgocoll)
 	@rm -f $(LIB)/libgocoll.h
 	@ln -sfn ../libgocoll.so.$(SOMAJOR) $(LIB)/mpich-abi/.libmpich.so.12.$$$$ && \
 		mv -fT $(LIB)/mpich-abi/.libmpich.so.12.$$$$ $(LIB)/mpich-abi/libmpich.so.12
-	$(GO) build -buildmode=c-shared -ldflags '-extldflags "-Wl,-soname,libgocoll-preload.so.$(SOMAJOR) -Wl,--version-script=$(ROOT)/preload/exports.map"' \
+	$(GO) build -buildmode=c-shared -ldflags '$(SETVERSION) -extldflags "-Wl,-soname,libgocoll-preload.so.$(SOMAJOR) -Wl,--version-script=$(ROOT)/preload/exports.map"' \
 		-o $(LIB)/.libgocoll-preload.so.$$$$.tmp ./preload && \
 		rm -f $(LIB)/.libgocoll-preload.so.$$$$.h && mv -f $(LIB)/.libgocoll-preload.so.$$$$.tmp $(LIB)/libgocoll-preload.so.$(VERSION) && \
 		$(call sharedlib,libgocoll-preload)
@@ -99,8 +102,8 @@ wrappers:
 
 commands:
 	@mkdir -p $(BIN)
-	@d=$$(mktemp -d $(BIN)/.tmp.XXXXXX) && echo $(GO) build -o $(BIN)/ ./cmd/... && \
-		$(GO) build -o $$d/ ./cmd/... && mv -f $$d/* $(BIN)/ && rmdir $$d || { rm -rf $$d; exit 1; }
+	@d=$$(mktemp -d $(BIN)/.tmp.XXXXXX) && echo $(GO) build -ldflags \''$(SETVERSION)'\' -o $(BIN)/ ./cmd/... && \
+		$(GO) build -ldflags '$(SETVERSION)' -o $$d/ ./cmd/... && mv -f $$d/* $(BIN)/ && rmdir $$d || { rm -rf $$d; exit 1; }
 
 # Built in a temporary folder and renamed into place (tests/gpu/bundle.sh).
 gpu-bundle: build

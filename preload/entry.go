@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"fmt"
+	"github.com/gocoll/gocoll/internal/version"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -122,8 +123,8 @@ func gc_go_start() (rc C.int) {
 	}
 	if c.debug {
 		rank := int(C.gc_world_rank())
-		fmt.Fprintf(os.Stderr, "gocoll: rank %d: preloaded over %s (%s), %d datatypes, %d measured rules, %s\n",
-			rank, flavor, C.GoString(C.gc_library_version()), len(hh.types), len(measuredRules[flavor]), c.cudaNote())
+		fmt.Fprintf(os.Stderr, "gocoll: rank %d: gocoll %s preloaded over %s (%s), %d datatypes, %d measured rules, %s\n",
+			rank, version.Version, flavor, C.GoString(C.gc_library_version()), len(hh.types), len(measuredRules[flavor]), c.cudaNote())
 		// One write: the lines of ranks sharing stderr stay whole.
 		var b strings.Builder
 		fmt.Fprintf(&b, "gocoll: rank %d: host MPI probed in %.1f ms (MPI_Reduce_local, %d datatype and %d op handles): wrong on %d (op, datatype) pairs, which gocoll runs\n",

@@ -15,7 +15,8 @@ import (
 // what TestInstall runs: each library as file, soname and .so link, the
 // soname in the file; the wrappers as mpicc.gocoll with mpicc linking to
 // it (outside /usr); the headers in include/gocoll; every command's
-// --help (exit 0, "NAME - summary") and its man page, which man renders.
+// --help (exit 0, "NAME - summary"), --version (the VERSION file's) and
+// its man page, which man renders.
 func checkInstalledLayout(t *testing.T, prefix string) {
 	t.Helper()
 	version, err := os.ReadFile(filepath.Join(harness.Root, "VERSION"))
@@ -67,6 +68,12 @@ func checkInstalledLayout(t *testing.T, prefix string) {
 		out, code := harness.Run(t, time.Minute, nil, filepath.Join(prefix, "bin", name), "--help")
 		if code != 0 || !strings.HasPrefix(out, name+" - ") || !strings.Contains(out, "\nusage: ") {
 			t.Errorf("%s --help: exit %d, want 0 and \"%s - summary\", then usage:\n%s", name, code, name, out)
+		}
+		if !strings.HasPrefix(name, "mpi") { // the wrappers pass --version to the compiler
+			want := name + " (gocoll " + v + ")\n"
+			if out, code := harness.Run(t, time.Minute, nil, filepath.Join(prefix, "bin", name), "--version"); code != 0 || out != want {
+				t.Errorf("%s --version: exit %d, %q, want %q", name, code, out, want)
+			}
 		}
 		page := filepath.Join(prefix, "share", "man", "man1", name+".1")
 		out, code = harness.Run(t, time.Minute, []string{"MANWIDTH=80"}, "man", "-l", page)

@@ -75,6 +75,10 @@ func main() {
 		help.Write(os.Stdout, nil)
 		return
 	}
+	if len(os.Args) >= 2 && (os.Args[1] == "-version" || os.Args[1] == "--version") {
+		fmt.Println(help.VersionLine())
+		return
+	}
 	if len(os.Args) >= 2 && os.Args[1] == "reproducible" {
 		reproducibleMain(os.Args[2:])
 		return

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	gocollversion "github.com/gocoll/gocoll/internal/version"
 	"io"
 	"os"
 	"runtime"
@@ -44,6 +45,6 @@ func buildLine() string {
 	if rev != "" {
 		rev = " revision " + rev + dirty
 	}
-	return fmt.Sprintf("gocollrun %s%s, built with %s for %s/%s, PMI-1 server",
-		version, rev, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return fmt.Sprintf("gocollrun (gocoll %s), module %s%s, built with %s for %s/%s, PMI-1 server",
+		gocollversion.Version, version, rev, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }

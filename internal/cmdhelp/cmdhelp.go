@@ -13,7 +13,8 @@
 //
 // Asked for (-h, -help, --help) the help goes to standard output and the
 // command exits 0, as GNU tools do; shown for a wrong flag it goes to
-// standard error with the flag package's message.
+// standard error with the flag package's message. Every command also
+// takes -version (gocoll's version, internal/version).
 package cmdhelp
 
 import (
@@ -22,6 +23,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/gocoll/gocoll/internal/version"
 )
 
 // Help is what a command says about itself.
@@ -62,12 +65,23 @@ func (h Help) Write(w io.Writer, fs *flag.FlagSet) {
 
 // Set makes h the usage of fs, parsed from args: on standard output when
 // args ask for help, else on fs's output (standard error by default).
+// It adds -version, which prints "NAME (gocoll VERSION)" and exits 0.
 func (h Help) Set(fs *flag.FlagSet, args []string) {
 	w := fs.Output()
 	if Asked(fs, args) {
 		w = os.Stdout
 	}
 	fs.Usage = func() { h.Write(w, fs) }
+	fs.BoolFunc("version", "print gocoll's version and exit", func(string) error {
+		fmt.Println(h.VersionLine())
+		os.Exit(0)
+		return nil
+	})
+}
+
+// VersionLine is what -version prints.
+func (h Help) VersionLine() string {
+	return fmt.Sprintf("%s (gocoll %s)", h.Name, version.Version)
 }
 
 // Asked reports whether args, parsed by fs, ask for help: -h, -help or
