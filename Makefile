@@ -5,11 +5,13 @@
 #                 wrappers, gocollrun and the Go commands
 #   make demo     the main job (see the README)
 #   make install  into PREFIX (default /usr/local; DESTDIR stages it):
-#                 bin/, lib/ (and lib/pkgconfig: gocoll, gocoll-preload),
-#                 include/, share/doc/gocoll (tools/install.sh)
+#                 bin/, lib/ (sonames; lib/pkgconfig: gocoll,
+#                 gocoll-preload; lib/cmake/gocoll), include/gocoll/,
+#                 share/man, share/doc/gocoll (tools/install.sh)
 #   make uninstall  what make install put there, nothing else
 #   make deb      build/gocoll_<version>_<arch>.deb: the same layout in
-#                 /usr, depending on libc6 only (tools/deb.sh)
+#                 /usr (wrappers only as mpicc.gocoll...), depending on
+#                 libc6 only (tools/deb.sh)
 #   make gpu-bundle
 #                 build/gpu-bundle/: the device check, a folder to copy to
 #                 a GPU machine that has only the NVIDIA driver, and run
