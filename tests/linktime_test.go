@@ -15,6 +15,10 @@ import (
 	"github.com/gocoll/gocoll/tests/internal/harness"
 )
 
+// preloadSoname is what a program linked with -lgocoll-preload needs
+// (the Makefile's soname).
+const preloadSoname = "libgocoll-preload.so.0"
+
 // linkHost is a host MPI whose compiler wrappers build the programs that
 // link libgocoll-preload.so ahead of its library.
 type linkHost struct {
@@ -118,8 +122,8 @@ func TestLinkTime(t *testing.T) {
 			if b.err != nil {
 				t.Fatalf("build: %v\n%s", b.err, b.out)
 			}
-			if !slices.Contains(needed(t, b.exe), "libgocoll-preload.so") {
-				t.Errorf("%s does not need libgocoll-preload.so", b.exe)
+			if !slices.Contains(needed(t, b.exe), preloadSoname) {
+				t.Errorf("%s does not need %s", b.exe, preloadSoname)
 			}
 			env := []string{"GOCOLL_DEBUG=info", "GOCOLL_ALLREDUCE_ALGORITHM=ring"}
 			out, code := harness.Run(t, time.Minute, ompiRoot, b.host.launch(2, env, b.exe)...)
@@ -167,8 +171,8 @@ func TestLinkTimeOrder(t *testing.T) {
 			if out, code := harness.Run(t, time.Minute, nil, argv...); code != 0 {
 				t.Fatalf("%v: exit %d\n%s", argv, code, out)
 			}
-			if kept := slices.Contains(needed(t, exe), "libgocoll-preload.so"); kept != tc.kept {
-				t.Fatalf("libgocoll-preload.so needed: %v, want %v (%v)", kept, tc.kept, argv)
+			if kept := slices.Contains(needed(t, exe), preloadSoname); kept != tc.kept {
+				t.Fatalf("%s needed: %v, want %v (%v)", preloadSoname, kept, tc.kept, argv)
 			}
 			out, code := harness.Run(t, time.Minute, nil, linkHosts[1].launch(2, env, exe)...)
 			if (code != 0) != tc.fails || !strings.Contains(out, tc.want) {
