@@ -59,6 +59,15 @@ func checkInstalledLayout(t *testing.T, prefix string) {
 		}
 	}
 
+	// The modulefile, as a site's module tree uses it (Environment
+	// Modules; Lmod reads the same Tcl).
+	script := `. /usr/share/modules/init/sh && module use "$1/share/modulefiles" && module load gocoll &&
+command -v mpicc.gocoll && pkg-config --modversion gocoll && echo "$CMAKE_PREFIX_PATH" && echo "$MANPATH"`
+	out, code := harness.Run(t, time.Minute, []string{"MANPATH=", "CMAKE_PREFIX_PATH=", "PKG_CONFIG_PATH="}, "sh", "-c", script, "sh", prefix)
+	if want := filepath.Join(prefix, "bin", "mpicc.gocoll") + "\n" + v + "\n" + prefix + "\n" + filepath.Join(prefix, "share", "man") + ":\n"; code != 0 || out != want {
+		t.Errorf("module load gocoll: exit %d\n%s\nwant\n%s", code, out, want)
+	}
+
 	cmds, err := os.ReadDir(filepath.Join(prefix, "bin"))
 	if err != nil || len(cmds) < 8 {
 		t.Fatalf("bin/: %d commands (%v)", len(cmds), err)

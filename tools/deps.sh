@@ -2,7 +2,8 @@
 # Installs what gocoll's build and tests need, when it is missing: gfortran
 # (the Fortran module and examples), Open MPI and MPICH (the preload library
 # and the comparison benchmarks), iproute2 (emulated hosts in tests),
-# pkg-config, cmake and man-db (the install test), dpkg-dev (make deb).
+# pkg-config, cmake, man-db and environment-modules (the install test),
+# dpkg-dev (make deb).
 # Debian packages; needs root (or sudo).
 set -e
 missing=""
@@ -15,6 +16,7 @@ need pkg-config pkg-config # tests/install_test.go: the installed .pc files
 need cmake cmake           # tests/install_test.go: find_package(gocoll)
 need man man-db            # tests/install_layout_test.go: the installed man pages render
 need dpkg-shlibdeps dpkg-dev # make deb (tools/deb.sh): the package's Depends
+need modulecmd environment-modules # tests/install_layout_test.go: module load gocoll
 [ -z "$missing" ] && exit 0
 echo "gocoll: installing$missing" >&2
 SUDO=""

@@ -19,6 +19,7 @@
 #   include/gocoll/      mpi.h, mpif.h, mpi.f90 and the mpi module
 #   share/doc/gocoll/    README.md, docs/ (the pages it links), the examples
 #   share/man/man1/      a page per command, from its --help (tools/man.sh)
+#   share/modulefiles/gocoll/VERSION  for module use / module load gocoll
 #   share/gocoll/manifest  every file installed, for uninstall
 #
 # PREFIX defaults to /usr/local. uninstall removes the files the manifest
@@ -37,7 +38,7 @@ if [ "$cmd" = uninstall ]; then
 	rm -f "$manifest"
 	# The folders the install made, deepest first, where now empty.
 	for d in lib/cmake/gocoll lib/cmake share/gocoll share/doc/gocoll/examples share/doc/gocoll/docs share/doc/gocoll \
-		share/man/man1 share/man lib/pkgconfig lib/mpich-abi include/gocoll include bin lib share/doc share; do
+		share/man/man1 share/man share/modulefiles/gocoll share/modulefiles lib/pkgconfig lib/mpich-abi include/gocoll include bin lib share/doc share; do
 		rmdir "$root/$d" 2>/dev/null || true
 	done
 	echo "gocoll removed from $root"
@@ -51,7 +52,16 @@ version=$(cat VERSION) # the one place the version is written (pkg-config, CMake
 mkdir -p "$root/bin" "$root/lib/mpich-abi" "$root/lib/pkgconfig" "$root/lib/cmake/gocoll" "$root/include/gocoll" \
 	"$root/share/doc/gocoll/examples" "$root/share/doc/gocoll/docs" "$root/share/man/man1" "$root/share/gocoll"
 list=$(mktemp)
-trap 'rm -f "$list"' EXIT
+# The manifest is written however the install ends, with what an earlier
+# install listed: uninstall then removes a half-done install, and files
+# an older version had.
+manifest_out() {
+	echo share/gocoll/manifest >>"$list"
+	[ -f "$manifest" ] && cat "$manifest" >>"$list"
+	sort -u "$list" -o "$list" && cp "$list" "$manifest"
+	rm -f "$list"
+}
+trap manifest_out EXIT
 put() { # put SRC DEST-relative-to-root MODE
 	install -m "$3" "$1" "$root/$2.tmp.$$" && mv -f "$root/$2.tmp.$$" "$root/$2"
 	echo "$2" >>"$list"
@@ -119,6 +129,30 @@ for n in $(sed -n 's|^bin/||p' "$list"); do
 	rm -f "$tmp"
 done
 for f in examples/c/*.c; do put "$f" "share/doc/gocoll/examples/$(basename "$f")" 644; done
+# A modulefile (Environment Modules and Lmod read this Tcl form) for a
+# module tree: module use PREFIX/share/modulefiles; module load gocoll.
+# The prefix is found from the file's own place, as the wrappers find it.
+tmp=$(mktemp)
+cat >"$tmp" <<MODULE
+#%Module1.0
+module-whatis "gocoll $version: MPI collectives (MPI_Allreduce, MPI_Reduce_scatter, MPI_Allgather) in Go"
+proc ModulesHelp { } {
+    puts stderr "gocoll $version: gocollrun, mpicc.gocoll, pkg-config gocoll and gocoll-preload, find_package(gocoll); man gocollrun"
+}
+set prefix [file normalize [file join [file dirname \$ModulesCurrentModulefile] .. .. ..]]
+prepend-path PATH \$prefix/bin
+# An empty MANPATH element: man-db keeps its default path (a MANPATH of
+# gocoll's folder alone would hide every other page).
+if {![info exists ::env(MANPATH)] || \$::env(MANPATH) eq {}} {
+    append-path MANPATH {}
+}
+prepend-path MANPATH \$prefix/share/man
+prepend-path PKG_CONFIG_PATH \$prefix/lib/pkgconfig
+prepend-path CMAKE_PREFIX_PATH \$prefix
+MODULE
+mkdir -p "$root/share/modulefiles/gocoll"
+put "$tmp" "share/modulefiles/gocoll/$version" 644
+rm -f "$tmp"
 pc() { # pc NAME DESCRIPTION CFLAGS LIBS
 	tmp=$(mktemp)
 	cat >"$tmp" <<PC
@@ -141,6 +175,6 @@ pc gocoll "gocoll's MPI collectives, with its own mpi.h (standalone)" '-I${inclu
 # whatever names the program calls (MPICH's mpi_f08 calls none of gocoll's):
 # dropped, it would be silently absent; kept, it runs or says why not.
 pc gocoll-preload "gocoll's collectives linked ahead of Open MPI or MPICH" '' '-Wl,--push-state,--no-as-needed -lgocoll-preload -Wl,--pop-state'
-echo share/gocoll/manifest >>"$list"
-sort -u "$list" >"$manifest"
+manifest_out
+trap - EXIT
 echo "gocoll installed in $root ($(wc -l <"$manifest") files): $prefix/bin/mpicc.gocoll, $prefix/bin/gocollrun, pkg-config gocoll"
