@@ -59,11 +59,18 @@ func checkInstalledLayout(t *testing.T, prefix string) {
 		}
 	}
 
-	// The modulefile, as a site's module tree uses it (Environment
-	// Modules; Lmod reads the same Tcl).
-	script := `. /usr/share/modules/init/sh && module use "$1/share/modulefiles" && module load gocoll &&
+	// The modulefile, as a site's module tree uses it: a link to it
+	// there (Environment Modules; Lmod reads the same Tcl).
+	site := filepath.Join(t.TempDir(), "modulefiles")
+	if err := os.MkdirAll(filepath.Join(site, "gocoll"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(prefix, "share", "modulefiles", "gocoll", v), filepath.Join(site, "gocoll", v)); err != nil {
+		t.Fatal(err)
+	}
+	script := `. /usr/share/modules/init/sh && module use "$2" && module load gocoll &&
 command -v mpicc.gocoll && pkg-config --modversion gocoll && echo "$CMAKE_PREFIX_PATH" && echo "$MANPATH"`
-	out, code := harness.Run(t, time.Minute, []string{"MANPATH=", "CMAKE_PREFIX_PATH=", "PKG_CONFIG_PATH="}, "sh", "-c", script, "sh", prefix)
+	out, code := harness.Run(t, time.Minute, []string{"MANPATH=", "CMAKE_PREFIX_PATH=", "PKG_CONFIG_PATH="}, "sh", "-c", script, "sh", prefix, site)
 	if want := filepath.Join(prefix, "bin", "mpicc.gocoll") + "\n" + v + "\n" + prefix + "\n" + filepath.Join(prefix, "share", "man") + ":\n"; code != 0 || out != want {
 		t.Errorf("module load gocoll: exit %d\n%s\nwant\n%s", code, out, want)
 	}

@@ -131,7 +131,8 @@ done
 for f in examples/c/*.c; do put "$f" "share/doc/gocoll/examples/$(basename "$f")" 644; done
 # A modulefile (Environment Modules and Lmod read this Tcl form) for a
 # module tree: module use PREFIX/share/modulefiles; module load gocoll.
-# The prefix is found from the file's own place, as the wrappers find it.
+# The prefix is found from the file's own place (links followed), as the
+# wrappers find it.
 tmp=$(mktemp)
 cat >"$tmp" <<MODULE
 #%Module1.0
@@ -139,7 +140,12 @@ module-whatis "gocoll $version: MPI collectives (MPI_Allreduce, MPI_Reduce_scatt
 proc ModulesHelp { } {
     puts stderr "gocoll $version: gocollrun, mpicc.gocoll, pkg-config gocoll and gocoll-preload, find_package(gocoll); man gocollrun"
 }
-set prefix [file normalize [file join [file dirname \$ModulesCurrentModulefile] .. .. ..]]
+# A site's tree may link to this file: the prefix is the link's target's.
+set f \$ModulesCurrentModulefile
+while {[file type \$f] eq "link"} {
+    set f [file join [file dirname \$f] [file readlink \$f]]
+}
+set prefix [file normalize [file join [file dirname \$f] .. .. ..]]
 prepend-path PATH \$prefix/bin
 # An empty MANPATH element: man-db keeps its default path (a MANPATH of
 # gocoll's folder alone would hide every other page).
