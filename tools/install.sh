@@ -34,13 +34,18 @@ cd "$(dirname "$0")/.."
 
 if [ "$cmd" = uninstall ]; then
 	[ -f "$manifest" ] || { echo "install.sh: no gocoll installed in $root ($manifest is missing)" >&2; exit 1; }
-	while read -r f; do rm -f "$root/$f"; done <"$manifest"
-	rm -f "$manifest"
-	# The folders the install made, deepest first, where now empty.
-	for d in lib/cmake/gocoll lib/cmake share/gocoll share/doc/gocoll/examples share/doc/gocoll/docs share/doc/gocoll \
-		share/man/man1 share/man share/modulefiles/gocoll share/modulefiles lib/pkgconfig lib/mpich-abi include/gocoll include bin lib share/doc share; do
-		rmdir "$root/$d" 2>/dev/null || true
-	done
+	files=$(cat "$manifest") # which lists itself
+	printf '%s\n' "$files" | while read -r f; do rm -f "$root/$f"; done
+	# The folders of the files listed, deepest first (sorted in reverse,
+	# a subfolder comes before its folder), where now empty.
+	printf '%s\n' "$files" | while read -r f; do
+		d=${f%/*}
+		while [ "$d" != "$f" ]; do
+			echo "$d"
+			f=$d
+			d=${d%/*}
+		done
+	done | sort -ru | while read -r d; do rmdir "$root/$d" 2>/dev/null || true; done
 	echo "gocoll removed from $root"
 	exit 0
 fi
@@ -49,8 +54,7 @@ for f in build/bin/gocollrun build/bin/mpicc build/lib/libgocoll.so build/lib/li
 	[ -e "$f" ] || { echo "install.sh: $f is missing: run make build first" >&2; exit 1; }
 done
 version=$(cat VERSION) # the one place the version is written (pkg-config, CMake, the .deb, sonames)
-mkdir -p "$root/bin" "$root/lib/mpich-abi" "$root/lib/pkgconfig" "$root/lib/cmake/gocoll" "$root/include/gocoll" \
-	"$root/share/doc/gocoll/examples" "$root/share/doc/gocoll/docs" "$root/share/man/man1" "$root/share/gocoll"
+mkdir -p "$root/share/gocoll"
 list=$(mktemp)
 # The manifest is written however the install ends, with what an earlier
 # install listed: uninstall then removes a half-done install, and files
@@ -63,10 +67,17 @@ manifest_out() {
 }
 trap manifest_out EXIT
 put() { # put SRC DEST-relative-to-root MODE
+	mkdir -p "$(dirname "$root/$2")"
 	install -m "$3" "$1" "$root/$2.tmp.$$" && mv -f "$root/$2.tmp.$$" "$root/$2"
 	echo "$2" >>"$list"
 }
+write() { # write DEST-relative-to-root: standard input, as a file of mode 644
+	tmp=$(mktemp)
+	cat >"$tmp" && put "$tmp" "$1" 644
+	rm -f "$tmp"
+}
 link() { # link TARGET NAME-relative-to-root
+	mkdir -p "$(dirname "$root/$2")"
 	ln -sfn "$1" "$root/$2.tmp.$$" && mv -fT "$root/$2.tmp.$$" "$root/$2"
 	echo "$2" >>"$list"
 }
@@ -103,8 +114,7 @@ link "../$(readlink build/lib/libgocoll.so)" lib/mpich-abi/libmpich.so.12
 for f in include/mpi.h include/mpif.h include/mpi.f90 build/include/mpi.mod; do put "$f" "include/gocoll/$(basename "$f")" 644; done
 put tools/cmake/gocollConfig.cmake lib/cmake/gocoll/gocollConfig.cmake 644
 # find_package(gocoll 0.1): CMake's SameMajorVersion rule, the soname's.
-tmp=$(mktemp)
-cat >"$tmp" <<CMAKE
+write lib/cmake/gocoll/gocollConfigVersion.cmake <<CMAKE
 set(PACKAGE_VERSION "$version")
 set(PACKAGE_VERSION_COMPATIBLE TRUE)
 if(PACKAGE_FIND_VERSION)
@@ -115,26 +125,21 @@ if(PACKAGE_FIND_VERSION)
   endif()
 endif()
 CMAKE
-put "$tmp" lib/cmake/gocoll/gocollConfigVersion.cmake 644
-rm -f "$tmp"
 put README.md share/doc/gocoll/README.md 644
 # The pages the README links, with the measurements they show.
 for f in docs/*.md docs/*.txt docs/*.svg docs/*.csv docs/*.json; do put "$f" "share/doc/gocoll/$f" 644; done
 # A man page per installed command, made from its --help (tools/man.sh),
 # which names the command as it was called (mpicc.gocoll).
 for n in $(sed -n 's|^bin/||p' "$list"); do
-	tmp=$(mktemp)
-	"$root/bin/$n" --help | tools/man.sh "$n" "$version" >"$tmp" || { echo "install.sh: no man page for $n (its --help)" >&2; rm -f "$tmp"; exit 1; }
-	put "$tmp" "share/man/man1/$n.1" 644
-	rm -f "$tmp"
+	page=$("$root/bin/$n" --help | tools/man.sh "$n" "$version") || { echo "install.sh: no man page for $n (its --help)" >&2; exit 1; }
+	printf '%s\n' "$page" | write "share/man/man1/$n.1"
 done
 for f in examples/c/*.c; do put "$f" "share/doc/gocoll/examples/$(basename "$f")" 644; done
 # A modulefile (Environment Modules and Lmod read this Tcl form) for a
 # module tree: module use PREFIX/share/modulefiles; module load gocoll.
 # The prefix is found from the file's own place (links followed), as the
 # wrappers find it.
-tmp=$(mktemp)
-cat >"$tmp" <<MODULE
+write "share/modulefiles/gocoll/$version" <<MODULE
 #%Module1.0
 module-whatis "gocoll $version: MPI collectives (MPI_Allreduce, MPI_Reduce_scatter, MPI_Allgather) in Go"
 proc ModulesHelp { } {
@@ -156,12 +161,8 @@ prepend-path MANPATH \$prefix/share/man
 prepend-path PKG_CONFIG_PATH \$prefix/lib/pkgconfig
 prepend-path CMAKE_PREFIX_PATH \$prefix
 MODULE
-mkdir -p "$root/share/modulefiles/gocoll"
-put "$tmp" "share/modulefiles/gocoll/$version" 644
-rm -f "$tmp"
 pc() { # pc NAME DESCRIPTION CFLAGS LIBS
-	tmp=$(mktemp)
-	cat >"$tmp" <<PC
+	write "lib/pkgconfig/$1.pc" <<PC
 prefix=$prefix
 libdir=\${prefix}/lib
 includedir=\${prefix}/include
@@ -172,8 +173,6 @@ Version: $version
 Cflags: $3
 Libs: -L\${libdir} -Wl,-rpath,\${libdir} $4
 PC
-	put "$tmp" "lib/pkgconfig/$1.pc" 644
-	rm -f "$tmp"
 }
 pc gocoll "gocoll's MPI collectives, with its own mpi.h (standalone)" '-I${includedir}/gocoll' -lgocoll
 # No Cflags: the program compiles against its host MPI's mpi.h. Kept
