@@ -25,10 +25,7 @@ import (
 func TestDeb(t *testing.T) {
 	tmp := t.TempDir()
 	arch := strings.TrimSpace(mustRun(t, nil, "dpkg", "--print-architecture"))
-	version, err := os.ReadFile(filepath.Join(harness.Root, "VERSION"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	v, major := gocollVersion(t)
 	deb := filepath.Join(tmp, "gocoll.deb") // not build/'s
 	// gzip -1: the same files as make deb's xz, written in 3 s, not 30.
 	mustRun(t, []string{"DPKG_DEB_COMPRESSOR_TYPE=gzip", "DPKG_DEB_COMPRESSOR_LEVEL=1"},
@@ -39,7 +36,7 @@ func TestDeb(t *testing.T) {
 	for _, f := range []string{"Package", "Version", "Architecture", "Depends"} {
 		fields[f] = strings.TrimSpace(mustRun(t, nil, "dpkg-deb", "-f", deb, f))
 	}
-	want := map[string]string{"Package": "gocoll", "Version": strings.TrimSpace(string(version)), "Architecture": arch}
+	want := map[string]string{"Package": "gocoll", "Version": v, "Architecture": arch}
 	for f, v := range want {
 		if fields[f] != v {
 			t.Errorf("%s: %q, want %q", f, fields[f], v)
@@ -57,8 +54,6 @@ func TestDeb(t *testing.T) {
 
 	// Its libraries' sonames, for packages built against it; ldconfig
 	// run after it installs.
-	v := strings.TrimSpace(string(version))
-	major, _, _ := strings.Cut(v, ".")
 	ctrl := filepath.Join(tmp, "control")
 	mustRun(t, nil, "dpkg-deb", "-e", deb, ctrl)
 	for file, want := range map[string]string{

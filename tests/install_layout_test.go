@@ -11,6 +11,19 @@ import (
 	"github.com/gocoll/gocoll/tests/internal/harness"
 )
 
+// gocollVersion is the VERSION file's version and its first number (the
+// sonames').
+func gocollVersion(t *testing.T) (version, major string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(harness.Root, "VERSION"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	version = strings.TrimSpace(string(b))
+	major, _, _ = strings.Cut(version, ".")
+	return version, major
+}
+
 // checkInstalledLayout checks what make install put in prefix beyond
 // what TestInstall runs: each library as file, soname and .so link, the
 // soname in the file; the wrappers as mpicc.gocoll with mpicc linking to
@@ -19,12 +32,7 @@ import (
 // its man page, which man renders.
 func checkInstalledLayout(t *testing.T, prefix string) {
 	t.Helper()
-	version, err := os.ReadFile(filepath.Join(harness.Root, "VERSION"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := strings.TrimSpace(string(version))
-	major, _, _ := strings.Cut(v, ".")
+	v, major := gocollVersion(t)
 	lib := filepath.Join(prefix, "lib")
 	for _, n := range []string{"libgocoll", "libgocoll-preload"} {
 		soname := n + ".so." + major

@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"debug/elf"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,9 +22,7 @@ func TestInstall(t *testing.T) {
 	tmp := t.TempDir()
 	prefix := filepath.Join(tmp, "prefix")
 	install := filepath.Join(harness.Root, "tools", "install.sh")
-	if out, code := harness.Run(t, time.Minute, []string{"PREFIX=" + prefix}, install, "install"); code != 0 {
-		t.Fatalf("install: exit %d\n%s", code, out)
-	}
+	mustRun(t, []string{"PREFIX=" + prefix}, install, "install")
 	checkInstalledLayout(t, prefix)
 	src := filepath.Join(prefix, "share", "doc", "gocoll", "examples", "allreduce.c")
 	away := filepath.Join(tmp, "app") // not in the repository
@@ -35,22 +32,13 @@ func TestInstall(t *testing.T) {
 	bin := func(name string) string { return filepath.Join(prefix, "bin", name) }
 	pcEnv := []string{"PKG_CONFIG_PATH=" + filepath.Join(prefix, "lib", "pkgconfig")}
 	pkgConfig := func(args ...string) []string {
-		out, code := harness.Run(t, time.Minute, pcEnv, append([]string{"pkg-config"}, args...)...)
-		if code != 0 {
-			t.Fatalf("pkg-config %v: exit %d\n%s", args, code, out)
-		}
-		return strings.Fields(out)
+		return strings.Fields(mustRun(t, pcEnv, append([]string{"pkg-config"}, args...)...))
 	}
 
 	wrapped := filepath.Join(away, "allreduce-mpicc")
-	if out, code := harness.Run(t, time.Minute, nil, bin("mpicc"), "-o", wrapped, src); code != 0 { // mpicc -> mpicc.gocoll
-		t.Fatalf("installed mpicc: exit %d\n%s", code, out)
-	}
+	mustRun(t, nil, bin("mpicc"), "-o", wrapped, src) // mpicc -> mpicc.gocoll
 	pc := filepath.Join(away, "allreduce-pc")
-	argv := append([]string{"cc", "-o", pc, src}, pkgConfig("--cflags", "--libs", "gocoll")...)
-	if out, code := harness.Run(t, time.Minute, nil, argv...); code != 0 {
-		t.Fatalf("cc with pkg-config gocoll: exit %d\n%s", code, out)
-	}
+	mustRun(t, nil, append([]string{"cc", "-o", pc, src}, pkgConfig("--cflags", "--libs", "gocoll")...)...)
 	for _, prog := range []string{wrapped, pc} {
 		out, code := harness.Run(t, time.Minute, nil, bin("gocollrun"), "-n", "2", prog)
 		if code != 0 || strings.Count(out, ": PASS") != 2 || strings.Contains(out, filepath.Join(harness.Root, "build")) {
@@ -107,34 +95,24 @@ endif()
 	if out, code := harness.Run(t, time.Minute, nil, bin("gocollrun"), "-n", "2", filepath.Join(away, "cmake-std", "app")); code != 0 || strings.Count(out, ": PASS") != 2 {
 		t.Errorf("the CMake-built gocoll::mpi program: exit %d\n%s", code, out)
 	}
-	out, code := harness.Run(t, 2*time.Minute, []string{"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"},
+	out, code := harness.Run(t, 2*time.Minute, ompiRoot,
 		"mpirun.openmpi", "-np", "2", "-x", "GOCOLL_DEBUG=info", "-x", "GOCOLL_ALLREDUCE_ALGORITHM=ring", filepath.Join(away, "cmake-ompi", "linked"))
 	if code != 0 || strings.Count(out, ": PASS") != 2 || !strings.Contains(out, "algorithm=ring") {
 		t.Errorf("the CMake-built gocoll::preload program over Open MPI: exit %d\n%s", code, out)
 	}
 
-	if f, err := elf.Open(filepath.Join(away, "cmake-ompi", "barrier")); err != nil {
-		t.Error(err)
-	} else {
-		needed, _ := f.ImportedLibraries()
-		f.Close()
-		if !slices.Contains(needed, "libgocoll-preload.so.0") {
-			t.Errorf("gocoll::preload dropped, with LINKER:--no-as-needed, from a program calling none of its names: needs %v", needed)
-		}
+	if libs := needed(t, filepath.Join(away, "cmake-ompi", "barrier")); !slices.Contains(libs, preloadSoname) {
+		t.Errorf("gocoll::preload dropped, with LINKER:--no-as-needed, from a program calling none of its names: needs %v", libs)
 	}
 
-	if out, code := harness.Run(t, time.Minute, []string{"PREFIX=" + prefix}, install, "uninstall"); code != 0 {
-		t.Fatalf("uninstall: exit %d\n%s", code, out)
-	}
+	mustRun(t, []string{"PREFIX=" + prefix}, install, "uninstall")
 	if left, _ := harness.Run(t, time.Minute, nil, "find", prefix, "-mindepth", "1"); left != "" {
 		t.Errorf("uninstall left files behind:\n%s", left)
 	}
 
 	// DESTDIR: staged under it, naming the final prefix.
 	stage := filepath.Join(tmp, "stage")
-	if out, code := harness.Run(t, time.Minute, []string{"DESTDIR=" + stage, "PREFIX=/opt/gocoll"}, install, "install"); code != 0 {
-		t.Fatalf("install with DESTDIR: exit %d\n%s", code, out)
-	}
+	mustRun(t, []string{"DESTDIR=" + stage, "PREFIX=/opt/gocoll"}, install, "install")
 	pcFile, err := os.ReadFile(filepath.Join(stage, "opt", "gocoll", "lib", "pkgconfig", "gocoll.pc"))
 	if err != nil || !strings.Contains(string(pcFile), "prefix=/opt/gocoll\n") {
 		t.Errorf("staged gocoll.pc (%v):\n%s", err, pcFile)

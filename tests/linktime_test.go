@@ -247,13 +247,8 @@ func TestLinkTimeStaticMPI(t *testing.T) {
 func installPrefix(t *testing.T) (string, []string) {
 	t.Helper()
 	prefix := filepath.Join(t.TempDir(), "prefix")
-	if out, code := harness.Run(t, time.Minute, []string{"PREFIX=" + prefix}, filepath.Join(harness.Root, "tools", "install.sh"), "install"); code != 0 {
-		t.Fatalf("install: exit %d\n%s", code, out)
-	}
-	out, code := harness.Run(t, time.Minute, []string{"PKG_CONFIG_PATH=" + filepath.Join(prefix, "lib", "pkgconfig")}, "pkg-config", "--libs", "gocoll-preload")
-	if code != 0 {
-		t.Fatalf("pkg-config --libs gocoll-preload: exit %d\n%s", code, out)
-	}
+	mustRun(t, []string{"PREFIX=" + prefix}, filepath.Join(harness.Root, "tools", "install.sh"), "install")
+	out := mustRun(t, []string{"PKG_CONFIG_PATH=" + filepath.Join(prefix, "lib", "pkgconfig")}, "pkg-config", "--libs", "gocoll-preload")
 	return prefix, strings.Fields(out)
 }
 
