@@ -94,12 +94,14 @@ fortran:
 		gfortran -c -Iinclude -J$$d include/mpi.f90 -o $$d/mpi.o && \
 		mv -f $$d/mpi.mod $$d/mpi.o $(INC)/ && rmdir $$d || { rm -rf $$d; exit 1; }
 
-# The wrappers have no path built in: they find include/ and lib/ from
-# where they are, so that a copy of build/gpu-bundle works anywhere.
+# The wrappers are one script (tools/mpiwrap.in) under three names: it
+# takes its language from the name. They have no path built in: they find
+# include/ and lib/ from where they are, so that a copy of
+# build/gpu-bundle works anywhere.
 wrappers:
 	@mkdir -p $(BIN)
 	@for w in mpicc mpicxx mpif90; do \
-		cp tools/$$w.in $(BIN)/.$$w.$$$$.tmp && chmod +x $(BIN)/.$$w.$$$$.tmp && \
+		cp tools/mpiwrap.in $(BIN)/.$$w.$$$$.tmp && chmod +x $(BIN)/.$$w.$$$$.tmp && \
 		mv -f $(BIN)/.$$w.$$$$.tmp $(BIN)/$$w || exit 1; done
 
 commands:
