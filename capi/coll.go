@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/gocoll/gocoll/coll"
+	"github.com/gocoll/gocoll/gpu"
 	"github.com/gocoll/gocoll/mpierr"
 )
 
@@ -42,6 +43,31 @@ func cbuf(call, arg string, p unsafe.Pointer, n int64) ([]byte, error) {
 		return nil, mpierr.New(call, mpierr.Buffer, "MPI_IN_PLACE is not allowed as %s", arg)
 	}
 	return unsafe.Slice((*byte)(p), n), nil
+}
+
+// send and recv set a call's send or receive buffer (arg names it in
+// errors) from a C pointer to n bytes, classified here, once per call:
+// host memory as Go bytes, CUDA memory by address (Args.SendDevice,
+// RecvDevice), which nothing reads with the CPU.
+func (e *commEntry) send(a *coll.Args, call, arg string, p unsafe.Pointer, n int64) error {
+	return e.place(call, arg, p, n, &a.Send, &a.SendDevice)
+}
+
+func (e *commEntry) recv(a *coll.Args, call, arg string, p unsafe.Pointer, n int64) error {
+	return e.place(call, arg, p, n, &a.Recv, &a.RecvDevice)
+}
+
+func (e *commEntry) place(call, arg string, p unsafe.Pointer, n int64, host *[]byte, dev *gpu.Buffer) error {
+	b, err := cbuf(call, arg, p, n)
+	if err != nil || len(b) == 0 {
+		return err
+	}
+	if m := e.c.Memory(uintptr(p)); m.OnDevice() {
+		*dev = gpu.Buffer{Ptr: uintptr(p), Len: int(n), Mem: m}
+		return nil
+	}
+	*host = b
+	return nil
 }
 
 func checkCount(call, arg string, n int64) error {
@@ -92,8 +118,8 @@ func allreduce(call string, f *form, sendbuf, recvbuf unsafe.Pointer, count int6
 	}
 	n := count * int64(d.size())
 	a.Count = int(count)
-	if a.Recv, err = cbuf(call, "recvbuf", recvbuf, n); err == nil && !a.InPlace {
-		a.Send, err = cbuf(call, "sendbuf", sendbuf, n)
+	if err = e.recv(&a, call, "recvbuf", recvbuf, n); err == nil && !a.InPlace {
+		err = e.send(&a, call, "sendbuf", sendbuf, n)
 	}
 	if err != nil {
 		return rejected(e, call, err)
@@ -124,9 +150,9 @@ func reduceScatterBlock(call string, f *form, sendbuf, recvbuf unsafe.Pointer, c
 	total := mine * int64(e.c.Size())
 	a.Count = int(count)
 	if a.InPlace {
-		a.Recv, err = cbuf(call, "recvbuf", recvbuf, total)
-	} else if a.Recv, err = cbuf(call, "recvbuf", recvbuf, mine); err == nil {
-		a.Send, err = cbuf(call, "sendbuf", sendbuf, total)
+		err = e.recv(&a, call, "recvbuf", recvbuf, total)
+	} else if err = e.recv(&a, call, "recvbuf", recvbuf, mine); err == nil {
+		err = e.send(&a, call, "sendbuf", sendbuf, total)
 	}
 	if err != nil {
 		return rejected(e, call, err)
@@ -164,9 +190,9 @@ func reduceScatter(call string, f *form, sendbuf, recvbuf unsafe.Pointer, counts
 	}
 	size := int64(d.size())
 	if a.InPlace {
-		a.Recv, err = cbuf(call, "recvbuf", recvbuf, total*size)
-	} else if a.Recv, err = cbuf(call, "recvbuf", recvbuf, int64(a.Counts[e.c.Rank()])*size); err == nil {
-		a.Send, err = cbuf(call, "sendbuf", sendbuf, total*size)
+		err = e.recv(&a, call, "recvbuf", recvbuf, total*size)
+	} else if err = e.recv(&a, call, "recvbuf", recvbuf, int64(a.Counts[e.c.Rank()])*size); err == nil {
+		err = e.send(&a, call, "sendbuf", sendbuf, total*size)
 	}
 	if err != nil {
 		return rejected(e, call, err)
@@ -223,8 +249,8 @@ func allgather(call string, f *form, sendbuf unsafe.Pointer, scount int64, stype
 	}
 	n := rcount * int64(d.size())
 	a := coll.Args{Type: d.base, Mult: d.count, Count: int(rcount), InPlace: inPlace}
-	if a.Recv, err = cbuf(call, "recvbuf", recvbuf, n*int64(e.c.Size())); err == nil && !inPlace {
-		a.Send, err = cbuf(call, "sendbuf", sendbuf, n)
+	if err = e.recv(&a, call, "recvbuf", recvbuf, n*int64(e.c.Size())); err == nil && !inPlace {
+		err = e.send(&a, call, "sendbuf", sendbuf, n)
 	}
 	if err != nil {
 		return rejected(e, call, err)
@@ -261,11 +287,11 @@ func go_Allgatherv(sendbuf unsafe.Pointer, scount C.int, stype C.MPI_Datatype, r
 		a.Counts[i], a.Displs[i] = int(counts[i]), int(disp[i])
 		end = max(end, int64(disp[i])+int64(counts[i]))
 	}
-	if a.Recv, err = cbuf(call, "recvbuf", recvbuf, end*size); err != nil {
+	if err = e.recv(&a, call, "recvbuf", recvbuf, end*size); err != nil {
 		return rejected(e, call, err)
 	}
 	if !inPlace {
-		if a.Send, err = cbuf(call, "sendbuf", sendbuf, int64(counts[me])*size); err != nil {
+		if err = e.send(&a, call, "sendbuf", sendbuf, int64(counts[me])*size); err != nil {
 			return rejected(e, call, err)
 		}
 	}
@@ -299,10 +325,10 @@ func go_Bcast(buf unsafe.Pointer, count C.int, dt C.MPI_Datatype, root C.int, co
 		return rejected(e, call, err)
 	}
 	a := coll.Args{Type: d.base, Mult: d.count, Count: int(count), Root: int(root)}
-	if a.Recv, err = cbuf(call, "buffer", buf, int64(count)*int64(d.size())); err != nil {
+	if err = e.recv(&a, call, "buffer", buf, int64(count)*int64(d.size())); err != nil {
 		return rejected(e, call, err)
 	}
-	if rc := fastBcast(buf, int64(len(a.Recv)), root, comm); rc >= 0 {
+	if rc := fastBcast(buf, int64(count)*int64(d.size()), root, comm); rc >= 0 {
 		return rc
 	}
 	return fail(e, e.c.Bcast(a))
@@ -322,10 +348,10 @@ func go_Reduce(sendbuf, recvbuf unsafe.Pointer, count C.int, dt C.MPI_Datatype, 
 	n := int64(count) * int64(d.size())
 	a.Count, a.Root = int(count), int(root)
 	if int(root) == e.c.Rank() {
-		a.Recv, err = cbuf(call, "recvbuf", recvbuf, n)
+		err = e.recv(&a, call, "recvbuf", recvbuf, n)
 	}
 	if err == nil && !a.InPlace {
-		a.Send, err = cbuf(call, "sendbuf", sendbuf, n)
+		err = e.send(&a, call, "sendbuf", sendbuf, n)
 	}
 	if err != nil {
 		return rejected(e, call, err)
@@ -352,8 +378,8 @@ func go_Gather(sendbuf unsafe.Pointer, scount C.int, stype C.MPI_Datatype, recvb
 		}
 		a.Type, a.Mult, a.Count = d.base, d.count, int(rcount)
 		n := int64(rcount) * int64(d.size())
-		if a.Recv, err = cbuf(call, "recvbuf", recvbuf, n*int64(e.c.Size())); err == nil && !inPlace {
-			a.Send, err = cbuf(call, "sendbuf", sendbuf, n)
+		if err = e.recv(&a, call, "recvbuf", recvbuf, n*int64(e.c.Size())); err == nil && !inPlace {
+			err = e.send(&a, call, "sendbuf", sendbuf, n)
 		}
 		if err != nil {
 			return rejected(e, call, err)
@@ -367,7 +393,7 @@ func go_Gather(sendbuf unsafe.Pointer, scount C.int, stype C.MPI_Datatype, recvb
 			return rejected(e, call, err)
 		}
 		a.Type, a.Mult, a.Count = sd.base, sd.count, int(scount)
-		if a.Send, err = cbuf(call, "sendbuf", sendbuf, int64(scount)*int64(sd.size())); err != nil {
+		if err = e.send(&a, call, "sendbuf", sendbuf, int64(scount)*int64(sd.size())); err != nil {
 			return rejected(e, call, err)
 		}
 	}

@@ -1,8 +1,14 @@
-// Package coll is gocoll's dispatch layer: it validates the arguments of a
-// collective call, asks the tuner for an algorithm, fetches its schedule
-// from a cache (or builds it), and runs it with the host executor over the
-// communicator's transport. The C ABI (capi) and the Go API (mpi) are thin
-// layers over it.
+// Package coll is gocoll's dispatch layer. A collective call is checked
+// once (validate.go), then decided once (route.go): where its buffers live,
+// the GOCOLL_CHECK agreement, the tuner's algorithm, and the route that
+// runs it: a schedule on the host executor (route_host.go), the
+// shared-memory engine (route_shm.go), the device executor on CUDA memory
+// (route_device.go) or the shared-memory form of a hierarchical algorithm
+// (route_hierarchical.go). Every route starts a call and returns its
+// stepper; a blocking call is start then finish (call.go), a request is
+// started and moved on by Test, Wait, other calls or the progress goroutine
+// (request.go, progress.go). The C ABI (capi), the preload and the Go API
+// (mpi) are thin layers over it.
 package coll
 
 import (
@@ -13,7 +19,7 @@ import (
 	"time"
 
 	"github.com/gocoll/gocoll/algorithms"
-	"github.com/gocoll/gocoll/executor/host"
+	"github.com/gocoll/gocoll/gpu"
 	"github.com/gocoll/gocoll/intranode"
 	"github.com/gocoll/gocoll/mpierr"
 	"github.com/gocoll/gocoll/ops"
@@ -70,18 +76,18 @@ type Comm struct {
 	mu      sync.Mutex // one collective at a time
 	closed  bool
 	seq     uint32
-	exec    host.Executor
-	call    host.Call
 	cache   scheduleCache
-	scratch []byte
 	barrier []byte // Barrier's one byte per rank
 	shared  *intranode.Group
 	// hier: the node and slice communicators of hierarchical calls in
-	// the shm form (hierarchical.go), made at the first such call
+	// the shm form (hierarchy.go), made at the first such call
 	// (hierTried), nil where they cannot serve.
 	hier      *hierarchy
 	hierTried bool
 	device    deviceState // CUDA: the device executor, made at the first device call
+	// steps is what the routes keep between calls: one call of a
+	// communicator runs at a time (route.go).
+	steps steps
 	// GOCOLL_CHECK: the call's signature, until run checks it (a value,
 	// not a pointer: taking its address would allocate on every call).
 	pending    signature
@@ -93,14 +99,14 @@ type Comm struct {
 	queue    []*Request
 	inFlight atomic.Int32
 	freed    atomic.Bool // closed, for Start, which must not wait for mu
-	eng      *progressEngine
+	loop     *progressLoop
 }
 
 // NewComm returns the communicator of the given transport ranks (in
 // communicator rank order) with context ctx; the transport's own rank must
 // be among them. Every member must create it with the same ranks and ctx.
 func NewComm(t transport.Transport, ranks []int, ctx uint32, name string, cfg *Config) (*Comm, error) {
-	c := &Comm{t: t, ranks: ranks, rank: -1, ctx: ctx, name: name, cfg: cfg, eng: processEngine}
+	c := &Comm{t: t, ranks: ranks, rank: -1, ctx: ctx, name: name, cfg: cfg, loop: processLoop}
 	for i, r := range ranks {
 		if r == t.Rank() {
 			c.rank = i
@@ -134,10 +140,12 @@ func (c *Comm) TransportRank(r int) int { return c.ranks[r] }
 func (c *Comm) Config() *Config { return c.cfg }
 
 // Close marks the communicator freed: later calls fail with MPI_ERR_COMM.
-// It unmaps its shared segment, but does not close the transport, which
-// other communicators share.
+// It unmaps its shared segment (once a hierarchical call running on a
+// goroutine of its own is done with it), but does not close the
+// transport, which other communicators share.
 func (c *Comm) Close() {
 	c.mu.Lock()
+	c.steps.piece.settle()
 	c.closed = true
 	c.freed.Store(true)
 	c.closeDevice()
@@ -184,8 +192,12 @@ func (op Op) commutative() bool { return op.Builtin != ops.OpNull || op.Commutat
 
 // Args are the arguments of one collective call, in bytes and elements.
 type Args struct {
-	Send, Recv []byte // Send is ignored in place
-	InPlace    bool   // MPI_IN_PLACE as the send buffer
+	Send, Recv []byte // host memory; Send is ignored in place
+	// SendDevice and RecvDevice are Send and Recv where they are CUDA
+	// memory: by address, as the caller classified them (Comm.Memory),
+	// never as Go bytes. Set a buffer in one form or the other.
+	SendDevice, RecvDevice gpu.Buffer
+	InPlace                bool // MPI_IN_PLACE as the send buffer
 
 	// Count is, for Allreduce, the number of elements; for
 	// ReduceScatterBlock the elements each rank receives; for Allgather

@@ -3,15 +3,13 @@ package coll_test
 import (
 	"fmt"
 	"testing"
-	"unsafe"
 
 	"github.com/gocoll/gocoll/coll"
 	"github.com/gocoll/gocoll/executor/device"
+	"github.com/gocoll/gocoll/gpu"
 	"github.com/gocoll/gocoll/gpu/fake"
 	"github.com/gocoll/gocoll/ops"
 )
-
-func addrOfTest(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
 
 // gpuThreadJob is gpuJob (one fake process per rank, or one for all)
 // with the progress goroutine on or off.
@@ -22,21 +20,21 @@ func gpuThreadJob(t *testing.T, p int, s gpuSetup, thread bool, f func(c *coll.C
 }
 
 // devAlloc copies data into new device memory of proc and returns it as
-// a C caller's buffer.
-func devAlloc(proc *fake.Process, dev int, data []byte, n int) []byte {
+// the entries pass it to coll.
+func devAlloc(c *coll.Comm, proc *fake.Process, dev int, data []byte, n int) gpu.Buffer {
 	ptr := proc.Malloc(dev, max(n, 1))
 	if data != nil {
 		proc.Write(ptr, data)
 	}
-	return devBytes(ptr, n)
+	return devBuf(c, ptr, n)
 }
 
 // devRead reads a device buffer back.
-func devRead(proc *fake.Process, b []byte) []byte {
-	if len(b) == 0 {
+func devRead(proc *fake.Process, b gpu.Buffer) []byte {
+	if b.Len == 0 {
 		return nil
 	}
-	return proc.Read(addrOfTest(b), len(b))
+	return proc.Read(b.Ptr, b.Len)
 }
 
 // Nonblocking calls on device memory run on the device executor's
@@ -73,11 +71,11 @@ func deviceRequests(c *coll.Comm, proc *fake.Process, dev, n int) error {
 	type req struct {
 		name  string
 		r     *coll.Request
-		out   []byte
+		out   gpu.Buffer
 		check func(out []byte) error
 	}
 	var reqs []req
-	add := func(name string, out []byte, check func([]byte) error, r *coll.Request, err error) error {
+	add := func(name string, out gpu.Buffer, check func([]byte) error, r *coll.Request, err error) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
@@ -85,15 +83,15 @@ func deviceRequests(c *coll.Comm, proc *fake.Process, dev, n int) error {
 		return nil
 	}
 	for k := range 2 {
-		out := devAlloc(proc, dev, nil, 8*n)
-		r, err := c.Iallreduce(coll.Args{Send: devAlloc(proc, dev, rankVector(me, n, k), 8*n), Recv: out, Count: n, Type: ops.Int64, Op: opSum})
+		out := devAlloc(c, proc, dev, nil, 8*n)
+		r, err := c.Iallreduce(coll.Args{SendDevice: devAlloc(c, proc, dev, rankVector(me, n, k), 8*n), RecvDevice: out, Count: n, Type: ops.Int64, Op: opSum})
 		if err := add(fmt.Sprintf("iallreduce %d", k), out, func(b []byte) error { return sumOf(p, n, k, b) }, r, err); err != nil {
 			return err
 		}
 	}
 	// MPI_BAND on int64 has no GPU kernel: reduced on the host.
-	band := devAlloc(proc, dev, nil, 8*n)
-	r, err := c.Iallreduce(coll.Args{Send: devAlloc(proc, dev, rankVector(me, n, 0), 8*n), Recv: band, Count: n, Type: ops.Int64, Op: coll.Op{Builtin: ops.Band}})
+	band := devAlloc(c, proc, dev, nil, 8*n)
+	r, err := c.Iallreduce(coll.Args{SendDevice: devAlloc(c, proc, dev, rankVector(me, n, 0), 8*n), RecvDevice: band, Count: n, Type: ops.Int64, Op: coll.Op{Builtin: ops.Band}})
 	if err := add("iallreduce band", band, func(b []byte) error {
 		for i := range n {
 			want := int64(-1)
@@ -109,8 +107,8 @@ func deviceRequests(c *coll.Comm, proc *fake.Process, dev, n int) error {
 		return err
 	}
 	// Reduce-scatter-block: block q of the sum.
-	rsb := devAlloc(proc, dev, nil, 8*n)
-	r, err = c.IreduceScatterBlock(coll.Args{Send: devAlloc(proc, dev, rankVector(me, n*p, 3), 8*n*p), Recv: rsb, Count: n, Type: ops.Int64, Op: opSum})
+	rsb := devAlloc(c, proc, dev, nil, 8*n)
+	r, err = c.IreduceScatterBlock(coll.Args{SendDevice: devAlloc(c, proc, dev, rankVector(me, n*p, 3), 8*n*p), RecvDevice: rsb, Count: n, Type: ops.Int64, Op: opSum})
 	if err := add("ireduce_scatter_block", rsb, func(b []byte) error {
 		full := make([]int64, n*p)
 		for i := range full {
@@ -133,8 +131,8 @@ func deviceRequests(c *coll.Comm, proc *fake.Process, dev, n int) error {
 	for _, x := range counts[:me] {
 		lo += x
 	}
-	rs := devAlloc(proc, dev, nil, 8*counts[me])
-	r, err = c.IreduceScatter(coll.Args{Send: devAlloc(proc, dev, rankVector(me, total, 5), 8*total), Recv: rs, Counts: counts, Type: ops.Int64, Op: opSum})
+	rs := devAlloc(c, proc, dev, nil, 8*counts[me])
+	r, err = c.IreduceScatter(coll.Args{SendDevice: devAlloc(c, proc, dev, rankVector(me, total, 5), 8*total), RecvDevice: rs, Counts: counts, Type: ops.Int64, Op: opSum})
 	if err := add("ireduce_scatter", rs, func(b []byte) error {
 		want := make([]int64, counts[me])
 		for i := range want {
@@ -146,8 +144,8 @@ func deviceRequests(c *coll.Comm, proc *fake.Process, dev, n int) error {
 	}, r, err); err != nil {
 		return err
 	}
-	gathered := devAlloc(proc, dev, nil, 8*n*p)
-	r, err = c.Iallgather(coll.Args{Send: devAlloc(proc, dev, rankVector(me, n, 9), 8*n), Recv: gathered, Count: n, Type: ops.Int64})
+	gathered := devAlloc(c, proc, dev, nil, 8*n*p)
+	r, err = c.Iallgather(coll.Args{SendDevice: devAlloc(c, proc, dev, rankVector(me, n, 9), 8*n), RecvDevice: gathered, Count: n, Type: ops.Int64})
 	if err := add("iallgather", gathered, func(b []byte) error {
 		var want []int64
 		for q := range p {
@@ -160,8 +158,8 @@ func deviceRequests(c *coll.Comm, proc *fake.Process, dev, n int) error {
 		return err
 	}
 	// A blocking call after them runs once they have.
-	blocking := devAlloc(proc, dev, nil, 8*n)
-	if err := c.Allreduce(coll.Args{Send: devAlloc(proc, dev, rankVector(me, n, 7), 8*n), Recv: blocking, Count: n, Type: ops.Int64, Op: opSum}); err != nil {
+	blocking := devAlloc(c, proc, dev, nil, 8*n)
+	if err := c.Allreduce(coll.Args{SendDevice: devAlloc(c, proc, dev, rankVector(me, n, 7), 8*n), RecvDevice: blocking, Count: n, Type: ops.Int64, Op: opSum}); err != nil {
 		return err
 	}
 	if err := sumOf(p, n, 7, devRead(proc, blocking)); err != nil {
@@ -212,19 +210,19 @@ func TestDevicePersistent(t *testing.T) {
 			const n = 300
 			gpuJob(t, p, s, func(c *coll.Comm, proc *fake.Process, dev int) error {
 				me := c.Rank()
-				send, out := devAlloc(proc, dev, nil, 8*n), devAlloc(proc, dev, nil, 8*n)
-				ar, err := c.AllreduceInit(coll.Args{Send: send, Recv: out, Count: n, Type: ops.Int64, Op: opSum})
+				send, out := devAlloc(c, proc, dev, nil, 8*n), devAlloc(c, proc, dev, nil, 8*n)
+				ar, err := c.AllreduceInit(coll.Args{SendDevice: send, RecvDevice: out, Count: n, Type: ops.Int64, Op: opSum})
 				if err != nil {
 					return err
 				}
-				gsend, gout := devAlloc(proc, dev, nil, 8*n), devAlloc(proc, dev, nil, 8*n*p)
-				ag, err := c.AllgatherInit(coll.Args{Send: gsend, Recv: gout, Count: n, Type: ops.Int64})
+				gsend, gout := devAlloc(c, proc, dev, nil, 8*n), devAlloc(c, proc, dev, nil, 8*n*p)
+				ag, err := c.AllgatherInit(coll.Args{SendDevice: gsend, RecvDevice: gout, Count: n, Type: ops.Int64})
 				if err != nil {
 					return err
 				}
 				for k := range 3 {
-					proc.Write(addrOfTest(send), rankVector(me, n, k))
-					proc.Write(addrOfTest(gsend), rankVector(me, n, 10*k))
+					proc.Write(send.Ptr, rankVector(me, n, k))
+					proc.Write(gsend.Ptr, rankVector(me, n, 10*k))
 					if err := ar.Start(); err != nil {
 						return err
 					}

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/coll"
@@ -16,14 +15,11 @@ import (
 	"github.com/gocoll/gocoll/ops"
 )
 
-// devBytes views device memory as the []byte a C caller's pointer
-// becomes: gocoll must never read it with the CPU (the fake makes such a
-// read fault).
-func devBytes(p uintptr, n int) []byte {
-	if n == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&p))), n)
+// devBuf is device memory as the entries pass it to coll: by address,
+// classified by the communicator (gocoll must never read it with the CPU;
+// the fake makes such a read fault).
+func devBuf(cm *coll.Comm, p uintptr, n int) gpu.Buffer {
+	return gpu.Buffer{Ptr: p, Len: n, Mem: cm.Memory(p)}
 }
 
 // gpuSetup is how a test job's ranks see CUDA.
@@ -150,36 +146,36 @@ func (c call) runOnDevice(cm *coll.Comm, proc *fake.Process, dev int, in []byte)
 	r, size := cm.Rank(), c.typ.Size()
 	a := coll.Args{Type: c.typ, Op: c.collOp(), Algorithm: c.alg, InPlace: c.inPlace}
 	total := c.total()
-	alloc := func(data []byte, n int) []byte {
+	alloc := func(data []byte, n int) gpu.Buffer {
 		ptr := proc.Malloc(dev, n)
 		if data != nil {
 			proc.Write(ptr, data)
 		}
-		return devBytes(ptr, n)
+		return devBuf(cm, ptr, n)
 	}
-	read := func(b []byte, n int) []byte {
+	read := func(b gpu.Buffer, n int) []byte {
 		if n == 0 {
 			return []byte{}
 		}
-		return proc.Read(uintptr(unsafe.Pointer(unsafe.SliceData(b))), n)
+		return proc.Read(b.Ptr, n)
 	}
 	switch c.coll {
 	case algorithms.Allreduce:
 		a.Count = total
 		if c.inPlace {
-			a.Recv = alloc(in, total*size)
+			a.RecvDevice = alloc(in, total*size)
 		} else {
-			a.Send, a.Recv = alloc(in, len(in)), alloc(nil, total*size)
+			a.SendDevice, a.RecvDevice = alloc(in, len(in)), alloc(nil, total*size)
 		}
 		err := cm.Allreduce(a)
-		return read(a.Recv, total*size), err
+		return read(a.RecvDevice, total*size), err
 	case algorithms.ReduceScatter, algorithms.ReduceScatterBlock:
 		mine := c.counts[r] * size
 		a.Counts, a.Count = c.counts, c.counts[0]
 		if c.inPlace {
-			a.Recv = alloc(in, len(in))
+			a.RecvDevice = alloc(in, len(in))
 		} else {
-			a.Send, a.Recv = alloc(in, len(in)), alloc(nil, mine)
+			a.SendDevice, a.RecvDevice = alloc(in, len(in)), alloc(nil, mine)
 		}
 		var err error
 		if c.coll == algorithms.ReduceScatter {
@@ -187,7 +183,7 @@ func (c call) runOnDevice(cm *coll.Comm, proc *fake.Process, dev int, in []byte)
 		} else {
 			err = cm.ReduceScatterBlock(a)
 		}
-		return read(a.Recv, mine), err
+		return read(a.RecvDevice, mine), err
 	default:
 		a.Counts = c.counts
 		lo := 0
@@ -197,12 +193,12 @@ func (c call) runOnDevice(cm *coll.Comm, proc *fake.Process, dev int, in []byte)
 		if c.inPlace {
 			buf := make([]byte, total*size)
 			copy(buf[lo*size:], in)
-			a.Recv = alloc(buf, total*size)
+			a.RecvDevice = alloc(buf, total*size)
 		} else {
-			a.Send, a.Recv = alloc(in, len(in)), alloc(nil, total*size)
+			a.SendDevice, a.RecvDevice = alloc(in, len(in)), alloc(nil, total*size)
 		}
 		err := cm.Allgatherv(a)
-		return read(a.Recv, total*size), err
+		return read(a.RecvDevice, total*size), err
 	}
 }
 
@@ -362,7 +358,7 @@ func TestDeviceNeverShm(t *testing.T) {
 		n := 5
 		x := proc.Malloc(dev, 8*n)
 		proc.Write(x, bytes.Repeat([]byte{1, 0, 0, 0, 0, 0, 0, 0}, n))
-		a := coll.Args{InPlace: true, Recv: devBytes(x, 8*n), Count: n, Type: ops.Int64, Op: coll.Op{Builtin: ops.Sum}, Algorithm: "shm"}
+		a := coll.Args{InPlace: true, RecvDevice: devBuf(cm, x, 8*n), Count: n, Type: ops.Int64, Op: coll.Op{Builtin: ops.Sum}, Algorithm: "shm"}
 		if err := cm.Allreduce(a); err != nil {
 			return err
 		}
@@ -383,7 +379,7 @@ func TestDeviceMixedBuffers(t *testing.T) {
 			host[4*i] = byte(cm.Rank() + i)
 		}
 		d := proc.Malloc(dev, 4*n)
-		if err := cm.Allreduce(coll.Args{Send: host, Recv: devBytes(d, 4*n), Count: n, Type: ops.Int32, Op: coll.Op{Builtin: ops.Sum}}); err != nil {
+		if err := cm.Allreduce(coll.Args{Send: host, RecvDevice: devBuf(cm, d, 4*n), Count: n, Type: ops.Int32, Op: coll.Op{Builtin: ops.Sum}}); err != nil {
 			return err
 		}
 		got := proc.Read(d, 4*n)
@@ -393,7 +389,7 @@ func TestDeviceMixedBuffers(t *testing.T) {
 			}
 		}
 		out := make([]byte, 4*n)
-		if err := cm.Allreduce(coll.Args{Send: devBytes(d, 4*n), Recv: out, Count: n, Type: ops.Int32, Op: coll.Op{Builtin: ops.Max}}); err != nil {
+		if err := cm.Allreduce(coll.Args{SendDevice: devBuf(cm, d, 4*n), Recv: out, Count: n, Type: ops.Int32, Op: coll.Op{Builtin: ops.Max}}); err != nil {
 			return err
 		}
 		if !bytes.Equal(out, got) {
@@ -419,11 +415,11 @@ func TestDeviceMixedRanksChecked(t *testing.T) {
 	jobWith(t, p, func(cfg *coll.Config) { cfg.Check = true }, func(cm *coll.Comm) error {
 		r := cm.Rank()
 		cm.SetCUDA(rts[r])
-		buf := make([]byte, 8)
+		a := coll.Args{InPlace: true, Recv: make([]byte, 8), Count: 1, Type: ops.Int64, Op: coll.Op{Builtin: ops.Sum}}
 		if r == 1 {
-			buf = devBytes(procs[r].Malloc(0, 8), 8)
+			a.Recv, a.RecvDevice = nil, devBuf(cm, procs[r].Malloc(0, 8), 8)
 		}
-		errs[r] = cm.Allreduce(coll.Args{InPlace: true, Recv: buf, Count: 1, Type: ops.Int64, Op: coll.Op{Builtin: ops.Sum}})
+		errs[r] = cm.Allreduce(a)
 		return nil
 	})
 	for r, err := range errs {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"unsafe"
 
 	"github.com/gocoll/gocoll/mpierr"
 	"github.com/gocoll/gocoll/ops"
@@ -50,46 +49,4 @@ func (c *Comm) peerNote(r int) string {
 		return ""
 	}
 	return fmt.Sprintf("; the failed peer, world rank %d, is rank %d of %s", c.ranks[r], r, c.name)
-}
-
-// checkType fails for an invalid datatype.
-func checkType(call string, t ops.Type) error {
-	if !t.Valid() {
-		return argError(call, mpierr.Type, "invalid datatype")
-	}
-	return nil
-}
-
-// checkCount fails for a negative count.
-func checkCount(call, arg string, n int) error {
-	if n < 0 {
-		return argError(call, mpierr.Count, "%s is negative (%d)", arg, n)
-	}
-	return nil
-}
-
-// checkBuf fails when buf is shorter than need bytes.
-func checkBuf(call, arg string, buf []byte, need int) error {
-	if len(buf) < need {
-		return argError(call, mpierr.Buffer, "%s holds %d bytes, the call needs %d", arg, len(buf), need)
-	}
-	return nil
-}
-
-// checkDisjoint fails when the send and receive buffers share memory
-// outside MPI_IN_PLACE.
-func checkDisjoint(call string, send, recv []byte) error {
-	if overlap(send, recv) {
-		return argError(call, mpierr.Buffer, "send and receive buffers overlap (use MPI_IN_PLACE for an in-place call)")
-	}
-	return nil
-}
-
-// overlap reports whether two non-empty buffers share memory.
-func overlap(a, b []byte) bool {
-	if len(a) == 0 || len(b) == 0 {
-		return false
-	}
-	x, y := uintptr(unsafe.Pointer(unsafe.SliceData(a))), uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	return x < y+uintptr(len(b)) && y < x+uintptr(len(a))
 }

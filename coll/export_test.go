@@ -8,8 +8,24 @@ import "github.com/gocoll/gocoll/gpu"
 // file so that no build of the library has it.
 func (c *Comm) SetCUDA(rt *gpu.Runtime) { c.device.rt = rt }
 
-// OwnEngine gives the communicator a progress engine of its own, as a
+// OwnProgress gives the communicator a progress loop of its own, as a
 // process of its own has: tests that run ranks as goroutines of one
 // process call it on each rank's world communicator before deriving any,
 // so that one rank's waits never move another rank's requests.
-func (c *Comm) OwnEngine() { c.eng = newProgressEngine() }
+func (c *Comm) OwnProgress() { c.loop = newProgressLoop() }
+
+// Offloaded reports whether the request's last start ran as one piece on
+// a goroutine of its own rather than on a stepper.
+func (r *Request) Offloaded() bool {
+	r.c.mu.Lock()
+	defer r.c.mu.Unlock()
+	return r.st == stepper(&r.c.steps.piece)
+}
+
+// Stepped reports whether r's call has begun and, if so, whether it moved
+// through a stepper rather than as one piece on a goroutine of its own.
+func (r *Request) Stepped() (begun, stepped bool) {
+	r.c.mu.Lock()
+	defer r.c.mu.Unlock()
+	return r.begun, r.begun && r.st != stepper(&r.c.steps.piece)
+}

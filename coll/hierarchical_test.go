@@ -7,8 +7,10 @@ import (
 
 	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/coll"
+	"github.com/gocoll/gocoll/envvar"
 	"github.com/gocoll/gocoll/gpu/fake"
 	"github.com/gocoll/gocoll/ops"
+	"github.com/gocoll/gocoll/tuner"
 )
 
 // hierarchicalMaps are the node maps the hierarchical tests run on: the
@@ -196,5 +198,53 @@ func TestHierarchicalOnDeviceMemoryKeepsTheSchedule(t *testing.T) {
 		if n := strings.Count(log, want); n != len(hosts)*len(calls) {
 			t.Errorf("%d lines with %q, want %d:\n%s", n, want, len(hosts)*len(calls), log)
 		}
+	}
+}
+
+// Hierarchical requests run as one piece on a goroutine of their own (the
+// shm form is not resumable), also when the first of them makes the node
+// and slice communicators (gocoll's own calls on the communicator, made
+// while the request is being begun at the head of its queue), with and
+// without the progress goroutine, and a blocking call after them waits
+// for them.
+func TestHierarchicalRequests(t *testing.T) {
+	const n = 1000
+	for _, thread := range []bool{false, true} {
+		hosts := []string{"a", "a", "b", "b"}
+		tu, _ := tuner.New(envvar.Settings{})
+		cfg := &coll.Config{Tuner: tu, JobID: "hreq", ProgressThread: thread}
+		runRanks(t, "", len(hosts), cfg, algorithms.NewNodeMap(hosts), func(cm *coll.Comm) error {
+			cm.OwnProgress()
+			p, me := cm.Size(), cm.Rank()
+			var reqs []*coll.Request
+			var outs [][]byte
+			for k := range 3 {
+				out := make([]byte, 8*n)
+				r, err := cm.Iallreduce(coll.Args{Send: rankVector(me, n, k), Recv: out, Count: n, Type: ops.Int64, Op: coll.Op{Builtin: ops.Sum}, Algorithm: "hierarchical"})
+				if err != nil {
+					return fmt.Errorf("thread=%v: start %d: %w", thread, k, err)
+				}
+				reqs, outs = append(reqs, r), append(outs, out)
+			}
+			blocking := make([]byte, 8*n)
+			if err := cm.Allreduce(coll.Args{Send: rankVector(me, n, 7), Recv: blocking, Count: n, Type: ops.Int64, Op: coll.Op{Builtin: ops.Sum}, Algorithm: "hierarchical"}); err != nil {
+				return fmt.Errorf("thread=%v: blocking: %w", thread, err)
+			}
+			for k, r := range reqs {
+				if !r.Done() {
+					return fmt.Errorf("thread=%v: request %d is not complete after a blocking call that came after it", thread, k)
+				}
+				if err := r.Wait(); err != nil {
+					return fmt.Errorf("thread=%v: request %d: %w", thread, k, err)
+				}
+				if !r.Offloaded() {
+					return fmt.Errorf("thread=%v: request %d did not run as one piece", thread, k)
+				}
+				if err := sumOf(p, n, k, outs[k]); err != nil {
+					return fmt.Errorf("thread=%v: request %d: %w", thread, k, err)
+				}
+			}
+			return sumOf(p, n, 7, blocking)
+		})
 	}
 }

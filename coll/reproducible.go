@@ -35,26 +35,26 @@ func wideType(p algorithms.Params, a Args) (ops.Type, bool) {
 	return ops.Wide(a.Type)
 }
 
-// runWide runs a reproducible reduction of 16-bit floats on float32
-// copies of in and out, then rounds the first result bytes of the float32
-// output into out: result is the bytes of the call's result (the whole
-// vector of an Allreduce, this rank's block of a ReduceScatter, which an
-// in-place call leaves at the start of out).
-func (c *Comm) runWide(r *Request, call string, coll algorithms.Collective, a Args, p algorithms.Params, in, out []byte, result int, wide ops.Type) error {
-	kernel, err := a.Op.kernel(call, wide)
+// runWide runs a reproducible reduction of 16-bit floats, checked as cl,
+// on float32 copies of its buffers, then rounds the first result bytes of
+// the float32 output into the call's output: result is the bytes of the
+// call's result (the whole vector of an Allreduce, this rank's block of a
+// ReduceScatter, which an in-place call leaves at the start of out).
+func (c *Comm) runWide(r *Request, cl call, a Args, result int, wide ops.Type) error {
+	kernel, err := a.Op.kernel(cl.name, wide)
 	if err != nil {
 		return err
 	}
-	if _, device := c.classify(in, out); device {
-		return argError(call, mpierr.Type, "GOCOLL_REPRODUCIBLE=1 on %s in CUDA device memory is not supported yet (reduce it in float32, or on host memory)", a.Type)
+	if cl.onDevice() {
+		return argError(cl.name, mpierr.Type, "GOCOLL_REPRODUCIBLE=1 on %s in CUDA device memory is not supported yet (reduce it in float32, or on host memory)", a.Type)
 	}
+	in, out := cl.in.host, cl.out.host
 	win := make([]byte, 2*len(in))
 	wout := make([]byte, 2*len(out))
-	p.InPlace = false // the float32 copies do not overlap
-	return c.dispatch(r, op{
-		call: call, coll: coll, force: a.Algorithm, own: a.own, bytes: int64(len(win)), p: p,
-		in: win, out: wout, size: 2 * a.elemSize(), kernel: kernel, g: gpuOp{a.Op.Builtin, wide}, hasG: true,
-		pre:  func() { ops.Widen(a.Type, win, in) },
-		post: func() { ops.Narrow(a.Type, out[:result], wout[:2*result]) },
-	})
+	cl.p.InPlace = false // the float32 copies do not overlap
+	cl.in, cl.out, cl.bytes, cl.force = hostBuffer(win), hostBuffer(wout), int64(len(win)), a.Algorithm
+	cl.size, cl.kernel, cl.builtin = 2*cl.size, kernel, builtinOp{a.Op.Builtin, wide}
+	cl.pre = func() { ops.Widen(a.Type, win, in) }
+	cl.post = func() { ops.Narrow(a.Type, out[:result], wout[:2*result]) }
+	return c.dispatch(r, cl)
 }

@@ -2,17 +2,11 @@ package coll
 
 import (
 	"errors"
-	"github.com/gocoll/gocoll/internal/pause"
-	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/gocoll/gocoll/algorithms"
-	"github.com/gocoll/gocoll/executor/host"
 	"github.com/gocoll/gocoll/mpierr"
-	"github.com/gocoll/gocoll/schedule"
 )
 
 // A Request is one collective call that runs while the program goes on:
@@ -21,20 +15,16 @@ import (
 //
 // A communicator runs its requests one after another in the order they
 // were started, as MPI orders collectives, and a blocking call after them.
-// The call at the head of a communicator's queue begins (its algorithm is
-// chosen, the GOCOLL_CHECK agreement made) and then moves:
-//
-//   - a schedule on host memory (the host executor), a call of the shm
-//     engine (intranode.Call) and a schedule on device memory (the
-//     device executor) are stepped by a stepper whose Progress never
-//     waits for a peer, from every gocoll call (Test, Wait, other
-//     collectives) and, with GOCOLL_PROGRESS_THREAD=1, from a progress
-//     goroutine;
-//   - the shm form of hierarchical is not resumable yet: it runs as one
-//     piece on a goroutine of its own, holding the communicator.
+// The call at the head of a communicator's queue begins (decide: its
+// route, the GOCOLL_CHECK agreement) and its route starts it; its stepper
+// then moves it, never waiting for a peer, from every gocoll call (Test,
+// Wait, other collectives) and, with GOCOLL_PROGRESS_THREAD=1, from the
+// progress goroutine (progress.go). The shm form of hierarchical, which
+// is not resumable, runs as one piece on a goroutine of its own
+// (pieceStep).
 type Request struct {
 	c          *Comm
-	o          op
+	cl         call
 	persistent bool
 	check      bool // GOCOLL_CHECK: agree on sig when the call begins
 	sig        signature
@@ -44,23 +34,14 @@ type Request struct {
 
 	// Set by whoever runs the request, with c.mu held.
 	begun     bool
-	offloaded bool
-	rt        route
-	routed    bool // rt and sched hold a persistent request's choice
-	sched     *schedule.Schedule
-	exec      host.Executor
-	hc        host.Call
-	scratch   []byte
+	beginning bool // begin is under way (it may run gocoll's own calls on c)
+	pl        plan
+	planned   bool    // pl holds a persistent request's choice
 	st        stepper // what moves the begun call
 	err       error
 
-	// claimed: someone runs this start's offloaded piece (its goroutine,
-	// or a waiter); a new one per start, so that a goroutine left over
-	// from an earlier start, whose piece a waiter ran, never runs a later.
-	claimed *atomic.Bool
-	offDone atomic.Bool   // the offloaded piece has returned
-	done    atomic.Bool   // complete; err is final
-	doneCh  chan struct{} // closed when done
+	done   atomic.Bool   // complete; err is final
+	doneCh chan struct{} // closed when done
 }
 
 // Comm returns the communicator the request runs on.
@@ -97,7 +78,7 @@ func (c *Comm) newRequest(sig signature, persistent bool, build func(r *Request)
 		}
 		return nil, err
 	}
-	r.o.form = formName(r.o.call, persistent)
+	r.cl.form = formName(r.cl.name, persistent)
 	return r, nil
 }
 
@@ -166,29 +147,27 @@ func (c *Comm) startNew(sig signature, build func(r *Request) error) (*Request, 
 // persistent one again after each completion.
 func (r *Request) Start() error {
 	c := r.c
-	call := r.o.label()
+	call := r.cl.label()
 	if r.persistent {
 		call = startName(call)
 	}
 	c.qmu.Lock()
 	if r.active {
 		c.qmu.Unlock()
-		return argError("MPI_Start", mpierr.Request, "the persistent %s request is already active (complete it with MPI_Wait or MPI_Test first)", r.o.label())
+		return argError("MPI_Start", mpierr.Request, "the persistent %s request is already active (complete it with MPI_Wait or MPI_Test first)", r.cl.label())
 	}
 	if c.freed.Load() {
 		c.qmu.Unlock()
 		return argError(call, mpierr.Comm, "communicator %s was freed (or MPI finalized)", c.name)
 	}
-	r.active, r.begun, r.offloaded, r.err = true, false, false, nil
-	r.claimed = new(atomic.Bool)
-	r.offDone.Store(false)
+	r.active, r.begun, r.err = true, false, nil
 	r.done.Store(false)
 	r.doneCh = make(chan struct{})
 	c.queue = append(c.queue, r)
 	first := c.inFlight.Add(1) == 1
 	c.qmu.Unlock()
 	if first {
-		c.eng.add(c)
+		c.loop.add(c)
 	}
 	c.progress() // begin at once where the communicator is free
 	return nil
@@ -202,7 +181,7 @@ func startName(call string) string { return "MPI_Start (" + call + ")" }
 // started again); testing an inactive one reports true and no error.
 func (r *Request) Test() (bool, error) {
 	if !r.done.Load() {
-		r.c.eng.progressAll()
+		r.c.loop.progressAll()
 	}
 	return r.finish()
 }
@@ -243,12 +222,12 @@ func (r *Request) wait() {
 	}
 	// With the progress thread too, a rank in Wait has nothing else to do:
 	// it drives its requests itself rather than sleep until the thread's
-	// next turn (the thread stands aside meanwhile: progressEngine.waiters).
-	c.eng.waiters.Add(1)
-	defer c.eng.waiters.Add(-1)
+	// next turn (the thread stands aside meanwhile: progressLoop.waiters).
+	c.loop.waiters.Add(1)
+	defer c.loop.waiters.Add(-1)
 	var pat patience
 	for !r.done.Load() {
-		if c.eng.comms.Load() == 1 {
+		if c.loop.comms.Load() == 1 {
 			// Only this communicator has requests: finish its head with
 			// the transport's own blocking wait.
 			c.mu.Lock()
@@ -258,7 +237,7 @@ func (r *Request) wait() {
 		}
 		// Several communicators' requests: move them all in turn (any of
 		// them may be what a peer waits for before it answers r).
-		if c.eng.progressAll() {
+		if c.loop.progressAll() {
 			pat.moved()
 		} else if pat.stalled(c.cfg.Timeout) {
 			c.mu.Lock()
@@ -266,29 +245,6 @@ func (r *Request) wait() {
 			c.mu.Unlock()
 		}
 	}
-}
-
-// patience paces a waiter that moves several communicators' requests in
-// turn: it yields, then sleeps briefly, while nothing moves; once nothing
-// has moved for the communicator's timeout it says so, and the waiter
-// finishes its own call with the transport's blocking wait, whose timeout
-// names the peer that does not answer: a stall ends in an error, never a
-// hang.
-type patience struct {
-	b     pause.Backoff
-	since time.Time
-}
-
-func (p *patience) moved() { p.b.Reset() }
-
-// stalled backs off once and reports whether nothing has moved for
-// timeout (0: never).
-func (p *patience) stalled(timeout time.Duration) bool {
-	if p.b.Rounds() == 0 {
-		p.since = time.Now()
-	}
-	p.b.Idle()
-	return timeout > 0 && p.b.Rounds()%256 == 0 && time.Since(p.since) > timeout
 }
 
 // head returns the first request of c's queue, or nil.
@@ -302,26 +258,8 @@ func (c *Comm) head() *Request {
 }
 
 // finishHead completes the request at the head of c's queue; c.mu is
-// held, and is let go while an offloaded head runs on its goroutine
-// (which needs it).
-func (c *Comm) finishHead() {
-	h := c.head()
-	if h != nil && h.begun && h.offloaded && h.claimed.CompareAndSwap(false, true) {
-		// Its goroutine has not started (it waits for c.mu, which this
-		// waiter holds): run it here rather than wake it and wait.
-		h.err = c.execute(&h.o, h.rt)
-		h.offDone.Store(true)
-		c.advance(false)
-		return
-	}
-	if h != nil && h.begun && h.offloaded && !h.offDone.Load() {
-		c.mu.Unlock()
-		<-h.doneCh
-		c.mu.Lock()
-		return
-	}
-	c.advance(true)
-}
+// held.
+func (c *Comm) finishHead() { c.advance(true) }
 
 // progress moves c's requests on unless another goroutine is running on
 // c; it reports whether anything moved.
@@ -334,9 +272,14 @@ func (c *Comm) progress() bool {
 }
 
 // drain completes every request started on c, in order; c.mu is held. A
-// blocking call on c runs after them.
+// blocking call on c runs after them. Within the head's begin (which may
+// run gocoll's own calls on c: the node and slice communicators' splits)
+// it leaves the queue alone: those calls are the head's own.
 func (c *Comm) drain() {
 	for c.inFlight.Load() > 0 {
+		if h := c.head(); h != nil && h.beginning {
+			return
+		}
 		c.finishHead()
 	}
 }
@@ -348,181 +291,73 @@ func (c *Comm) advance(block bool) bool {
 	moved := false
 	for {
 		r := c.head()
-		if r == nil {
+		if r == nil || r.beginning {
 			return moved
 		}
 		if !r.begun {
 			moved = true
 			r.begun = true
-			if err := c.begin(r, block); err != nil {
+			if err := c.begin(r); err != nil {
 				r.err = err
 				c.complete(r)
 				continue
 			}
 		}
-		if r.offloaded {
-			if !r.offDone.Load() {
-				return moved
-			}
-			c.complete(r)
-			moved = true
-			continue
+		var done, stepped bool
+		var err error
+		if block {
+			done, stepped, err = true, true, r.st.Finish()
+		} else {
+			done, stepped, err = r.st.Progress()
 		}
-		done, stepped, err := r.step(block)
 		moved = moved || stepped
 		if !done {
 			return moved
 		}
-		r.err = c.stepError(r, err)
+		r.err = err
 		c.complete(r)
 		moved = true
 		block = false // the head is done; go on only as far as is free
 	}
 }
 
-// A stepper moves one begun call of a Request: Progress does what it can
-// without waiting for a peer and says whether the call is done; Finish
-// runs it to the end. The host executor is one (a schedule on host
-// memory); the shm engine and the device executor have their own
-// (stepperOf).
-type stepper interface {
-	Progress() (done, moved bool, err error)
-	Finish() error
-}
-
-// stepWithOthers runs a blocking call while other communicators have
-// requests in flight: it steps the call and moves theirs while it waits,
-// since a peer may need one of them before it can answer this call (MPI's
-// progress rule). A route with no stepper runs whole. c.mu is held.
-func (c *Comm) stepWithOthers(o *op, rt route) error {
-	r := &Request{c: c, o: *o, rt: rt}
-	if rt.scheduled() {
-		r.sched = c.cache.get(o.coll, rt.alg, o.p)
-	}
-	st, err := c.stepperOf(r, &r.o, rt)
-	if err != nil {
-		return err
-	}
-	if st == nil {
-		return c.execute(o, rt)
-	}
-	r.st = st
-	var pat patience
-	for {
-		done, moved, err := r.step(false)
-		if done {
-			return c.stepError(r, err)
-		}
-		if c.eng.progressAll() || moved {
-			pat.moved()
-		} else if pat.stalled(c.cfg.Timeout) {
-			return c.stepError(r, r.st.Finish())
-		}
-	}
-}
-
-// stepError is the error of r's call whose stepper ended with err.
-func (c *Comm) stepError(r *Request, err error) error {
-	if err == nil {
-		return nil
-	}
-	if _, wrapped := err.(*mpierr.Error); wrapped { // steppers that wrap their own (device)
-		return err
-	}
-	return c.runError(r.o.label(), r.rt.alg.Name, err)
-}
-
-// step moves r's call; with block it runs it to the end.
-func (r *Request) step(block bool) (done, moved bool, err error) {
-	if block {
-		return true, true, r.st.Finish()
-	}
-	return r.st.Progress()
-}
-
-// stepperOf starts o on route rt as a resumable call, or returns nil
-// where the route runs only as one piece (then r is offloaded). c.mu is
-// held and r is at the head of c's queue.
-func (c *Comm) stepperOf(r *Request, o *op, rt route) (stepper, error) {
-	switch {
-	case rt.resumable():
-		c.seq++
-		n := r.sched.ScratchLen * o.size
-		if cap(r.scratch) < n {
-			r.scratch = make([]byte, n)
-		}
-		r.hc = hostCallIn(c, r.sched, o.in, o.out, r.scratch[:n], o.size, o.kernel)
-		r.exec.Start(&r.hc)
-		return &r.exec, nil
-	case rt.alg.Direct && rt.h == nil && !rt.onDevice:
-		return c.sharedStepper(r, o, rt)
-	case rt.scheduled() && rt.onDevice:
-		return c.deviceStepper(r, o, rt)
-	}
-	return nil, nil
-}
-
-// begin starts r's execution: the hooks, the agreement, the choice of
-// algorithm; a resumable route starts on its stepper (stepperOf),
-// anything else runs on a goroutine of its own (or now, with block).
-// c.mu is held and r is at the head of c's queue.
-func (c *Comm) begin(r *Request, block bool) error {
-	o := &r.o
-	if o.pre != nil {
-		o.pre()
+// begin starts r's call: the hooks, the agreement, the choice of route
+// (kept by a persistent request), and the route's start. c.mu is held and
+// r is at the head of c's queue.
+func (c *Comm) begin(r *Request) error {
+	r.beginning = true
+	defer func() { r.beginning = false }()
+	cl := &r.cl
+	if cl.pre != nil {
+		cl.pre()
 	}
 	if r.check {
 		c.pending, c.hasPending = r.sig, true
 	}
-	if !r.routed {
-		rt, err := c.decide(o)
+	if !r.planned {
+		pl, err := c.decide(cl)
 		if err != nil {
 			return err
 		}
-		r.rt = rt
-		if rt.scheduled() { // host or device
-			r.sched = c.cache.get(o.coll, rt.alg, o.p)
-		}
-		r.routed = r.persistent // a persistent request keeps its choice
+		r.pl, r.planned = pl, r.persistent // a persistent request keeps its choice
 	} else if r.check {
 		c.hasPending = false
-		if err := c.exchange(o.label(), c.pending, true); err != nil {
+		if err := c.exchange(cl.label(), c.pending, true); err != nil {
 			return err
 		}
 	}
-	st, err := c.stepperOf(r, o, r.rt)
+	st, err := r.pl.route.start(c, *cl, r.pl)
 	if err != nil {
 		return err
 	}
 	r.st = st
-	if st != nil {
-		return nil
-	}
-	r.offloaded = true
-	if block {
-		r.claimed.Store(true)
-		r.err = c.execute(o, r.rt)
-		r.offDone.Store(true)
-		return nil
-	}
-	claimed := r.claimed
-	go func() {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if !claimed.CompareAndSwap(false, true) {
-			return // a waiter ran it (finishHead)
-		}
-		r.err = c.execute(o, r.rt)
-		r.offDone.Store(true)
-		c.advance(false) // complete it, begin the next
-	}()
 	return nil
 }
 
 // complete ends r at the head of c's queue; c.mu is held.
 func (c *Comm) complete(r *Request) {
-	if r.err == nil && r.o.post != nil {
-		r.o.post()
+	if r.err == nil && r.cl.post != nil {
+		r.cl.post()
 	}
 	c.qmu.Lock()
 	c.queue[0] = nil
@@ -532,114 +367,6 @@ func (c *Comm) complete(r *Request) {
 	r.done.Store(true)
 	close(r.doneCh)
 	if last {
-		c.eng.remove(c)
+		c.loop.remove(c)
 	}
 }
-
-// progressEngine knows the communicators with requests in flight, so
-// that any gocoll call, or the progress goroutine, can move them all.
-type progressEngine struct {
-	mu    sync.Mutex
-	list  []*Comm
-	comms atomic.Int32 // len(list), read without the lock
-	// waiters counts the goroutines in Request.wait, which move every
-	// request themselves: the progress goroutine stands aside meanwhile
-	// rather than contend with them for the communicators and the cores.
-	waiters atomic.Int32
-	wake    chan struct{}
-	thread  sync.Once
-}
-
-// processEngine is the process's: every communicator of a process shares
-// it (tests that run ranks as goroutines give each its own: OwnEngine).
-var processEngine = newProgressEngine()
-
-func newProgressEngine() *progressEngine { return &progressEngine{wake: make(chan struct{}, 1)} }
-
-func (e *progressEngine) add(c *Comm) {
-	e.mu.Lock()
-	e.list = append(e.list, c)
-	e.comms.Store(int32(len(e.list)))
-	e.mu.Unlock()
-	if c.cfg.ProgressThread {
-		e.thread.Do(func() { go e.run() })
-		select {
-		case e.wake <- struct{}{}:
-		default:
-		}
-	}
-}
-
-func (e *progressEngine) remove(c *Comm) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for i, x := range e.list {
-		if x == c {
-			e.list = append(e.list[:i], e.list[i+1:]...)
-			break
-		}
-	}
-	e.comms.Store(int32(len(e.list)))
-}
-
-// progressAll moves every communicator's requests; it reports whether
-// anything moved.
-func (e *progressEngine) progressAll() bool {
-	if e.comms.Load() == 0 {
-		return false
-	}
-	e.mu.Lock()
-	list := append([]*Comm(nil), e.list...)
-	e.mu.Unlock()
-	moved := false
-	for _, c := range list {
-		if c.progress() {
-			moved = true
-		}
-	}
-	return moved
-}
-
-// run is the progress goroutine (GOCOLL_PROGRESS_THREAD=1): while
-// requests are in flight it moves them, polling at once while they move
-// and backing off to short sleeps while they wait for peers; with none in
-// flight it sleeps until one starts.
-// spinRounds is how many idle rounds the progress goroutine polls before
-// it starts to sleep: a peer's step typically comes within microseconds,
-// and a sleep costs tens (the kernel's timer slack).
-const spinRounds = 32
-
-func (e *progressEngine) run() {
-	idle := 0
-	for {
-		if e.comms.Load() == 0 {
-			<-e.wake
-			idle = 0
-			continue
-		}
-		if e.waiters.Load() > 0 {
-			pause.For(50 * time.Microsecond)
-			continue
-		}
-		if e.progressAll() {
-			idle = 0
-			continue
-		}
-		idle++
-		switch {
-		case idle < spinRounds:
-			runtime.Gosched()
-		default:
-			pause.For(time.Duration(min(idle-spinRounds, 200)) * time.Microsecond / 4)
-		}
-	}
-}
-
-// Progress moves every request in flight on; gocoll calls that do not
-// otherwise move them (point-to-point) call it.
-func Progress() { processEngine.progressAll() }
-
-// InFlight reports whether any communicator of the process has requests
-// in flight: a blocking point-to-point call then moves them while it
-// waits (Progress), as MPI's progress rule asks.
-func InFlight() bool { return processEngine.comms.Load() > 0 }

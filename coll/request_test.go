@@ -192,7 +192,7 @@ func TestBlockingCallMovesOtherRequests(t *testing.T) {
 		go func() {
 			defer close(done)
 			jobWith(t, 2, nil, func(c *coll.Comm) error {
-				c.OwnEngine()
+				c.OwnProgress()
 				d, err := c.Dup("dup")
 				if err != nil {
 					return err

@@ -2,16 +2,8 @@ package coll
 
 import (
 	"github.com/gocoll/gocoll/algorithms"
-	"github.com/gocoll/gocoll/mpierr"
 	"github.com/gocoll/gocoll/ops"
 )
-
-func (c *Comm) checkRoot(call string, root int) error {
-	if root < 0 || root >= c.Size() {
-		return argError(call, mpierr.Root, "root %d is not a rank of %s (size %d)", root, c.name, c.Size())
-	}
-	return nil
-}
 
 // Bcast copies Count elements of Recv on the root to Recv on every rank.
 func (c *Comm) Bcast(a Args) error {
@@ -19,23 +11,11 @@ func (c *Comm) Bcast(a Args) error {
 }
 
 func (c *Comm) bcast(a Args) error {
-	const call = "MPI_Bcast"
-	if err := checkType(call, a.Type); err != nil {
+	cl, err := c.checkBcast(a)
+	if err != nil {
 		return err
 	}
-	if err := checkCount(call, "count", a.Count); err != nil {
-		return err
-	}
-	if err := c.checkRoot(call, a.Root); err != nil {
-		return err
-	}
-	n := a.Count * a.elemSize()
-	if err := checkBuf(call, "buffer", a.Recv, n); err != nil {
-		return err
-	}
-	buf := a.Recv[:n]
-	p := algorithms.Params{P: c.Size(), Rank: c.rank, Root: a.Root, Count: a.Count, Commutative: true, InPlace: true}
-	return c.run(&op{call: call, coll: algorithms.Bcast, own: a.own, bytes: int64(n), p: p, in: buf, out: buf, size: a.elemSize()})
+	return c.run(cl)
 }
 
 // Reduce combines Count elements from every rank with Op into Recv on the
@@ -46,37 +26,14 @@ func (c *Comm) Reduce(a Args) error {
 }
 
 func (c *Comm) reduce(a Args) error {
-	const call = "MPI_Reduce"
-	size, kernel, err := c.checkReduce(call, a)
+	cl, err := c.checkReduce(a)
 	if err != nil {
 		return err
 	}
-	if err := checkCount(call, "count", a.Count); err != nil {
-		return err
+	if wide, ok := wideType(cl.p, a); ok {
+		return c.runWide(nil, cl, a, cl.out.len(), wide)
 	}
-	if err := c.checkRoot(call, a.Root); err != nil {
-		return err
-	}
-	n := a.Count * size
-	var in, out []byte
-	if c.rank == a.Root {
-		if in, out, err = c.buffers(call, a, n, n); err != nil {
-			return err
-		}
-	} else {
-		if a.InPlace {
-			return argError(call, mpierr.Buffer, "MPI_IN_PLACE is only allowed at the root")
-		}
-		if err := checkBuf(call, "sendbuf", a.Send, n); err != nil {
-			return err
-		}
-		in = a.Send[:n]
-	}
-	p := algorithms.Params{P: c.Size(), Rank: c.rank, Root: a.Root, Count: a.Count, Commutative: a.Op.commutative(), InPlace: a.InPlace, Reproducible: c.reproducible(a)}
-	if wide, ok := wideType(p, a); ok {
-		return c.runWide(nil, call, algorithms.Reduce, a, p, in, out, len(out), wide)
-	}
-	return c.run(&op{call: call, coll: algorithms.Reduce, own: a.own, bytes: int64(n), p: p, in: in, out: out, size: size, kernel: kernel})
+	return c.run(cl)
 }
 
 // Gather collects Count elements from every rank, in rank order, into Recv
@@ -86,40 +43,11 @@ func (c *Comm) Gather(a Args) error {
 }
 
 func (c *Comm) gather(a Args) error {
-	const call = "MPI_Gather"
-	if err := checkType(call, a.Type); err != nil {
+	cl, err := c.checkGather(a)
+	if err != nil {
 		return err
 	}
-	if err := checkCount(call, "count", a.Count); err != nil {
-		return err
-	}
-	if err := c.checkRoot(call, a.Root); err != nil {
-		return err
-	}
-	size := a.elemSize()
-	n := a.Count * size
-	var in, out []byte
-	if c.rank == a.Root {
-		total := n * c.Size()
-		if err := checkBuf(call, "recvbuf", a.Recv, total); err != nil {
-			return err
-		}
-		out = a.Recv[:total]
-		in = out[c.rank*n : (c.rank+1)*n]
-	} else if a.InPlace {
-		return argError(call, mpierr.Buffer, "MPI_IN_PLACE is only allowed at the root")
-	}
-	if c.rank != a.Root || !a.InPlace {
-		if err := checkBuf(call, "sendbuf", a.Send, n); err != nil {
-			return err
-		}
-		in = a.Send[:n]
-		if err := checkDisjoint(call, in, out); err != nil {
-			return err
-		}
-	}
-	p := algorithms.Params{P: c.Size(), Rank: c.rank, Root: a.Root, Counts: c.uniform(a.Count), Commutative: true, InPlace: a.InPlace}
-	return c.run(&op{call: call, coll: algorithms.Gather, own: a.own, bytes: int64(n * c.Size()), p: p, in: in, out: out, size: size})
+	return c.run(cl)
 }
 
 // Barrier returns once every rank has entered it. It is an allgather of

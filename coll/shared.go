@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/intranode"
 	"github.com/gocoll/gocoll/ops"
 	"github.com/gocoll/gocoll/transport"
@@ -65,51 +64,6 @@ func (c *Comm) inherit(parent *Comm) {
 	if err := c.AttachShared(); err != nil && c.cfg.Debug != nil {
 		fmt.Fprintf(c.cfg.Debug, "gocoll: rank %d: %s has no shared segment: %v\n", c.rank, c.name, err)
 	}
-}
-
-// runDirect runs a collective with the shm algorithm. g names a
-// predefined op and datatype (16-bit floats then accumulate in float32);
-// without it the kernel combines.
-func (c *Comm) runDirect(call string, coll algorithms.Collective, p algorithms.Params, in, out []byte, size int, kernel ops.Kernel, g ...gpuOp) error {
-	r := sharedReduction(p, size, kernel, g...)
-	var err error
-	switch coll {
-	case algorithms.Allreduce:
-		err = c.shared.Allreduce(in, out, r)
-	case algorithms.ReduceScatter, algorithms.ReduceScatterBlock:
-		err = c.shared.ReduceScatter(in, out, p.Counts, r)
-	case algorithms.Allgather:
-		err = c.shared.Allgather(in, out, p.Counts, size)
-	default:
-		err = fmt.Errorf("no shm algorithm for %s", coll)
-	}
-	if err == nil {
-		return nil
-	}
-	return c.sharedError(call, err)
-}
-
-// sharedReduction is how the shm engine combines a call's elements: the
-// kernel, or with g the predefined op's own Reduction; folded unless the
-// call is reproducible. A collective without a kernel gets the zero one.
-func sharedReduction(p algorithms.Params, size int, kernel ops.Kernel, g ...gpuOp) ops.Reduction {
-	var r ops.Reduction
-	if kernel != nil {
-		r = ops.UserReduction(kernel, size)
-		// The predefined op's own Reduction (16-bit floats in float32)
-		// where an element is one of its datatype's: a contiguous derived
-		// datatype's element (Args.Mult) is several, which the Reduction's
-		// element size would miscount.
-		if len(g) > 0 && g[0].op.Valid() && g[0].typ.Size() == size {
-			if wide, err := ops.ReductionOf(g[0].op, g[0].typ); err == nil {
-				r = wide
-			}
-		}
-	}
-	if !p.Reproducible {
-		r = r.Folded()
-	}
-	return r
 }
 
 // sharedError wraps a failure of the shared segment as the call's.

@@ -98,7 +98,7 @@ func (c *Comm) Dup(name string) (*Comm, error) {
 		return nil, err
 	}
 	c.cfg.contexts().take(id)
-	d := &Comm{t: c.t, ranks: slices.Clone(c.ranks), rank: c.rank, ctx: id, name: name, cfg: c.cfg, eng: c.eng}
+	d := &Comm{t: c.t, ranks: slices.Clone(c.ranks), rank: c.rank, ctx: id, name: name, cfg: c.cfg, loop: c.loop}
 	d.setNodes(c.nodes) // a map never changes: the duplicate shares it
 	d.inherit(c)
 	return d, nil
@@ -157,7 +157,7 @@ func (c *Comm) split(call string, color, key int, name string) (*Comm, error) {
 		return nil, errors.New("coll: split lost this rank")
 	}
 	c.cfg.contexts().take(id)
-	s := &Comm{t: c.t, ranks: ranks, rank: newRank, ctx: id, name: name, cfg: c.cfg, eng: c.eng}
+	s := &Comm{t: c.t, ranks: ranks, rank: newRank, ctx: id, name: name, cfg: c.cfg, loop: c.loop}
 	s.setNodes(subNodes(c.nodes, parent))
 	s.inherit(c)
 	return s, nil

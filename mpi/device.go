@@ -4,6 +4,7 @@ import (
 	"unsafe"
 
 	"github.com/gocoll/gocoll/coll"
+	"github.com/gocoll/gocoll/gpu"
 	"github.com/gocoll/gocoll/mpierr"
 )
 
@@ -34,8 +35,8 @@ func deviceArgs[T Elem](c *Comm, call string, send, recv DevicePtr, nsend, nrecv
 		name string
 		p    DevicePtr
 		n    int
-		out  *[]byte
-	}{{"send", send, nsend, &a.Send}, {"recv", recv, nrecv, &a.Recv}} {
+		out  *gpu.Buffer
+	}{{"send", send, nsend, &a.SendDevice}, {"recv", recv, nrecv, &a.RecvDevice}} {
 		if b.n < 0 {
 			return a, mpierr.New(call, mpierr.Count, "negative count for %s", b.name)
 		}
@@ -45,11 +46,12 @@ func deviceArgs[T Elem](c *Comm, call string, send, recv DevicePtr, nsend, nrecv
 		if b.p == 0 {
 			return a, mpierr.New(call, mpierr.Buffer, "%s is a null device pointer", b.name)
 		}
-		if !c.c.Memory(uintptr(b.p)).OnDevice() {
+		m := c.c.Memory(uintptr(b.p))
+		if !m.OnDevice() {
 			return a, mpierr.New(call, mpierr.Buffer,
 				"%s (%#x) is not CUDA device memory as gocoll sees it (GOCOLL_CUDA=off, no CUDA driver, or no CUDA context in this process)", b.name, uintptr(b.p))
 		}
-		*b.out = unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&b.p))), b.n*size)
+		*b.out = gpu.Buffer{Ptr: uintptr(b.p), Len: b.n * size, Mem: m}
 	}
 	return a, nil
 }

@@ -7,13 +7,15 @@ import "C"
 
 import (
 	"fmt"
-	"github.com/gocoll/gocoll/internal/version"
 	"os"
 	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"github.com/gocoll/gocoll/gpu"
+	"github.com/gocoll/gocoll/internal/version"
 
 	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/coll"
@@ -325,9 +327,6 @@ func prepare(c *C.struct_gc_call, form string) (st *commState, a coll.Args, rc C
 		memory = " memory=device"
 	}
 	a, err = st.args(c)
-	if err == nil && c.device != 0 {
-		err = st.checkDevice(c)
-	}
 	if err != nil {
 		return nil, a, st.result(err), false
 	}
@@ -382,19 +381,6 @@ func how(c *C.struct_gc_call, cl algorithms.Collective, st *commState) string {
 	return "tuned" + corrected
 }
 
-// checkDevice makes sure that gocoll's classification (coll.Comm.Memory)
-// agrees with the C half's that a device call's buffers are device
-// memory: a disagreement (the driver knows the memory, but gocoll's
-// runtime sees no CUDA context) must not let the host executor touch
-// device memory with the CPU.
-func (st *commState) checkDevice(c *C.struct_gc_call) error {
-	if st.c.Memory(uintptr(c.rbuf)).OnDevice() || (c.inplace == 0 && st.c.Memory(uintptr(c.sbuf)).OnDevice()) {
-		return nil
-	}
-	return &mpierr.Error{Call: algorithms.Collective(c.coll).String(), Class: mpierr.Other,
-		Msg: "the CUDA driver says a buffer is device memory, but gocoll's CUDA runtime sees host memory (no CUDA context current on this thread?)"}
-}
-
 // cbytes views n bytes of C memory.
 func cbytes(p unsafe.Pointer, n int64) []byte {
 	if n <= 0 || p == nil {
@@ -403,7 +389,22 @@ func cbytes(p unsafe.Pointer, n int64) []byte {
 	return unsafe.Slice((*byte)(p), n)
 }
 
-// args converts a call to coll's arguments.
+// place sets one of a call's buffers, n bytes at p: as Go bytes, or, on a
+// device call, by address where gocoll's runtime finds device memory.
+func (st *commState) place(c *C.struct_gc_call, p unsafe.Pointer, n int64, host *[]byte, dev *gpu.Buffer) {
+	if c.device != 0 && n > 0 && p != nil {
+		if m := st.c.Memory(uintptr(p)); m.OnDevice() {
+			*dev = gpu.Buffer{Ptr: uintptr(p), Len: int(n), Mem: m}
+			return
+		}
+	}
+	*host = cbytes(p, n)
+}
+
+// args converts a call to coll's arguments. The C half has classified
+// the buffers (c.device): host memory becomes Go bytes; a device call's
+// buffers are classified again here for what the device executor needs of
+// them (their allocations), and passed by address.
 func (st *commState) args(c *C.struct_gc_call) (coll.Args, error) {
 	a := coll.Args{Type: ops.Type(c._type), InPlace: c.inplace != 0}
 	if c.op != 0 {
@@ -416,17 +417,17 @@ func (st *commState) args(c *C.struct_gc_call) (coll.Args, error) {
 	switch algorithms.Collective(c.coll) {
 	case algorithms.Allreduce:
 		a.Count = int(count)
-		a.Recv = cbytes(recv, count*elem)
+		st.place(c, recv, count*elem, &a.Recv, &a.RecvDevice)
 		if !a.InPlace {
-			a.Send = cbytes(send, count*elem)
+			st.place(c, send, count*elem, &a.Send, &a.SendDevice)
 		}
 	case algorithms.ReduceScatterBlock:
 		a.Count = int(count)
 		if a.InPlace {
-			a.Recv = cbytes(recv, count*elem*p)
+			st.place(c, recv, count*elem*p, &a.Recv, &a.RecvDevice)
 		} else {
-			a.Recv = cbytes(recv, count*elem)
-			a.Send = cbytes(send, count*elem*p)
+			st.place(c, recv, count*elem, &a.Recv, &a.RecvDevice)
+			st.place(c, send, count*elem*p, &a.Send, &a.SendDevice)
 		}
 	case algorithms.ReduceScatter:
 		if cap(st.counts) < st.size {
@@ -443,17 +444,24 @@ func (st *commState) args(c *C.struct_gc_call) (coll.Args, error) {
 			total += int64(a.Counts[i])
 		}
 		if a.InPlace {
-			a.Recv = cbytes(recv, total*elem)
+			st.place(c, recv, total*elem, &a.Recv, &a.RecvDevice)
 		} else {
-			a.Recv = cbytes(recv, int64(a.Counts[st.rank])*elem)
-			a.Send = cbytes(send, total*elem)
+			st.place(c, recv, int64(a.Counts[st.rank])*elem, &a.Recv, &a.RecvDevice)
+			st.place(c, send, total*elem, &a.Send, &a.SendDevice)
 		}
 	case algorithms.Allgather:
 		a.Count = int(count)
-		a.Recv = cbytes(recv, count*elem*p)
+		st.place(c, recv, count*elem*p, &a.Recv, &a.RecvDevice)
 		if !a.InPlace {
-			a.Send = cbytes(send, count*elem)
+			st.place(c, send, count*elem, &a.Send, &a.SendDevice)
 		}
+	}
+	if c.device != 0 && !a.SendDevice.OnDevice() && !a.RecvDevice.OnDevice() {
+		// The driver knows the memory, but gocoll's runtime sees no CUDA
+		// context: the host route must not touch device memory with the
+		// CPU.
+		return a, &mpierr.Error{Call: algorithms.Collective(c.coll).String(), Class: mpierr.Other,
+			Msg: "the CUDA driver says a buffer is device memory, but gocoll's CUDA runtime sees host memory (no CUDA context current on this thread?)"}
 	}
 	return a, nil
 }

@@ -57,18 +57,10 @@ import (
 	"github.com/gocoll/gocoll/transport"
 )
 
-// Buffer is a caller's buffer: its address, length and what
-// classification found out about it.
-type Buffer struct {
-	Ptr uintptr
-	Len int
-	Mem gpu.Memory
-}
-
 // Call is one rank's part of one collective call on device memory.
 type Call struct {
 	Sched    *schedule.Schedule
-	In, Out  Buffer // In may alias part of Out (MPI_IN_PLACE)
+	In, Out  gpu.Buffer // In may alias part of Out (MPI_IN_PLACE)
 	ElemSize int
 	// Kernel is the GPU reduction kernel (package gpu's KernelName) of
 	// the call's op and type, or "" when reductions run on the host.

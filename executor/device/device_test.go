@@ -278,9 +278,9 @@ func (sc sumCall) run(rs [2]*rank) error {
 			if !sc.host {
 				c.Kernel, c.Elem = gpu.KernelName(ops.Sum, e), e
 			}
-			c.In = device.Buffer{Ptr: sc.in[r], Len: size * sc.n, Mem: rs[r].rt.Classify(sc.in[r])}
+			c.In = gpu.Buffer{Ptr: sc.in[r], Len: size * sc.n, Mem: rs[r].rt.Classify(sc.in[r])}
 			if r == 1 {
-				c.Out = device.Buffer{Ptr: sc.out, Len: outLen, Mem: rs[r].rt.Classify(sc.out)}
+				c.Out = gpu.Buffer{Ptr: sc.out, Len: outLen, Mem: rs[r].rt.Classify(sc.out)}
 			}
 			if sc.before != nil {
 				sc.before(r)

@@ -125,8 +125,8 @@ func (j *job) calls(t testing.TB, coll algorithms.Collective, alg *algorithms.Al
 		}
 		floats(j.procs[r], in, v...)
 		c := &device.Call{Sched: s, ElemSize: 4, T: j.eps[r], Ranks: j.ranks, Tag: transport.Tag{Context: 7, Seq: seq},
-			In:  device.Buffer{Ptr: in, Len: 4 * inLen, Mem: j.xsRuntime(r).Classify(in)},
-			Out: device.Buffer{Ptr: o, Len: 4 * outLen, Mem: j.xsRuntime(r).Classify(o)}}
+			In:  gpu.Buffer{Ptr: in, Len: 4 * inLen, Mem: j.xsRuntime(r).Classify(in)},
+			Out: gpu.Buffer{Ptr: o, Len: 4 * outLen, Mem: j.xsRuntime(r).Classify(o)}}
 		if coll.Reduces() {
 			c.Reduce = host.Kernel(k)
 			if gpuReduce {

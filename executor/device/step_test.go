@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gocoll/gocoll/executor/device"
+	"github.com/gocoll/gocoll/gpu"
 	"github.com/gocoll/gocoll/gpu/fake"
 	"github.com/gocoll/gocoll/schedule"
 	"github.com/gocoll/gocoll/transport"
@@ -143,8 +144,8 @@ func TestDeviceStepError(t *testing.T) {
 		for r := range 2 {
 			in, out := j.procs[r].Malloc(0, 4*n), j.procs[r].Malloc(0, 4*(n+1))
 			calls = append(calls, &device.Call{Sched: scheds[r], ElemSize: 4, T: j.eps[r], Ranks: j.ranks, Tag: transport.Tag{Context: 7, Seq: seq},
-				In:  device.Buffer{Ptr: in, Len: 4 * n, Mem: j.xsRuntime(r).Classify(in)},
-				Out: device.Buffer{Ptr: out, Len: 4 * (n + 1), Mem: j.xsRuntime(r).Classify(out)}})
+				In:  gpu.Buffer{Ptr: in, Len: 4 * n, Mem: j.xsRuntime(r).Classify(in)},
+				Out: gpu.Buffer{Ptr: out, Len: 4 * (n + 1), Mem: j.xsRuntime(r).Classify(out)}})
 			xs = append(xs, j.xs[r])
 		}
 		var got [2]string

@@ -160,23 +160,19 @@ func (c *Comm) checked(sig signature, body func() error) error {
 	return err
 }
 
-// exchange gathers every rank's signature and compares them; c.mu is
-// held. It runs Bruck's allgather straight on the transport, so it needs
-// nothing that might itself mismatch.
+// exchange gathers every rank's signature (gatherRecords: Bruck's
+// allgather straight on the transport, which needs nothing that might
+// itself mismatch) and compares them; c.mu is held.
 func (c *Comm) exchange(call string, sig signature, valid bool) error {
-	p := c.Size()
-	buf := make([]byte, sigLen*p)
-	sig.encode(valid, buf[c.rank*sigLen:])
-	bruck, _ := algorithms.Lookup(algorithms.Allgather, "bruck")
-	params := algorithms.Params{P: p, Rank: c.rank, Counts: c.uniform(sigLen), Commutative: true, InPlace: true}
-	c.seq++
-	call0 := "collective check"
+	mine := make([]byte, sigLen)
+	sig.encode(valid, mine)
+	name := "collective check"
 	if call != "" {
-		call0 = call
+		name = call
 	}
-	c.call = hostCall(c, bruck.Build(params), buf[c.rank*sigLen:(c.rank+1)*sigLen], buf, 1, nil)
-	if err := c.exec.Run(&c.call); err != nil {
-		return c.runError(call0, "bruck (GOCOLL_CHECK)", err)
+	buf, err := c.gatherRecords(name, "GOCOLL_CHECK", mine, sigLen)
+	if err != nil {
+		return err
 	}
 	if call == "" {
 		return nil // this rank already has its own error
@@ -185,7 +181,7 @@ func (c *Comm) exchange(call string, sig signature, valid bool) error {
 	// that every rank reports the same pair: whichever rank's message ends
 	// the job, it names the same calls.
 	ref, _ := decode(buf[:sigLen])
-	for q := range p {
+	for q := range c.Size() {
 		theirs, ok := decode(buf[q*sigLen:])
 		if !ok {
 			return &mpierr.Error{Call: call, Class: mpierr.Other,

@@ -1,0 +1,124 @@
+package coll
+
+import (
+	"fmt"
+
+	"github.com/gocoll/gocoll/algorithms"
+	"github.com/gocoll/gocoll/executor/host"
+	"github.com/gocoll/gocoll/internal/counters"
+	"github.com/gocoll/gocoll/mpierr"
+	"github.com/gocoll/gocoll/schedule"
+	"github.com/gocoll/gocoll/tuner"
+)
+
+// A route is one way of running a call: a schedule on the host executor
+// (hostRoute), the shared-memory engine (shmRoute), the device executor
+// on CUDA memory (deviceRoute), or the shared-memory form of a
+// hierarchical algorithm (hierRoute). decide picks it, once per call.
+//
+// start begins cl as planned and returns what moves it on: a blocking
+// call is start, then the stepper's Finish (run); a request's is stepped
+// (Request). The stepper's errors are the call's MPI errors. c.mu is
+// held, and no other call of c is in progress (c.steps is the route's).
+// The call and plan come by value: through an interface a pointer would
+// make every blocking call allocate them.
+type route interface {
+	start(c *Comm, cl call, pl plan) (stepper, error)
+}
+
+// A stepper moves one started call: Progress does what it can without
+// waiting for a peer and says whether the call is done (then with its
+// error); Finish runs it to the end.
+type stepper interface {
+	Progress() (done, moved bool, err error)
+	Finish() error
+}
+
+// plan is how one call runs: the tuner's algorithm and the route that
+// runs it, with what the route needs of it.
+type plan struct {
+	alg   *algorithms.Algorithm
+	route route
+	sched *schedule.Schedule // the schedule routes' (host, device)
+	h     *hierarchy         // hierRoute's node and slice communicators
+}
+
+// steps holds what the routes keep from one call of a communicator to
+// the next, so that a call in steady state allocates nothing: its
+// steppers, and the host route's executor and scratch memory.
+type steps struct {
+	host    hostStep
+	hc      host.Call
+	scratch []byte
+	shm     shmStep
+	dev     deviceStep
+	piece   pieceStep
+}
+
+// decide establishes, once per call, what the routes need: where the
+// buffers live, the GOCOLL_CHECK agreement, the algorithm and the route.
+// It prints the call (GOCOLL_DEBUG) and counts it (package counters)
+// unless cl.own. c.mu is held.
+func (c *Comm) decide(cl *call) (plan, error) {
+	name, p := cl.label(), cl.p
+	onDevice := cl.onDevice()
+	if c.hasPending { // GOCOLL_CHECK: agree on the call before running it
+		c.pending.device = onDevice
+		c.hasPending = false
+		if err := c.exchange(name, c.pending, true); err != nil {
+			return plan{}, err
+		}
+	}
+	p.SharedMemory = c.shared != nil
+	p.DeviceMemory = onDevice
+	p.Nodes = c.nodes
+	cl.p = p
+	choice, err := c.cfg.Tuner.Choose(tuner.Query{Collective: cl.coll, Bytes: cl.bytes, Params: p, Force: cl.force})
+	if err != nil {
+		return plan{}, argError(name, mpierr.Arg, "%v", err)
+	}
+	pl := plan{alg: choice.Alg}
+	// A hierarchical call takes the shm form where the communicator has
+	// its node and slice communicators and the memory is the host's.
+	composes := c.composes(cl.coll, choice.Alg)
+	if composes {
+		pl.h = c.hierarchyFor(onDevice)
+	}
+	switch {
+	case onDevice:
+		pl.route = deviceRoute{}
+	case choice.Alg.Direct:
+		pl.route = shmRoute{}
+	case pl.h != nil:
+		pl.route = hierRoute{}
+	default:
+		pl.route = hostRoute{}
+	}
+	if !choice.Alg.Direct && pl.h == nil {
+		pl.sched = c.cache.get(cl.coll, choice.Alg, p)
+	}
+	if c.cfg.Debug != nil {
+		how := choice.How()
+		if choice.Why != "" {
+			how += ": " + choice.Why // the rule or the model's estimate
+		}
+		form := ""
+		if composes {
+			form = formNote(pl.h)
+		}
+		fmt.Fprintf(c.cfg.Debug, "gocoll: rank %d: %s comm=%s bytes=%d p=%d algorithm=%s (%s)%s%s\n",
+			c.rank, name, c.name, cl.bytes, p.P, choice.Alg.Name, how, form, memoryNote(onDevice))
+	}
+	if cc, ok := counters.CallOf(cl.name); ok && !cl.own && choice.Alg != nil {
+		counters.Ran(cc, choice.Alg, choice.Fallback)
+	}
+	return pl, nil
+}
+
+// memoryNote is the end of GOCOLL_DEBUG's line for a call.
+func memoryNote(onDevice bool) string {
+	if onDevice {
+		return " memory=device"
+	}
+	return ""
+}

@@ -1,0 +1,423 @@
+package coll
+
+import (
+	"github.com/gocoll/gocoll/algorithms"
+	"github.com/gocoll/gocoll/gpu"
+	"github.com/gocoll/gocoll/mpierr"
+	"github.com/gocoll/gocoll/ops"
+)
+
+// Every collective's arguments are checked here, once, and become a call
+// (call.go) that nothing below checks again: the datatype and op, the
+// counts, the buffers' lengths, MPI_IN_PLACE and overlaps. The C entries
+// check what only they can see (handles, NULL pointers, C's int ranges)
+// and leave the rest to these.
+
+// checkAllreduce checks an Allreduce of Count elements.
+func (c *Comm) checkAllreduce(a Args) (call, error) {
+	const name = "MPI_Allreduce"
+	size, kernel, err := checkReduce(name, a)
+	if err != nil {
+		return call{}, err
+	}
+	if err := checkCount(name, "count", a.Count); err != nil {
+		return call{}, err
+	}
+	n := a.Count * size
+	in, out, err := buffers(name, a, n, n)
+	if err != nil {
+		return call{}, err
+	}
+	p := algorithms.Params{P: c.Size(), Rank: c.rank, Count: a.Count, Commutative: a.Op.commutative(), InPlace: a.InPlace, Reproducible: c.reproducible(a)}
+	return call{name: name, coll: algorithms.Allreduce, force: a.Algorithm, own: a.own, bytes: int64(n), p: p,
+		in: in, out: out, size: size, kernel: kernel, builtin: builtinOf(a)}, nil
+}
+
+// checkReduceScatter checks a ReduceScatter of Counts.
+func (c *Comm) checkReduceScatter(a Args) (call, error) {
+	const name = "MPI_Reduce_scatter"
+	size, kernel, err := checkReduce(name, a)
+	if err != nil {
+		return call{}, err
+	}
+	if len(a.Counts) != c.Size() {
+		return call{}, argError(name, mpierr.Arg, "recvcounts has %d entries, the communicator %d ranks", len(a.Counts), c.Size())
+	}
+	total := 0
+	for i, n := range a.Counts {
+		if n < 0 {
+			return call{}, argError(name, mpierr.Count, "recvcounts[%d] is negative (%d)", i, n)
+		}
+		total += n
+	}
+	p := algorithms.Params{P: c.Size(), Rank: c.rank, Counts: a.Counts, Commutative: a.Op.commutative(), InPlace: a.InPlace, Reproducible: c.reproducible(a)}
+	return reduceScatterCall(name, algorithms.ReduceScatter, a, p, total*size, a.Counts[c.rank]*size, size, kernel)
+}
+
+// checkReduceScatterBlock checks a ReduceScatterBlock of Count elements
+// per rank.
+func (c *Comm) checkReduceScatterBlock(a Args) (call, error) {
+	const name = "MPI_Reduce_scatter_block"
+	size, kernel, err := checkReduce(name, a)
+	if err != nil {
+		return call{}, err
+	}
+	if err := checkCount(name, "recvcount", a.Count); err != nil {
+		return call{}, err
+	}
+	p := algorithms.Params{P: c.Size(), Rank: c.rank, Counts: c.uniform(a.Count), Commutative: a.Op.commutative(), InPlace: a.InPlace, Reproducible: c.reproducible(a)}
+	return reduceScatterCall(name, algorithms.ReduceScatterBlock, a, p, c.Size()*a.Count*size, a.Count*size, size, kernel)
+}
+
+// reduceScatterCall checks the buffers of a reduce-scatter that reads
+// total bytes and leaves mine: in place, Recv holds the whole input.
+func reduceScatterCall(name string, coll algorithms.Collective, a Args, p algorithms.Params, total, mine, size int, kernel ops.Kernel) (call, error) {
+	outLen := mine
+	if a.InPlace {
+		outLen = total
+	}
+	in, out, err := buffers(name, a, total, outLen)
+	if err != nil {
+		return call{}, err
+	}
+	return call{name: name, coll: coll, force: a.Algorithm, own: a.own, bytes: int64(total), p: p,
+		in: in, out: out, size: size, kernel: kernel, builtin: builtinOf(a)}, nil
+}
+
+// checkAllgather checks an Allgather of Count elements per rank (name:
+// MPI_Allgather, or MPI_Barrier, which is one).
+func (c *Comm) checkAllgather(name string, a Args) (call, error) {
+	if err := checkType(name, a.Type); err != nil {
+		return call{}, err
+	}
+	if err := checkCount(name, "count", a.Count); err != nil {
+		return call{}, err
+	}
+	size := a.elemSize()
+	n := a.Count * size
+	total := n * c.Size()
+	recv, err := recvOf(name, a)
+	if err != nil {
+		return call{}, err
+	}
+	if err := checkBuf(name, "recvbuf", recv, total); err != nil {
+		return call{}, err
+	}
+	out := recv.slice(0, total)
+	in := out.slice(c.rank*n, (c.rank+1)*n)
+	if !a.InPlace {
+		send, err := sendOf(name, a)
+		if err != nil {
+			return call{}, err
+		}
+		if err := checkBuf(name, "sendbuf", send, n); err != nil {
+			return call{}, err
+		}
+		in = send.slice(0, n)
+		if err := checkDisjoint(name, in, out); err != nil {
+			return call{}, err
+		}
+	}
+	p := algorithms.Params{P: c.Size(), Rank: c.rank, Counts: c.uniform(a.Count), Commutative: true, InPlace: a.InPlace}
+	return call{name: name, coll: algorithms.Allgather, force: a.Algorithm, own: a.own, bytes: int64(total), p: p, in: in, out: out, size: size}, nil
+}
+
+// gathered is what checkAllgatherv learns of an Allgatherv's layout.
+type gathered struct {
+	recv   buffer // the whole receive buffer
+	packed bool   // the blocks lie one after the other, in rank order
+	total  int    // elements of all blocks
+	before int    // elements of the blocks of the ranks before this one
+}
+
+// checkAllgatherv checks an Allgatherv of Counts at Displs: the call's
+// buffers are set where the blocks are packed; displaced ones are
+// gathered through a temporary (Allgatherv).
+func (c *Comm) checkAllgatherv(a Args) (call, gathered, error) {
+	const name = "MPI_Allgatherv"
+	var g gathered
+	if err := checkType(name, a.Type); err != nil {
+		return call{}, g, err
+	}
+	if len(a.Counts) != c.Size() {
+		return call{}, g, argError(name, mpierr.Arg, "recvcounts has %d entries, the communicator %d ranks", len(a.Counts), c.Size())
+	}
+	if a.Displs != nil && len(a.Displs) != c.Size() {
+		return call{}, g, argError(name, mpierr.Arg, "displs has %d entries, the communicator %d ranks", len(a.Displs), c.Size())
+	}
+	size := a.elemSize()
+	end := 0
+	g.packed = true // the displacements are the counts' prefix sums
+	for i, n := range a.Counts {
+		if n < 0 {
+			return call{}, g, argError(name, mpierr.Count, "recvcounts[%d] is negative (%d)", i, n)
+		}
+		if a.Displs != nil {
+			if a.Displs[i] < 0 {
+				return call{}, g, argError(name, mpierr.Arg, "displs[%d] is negative (%d)", i, a.Displs[i])
+			}
+			g.packed = g.packed && a.Displs[i] == g.total
+			end = max(end, a.Displs[i]+n)
+		}
+		if i < c.rank {
+			g.before += n
+		}
+		g.total += n
+	}
+	if g.packed {
+		end = g.total
+	}
+	recv, err := recvOf(name, a)
+	if err != nil {
+		return call{}, g, err
+	}
+	if err := checkBuf(name, "recvbuf", recv, end*size); err != nil {
+		return call{}, g, err
+	}
+	g.recv = recv.slice(0, end*size)
+	if !g.packed && g.recv.onDevice() {
+		return call{}, g, argError(name, mpierr.Buffer, "recvbuf is CUDA device memory and the blocks are not packed in rank order (displs): not supported on device memory yet")
+	}
+	n := a.Counts[c.rank] * size
+	var in, out buffer
+	if g.packed {
+		out = g.recv
+		in = out.slice(g.before*size, g.before*size+n)
+	}
+	if !a.InPlace {
+		send, err := sendOf(name, a)
+		if err != nil {
+			return call{}, g, err
+		}
+		if err := checkBuf(name, "sendbuf", send, n); err != nil {
+			return call{}, g, err
+		}
+		in = send.slice(0, n)
+		if g.packed {
+			if err := checkDisjoint(name, in, out); err != nil {
+				return call{}, g, err
+			}
+		} else {
+			for i := range a.Counts {
+				at := a.Displs[i] * size
+				if in.overlaps(g.recv.slice(at, at+a.Counts[i]*size)) {
+					return call{}, g, argError(name, mpierr.Buffer, "sendbuf overlaps the block of rank %d in recvbuf (use MPI_IN_PLACE for an in-place call)", i)
+				}
+			}
+		}
+	}
+	p := algorithms.Params{P: c.Size(), Rank: c.rank, Counts: a.Counts, Commutative: true, InPlace: a.InPlace}
+	return call{name: name, coll: algorithms.Allgather, force: a.Algorithm, own: a.own, bytes: int64(g.total * size), p: p, in: in, out: out, size: size}, g, nil
+}
+
+// checkBcast checks a Bcast of Count elements from Root.
+func (c *Comm) checkBcast(a Args) (call, error) {
+	const name = "MPI_Bcast"
+	if err := checkType(name, a.Type); err != nil {
+		return call{}, err
+	}
+	if err := checkCount(name, "count", a.Count); err != nil {
+		return call{}, err
+	}
+	if err := c.checkRoot(name, a.Root); err != nil {
+		return call{}, err
+	}
+	n := a.Count * a.elemSize()
+	recv, err := recvOf(name, a)
+	if err != nil {
+		return call{}, err
+	}
+	if err := checkBuf(name, "buffer", recv, n); err != nil {
+		return call{}, err
+	}
+	buf := recv.slice(0, n)
+	p := algorithms.Params{P: c.Size(), Rank: c.rank, Root: a.Root, Count: a.Count, Commutative: true, InPlace: true}
+	return call{name: name, coll: algorithms.Bcast, own: a.own, bytes: int64(n), p: p, in: buf, out: buf, size: a.elemSize()}, nil
+}
+
+// checkReduce checks a Reduce of Count elements to Root.
+func (c *Comm) checkReduce(a Args) (call, error) {
+	const name = "MPI_Reduce"
+	size, kernel, err := checkReduce(name, a)
+	if err != nil {
+		return call{}, err
+	}
+	if err := checkCount(name, "count", a.Count); err != nil {
+		return call{}, err
+	}
+	if err := c.checkRoot(name, a.Root); err != nil {
+		return call{}, err
+	}
+	n := a.Count * size
+	var in, out buffer
+	if c.rank == a.Root {
+		if in, out, err = buffers(name, a, n, n); err != nil {
+			return call{}, err
+		}
+	} else {
+		if a.InPlace {
+			return call{}, argError(name, mpierr.Buffer, "MPI_IN_PLACE is only allowed at the root")
+		}
+		send, err := sendOf(name, a)
+		if err != nil {
+			return call{}, err
+		}
+		if err := checkBuf(name, "sendbuf", send, n); err != nil {
+			return call{}, err
+		}
+		in = send.slice(0, n)
+	}
+	p := algorithms.Params{P: c.Size(), Rank: c.rank, Root: a.Root, Count: a.Count, Commutative: a.Op.commutative(), InPlace: a.InPlace, Reproducible: c.reproducible(a)}
+	return call{name: name, coll: algorithms.Reduce, own: a.own, bytes: int64(n), p: p, in: in, out: out, size: size, kernel: kernel}, nil
+}
+
+// checkGather checks a Gather of Count elements per rank to Root.
+func (c *Comm) checkGather(a Args) (call, error) {
+	const name = "MPI_Gather"
+	if err := checkType(name, a.Type); err != nil {
+		return call{}, err
+	}
+	if err := checkCount(name, "count", a.Count); err != nil {
+		return call{}, err
+	}
+	if err := c.checkRoot(name, a.Root); err != nil {
+		return call{}, err
+	}
+	size := a.elemSize()
+	n := a.Count * size
+	var in, out buffer
+	if c.rank == a.Root {
+		total := n * c.Size()
+		recv, err := recvOf(name, a)
+		if err != nil {
+			return call{}, err
+		}
+		if err := checkBuf(name, "recvbuf", recv, total); err != nil {
+			return call{}, err
+		}
+		out = recv.slice(0, total)
+		in = out.slice(c.rank*n, (c.rank+1)*n)
+	} else if a.InPlace {
+		return call{}, argError(name, mpierr.Buffer, "MPI_IN_PLACE is only allowed at the root")
+	}
+	if c.rank != a.Root || !a.InPlace {
+		send, err := sendOf(name, a)
+		if err != nil {
+			return call{}, err
+		}
+		if err := checkBuf(name, "sendbuf", send, n); err != nil {
+			return call{}, err
+		}
+		in = send.slice(0, n)
+		if err := checkDisjoint(name, in, out); err != nil {
+			return call{}, err
+		}
+	}
+	p := algorithms.Params{P: c.Size(), Rank: c.rank, Root: a.Root, Counts: c.uniform(a.Count), Commutative: true, InPlace: a.InPlace}
+	return call{name: name, coll: algorithms.Gather, own: a.own, bytes: int64(n * c.Size()), p: p, in: in, out: out, size: size}, nil
+}
+
+// checkReduce checks the datatype and op of a reducing call and returns
+// the element size and kernel.
+func checkReduce(name string, a Args) (int, ops.Kernel, error) {
+	if err := checkType(name, a.Type); err != nil {
+		return 0, nil, err
+	}
+	k, err := a.Op.kernel(name, a.Type)
+	if err != nil {
+		return 0, nil, err
+	}
+	return a.elemSize(), k, nil
+}
+
+// buffers checks the send and receive buffers of a reducing call and
+// returns the input and output as the routes see them: in place, the
+// input is the start of the output.
+func buffers(name string, a Args, inLen, outLen int) (in, out buffer, err error) {
+	recv, err := recvOf(name, a)
+	if err != nil {
+		return in, out, err
+	}
+	if err := checkBuf(name, "recvbuf", recv, outLen); err != nil {
+		return in, out, err
+	}
+	out = recv.slice(0, outLen)
+	if a.InPlace {
+		return out.slice(0, inLen), out, nil
+	}
+	send, err := sendOf(name, a)
+	if err != nil {
+		return in, out, err
+	}
+	if err := checkBuf(name, "sendbuf", send, inLen); err != nil {
+		return in, out, err
+	}
+	in = send.slice(0, inLen)
+	return in, out, checkDisjoint(name, in, out)
+}
+
+// sendOf and recvOf are the call's send and receive buffers, in host
+// memory (Send, Recv) or device memory (SendDevice, RecvDevice).
+func sendOf(name string, a Args) (buffer, error) {
+	return bufferOf(name, "sendbuf", a.Send, a.SendDevice)
+}
+
+func recvOf(name string, a Args) (buffer, error) {
+	return bufferOf(name, "recvbuf", a.Recv, a.RecvDevice)
+}
+
+func bufferOf(name, arg string, host []byte, dev gpu.Buffer) (buffer, error) {
+	if !dev.OnDevice() {
+		if dev.Len != 0 || dev.Ptr != 0 {
+			return buffer{}, argError(name, mpierr.Buffer, "%s is given as device memory (%d bytes at %#x) that is not CUDA device memory", arg, dev.Len, dev.Ptr)
+		}
+		return hostBuffer(host), nil
+	}
+	if host != nil {
+		return buffer{}, argError(name, mpierr.Buffer, "%s is given both as host and as device memory", arg)
+	}
+	if dev.Len < 0 || (dev.Len > 0 && dev.Ptr == 0) {
+		return buffer{}, argError(name, mpierr.Buffer, "%s is a null or negative device buffer (%d bytes at %#x)", arg, dev.Len, dev.Ptr)
+	}
+	return buffer{dev: dev}, nil
+}
+
+func (c *Comm) checkRoot(name string, root int) error {
+	if root < 0 || root >= c.Size() {
+		return argError(name, mpierr.Root, "root %d is not a rank of %s (size %d)", root, c.name, c.Size())
+	}
+	return nil
+}
+
+// checkType fails for an invalid datatype.
+func checkType(name string, t ops.Type) error {
+	if !t.Valid() {
+		return argError(name, mpierr.Type, "invalid datatype")
+	}
+	return nil
+}
+
+// checkCount fails for a negative count.
+func checkCount(name, arg string, n int) error {
+	if n < 0 {
+		return argError(name, mpierr.Count, "%s is negative (%d)", arg, n)
+	}
+	return nil
+}
+
+// checkBuf fails when buf is shorter than need bytes.
+func checkBuf(name, arg string, buf buffer, need int) error {
+	if buf.len() < need {
+		return argError(name, mpierr.Buffer, "%s holds %d bytes, the call needs %d", arg, buf.len(), need)
+	}
+	return nil
+}
+
+// checkDisjoint fails when the send and receive buffers share memory
+// outside MPI_IN_PLACE.
+func checkDisjoint(name string, send, recv buffer) error {
+	if send.overlaps(recv) {
+		return argError(name, mpierr.Buffer, "send and receive buffers overlap (use MPI_IN_PLACE for an in-place call)")
+	}
+	return nil
+}
