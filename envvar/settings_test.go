@@ -88,9 +88,8 @@ func TestParse(t *testing.T) {
 	}
 }
 
-// With a bad value, the other variables are still parsed (package ops
-// reads its own that way), and the first error in Parse's order is the
-// one returned.
+// With a bad value, the other variables are still parsed, and the first
+// error in Parse's order is the one returned.
 func TestParseGoesOnAfterAnError(t *testing.T) {
 	s, err := Parse(env("GOCOLL_DEBUG", "loud", "GOCOLL_TIMEOUT", "soon", "GOCOLL_OPS_ISA", "go"))
 	if err == nil || !strings.Contains(err.Error(), "GOCOLL_DEBUG=loud") {
