@@ -37,7 +37,7 @@
 #define GOCOLL_SHM_OP_MAX 3
 #define GOCOLL_SHM_OP_MIN 4
 
-/* Calls, by their place in gocoll's path counters (internal/counters). */
+/* Calls, by their place in gocoll's path counters (coll/counters). */
 #define GOCOLL_CALL_ALLREDUCE 0
 #define GOCOLL_CALL_REDUCE_SCATTER 1
 #define GOCOLL_CALL_REDUCE_SCATTER_BLOCK 2

@@ -2,7 +2,7 @@
 // engine's C half, from the Go packages that define them: the segment's
 // layout (intranode.LayoutConstants), the element kinds the C kernels
 // reduce (ops.Type.Scalar), gocoll's op codes (package ops), the calls
-// counted per path (internal/counters), and the MPICH ABI's handles of
+// counted per path (coll/counters), and the MPICH ABI's handles of
 // the predefined datatypes and ops (ops/mpichabi), as the tables the
 // C entry points decode handles with. Run by go generate in
 // intranode/engine; main_test.go fails while the committed header
@@ -18,7 +18,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gocoll/gocoll/internal/counters"
+	"github.com/gocoll/gocoll/coll/counters"
 	"github.com/gocoll/gocoll/intranode"
 	"github.com/gocoll/gocoll/ops"
 	"github.com/gocoll/gocoll/ops/mpichabi"
@@ -84,7 +84,7 @@ func header() []byte {
 		p("#define GOCOLL_SHM_OP_%s %d\n", cname(op.String()), int(op))
 	}
 
-	p("\n/* Calls, by their place in gocoll's path counters (internal/counters). */\n")
+	p("\n/* Calls, by their place in gocoll's path counters (coll/counters). */\n")
 	n := 0
 	for c := counters.Call(0); !strings.HasPrefix(c.String(), "call("); c++ {
 		p("#define GOCOLL_CALL_%s %d\n", cname(c.String()), int(c))
