@@ -8,7 +8,7 @@ import (
 	"go.uber.org/mock/gomock"
 
 	"github.com/gocoll/gocoll/gpu"
-	"github.com/gocoll/gocoll/gpu/mockgpu"
+	"github.com/gocoll/gocoll/gpu/gputest/mockgpu"
 )
 
 // Without a runtime (GOCOLL_CUDA=off, no driver) everything is host

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/gocoll/gocoll/executor/device"
-	"github.com/gocoll/gocoll/gpu/fake"
+	"github.com/gocoll/gocoll/gpu/gputest/fake"
 	"github.com/gocoll/gocoll/schedule"
 	"github.com/gocoll/gocoll/transport"
 )
