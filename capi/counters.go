@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/gocoll/gocoll/internal/counters"
+	"github.com/gocoll/gocoll/coll/counters"
 )
 
 // The fast path counts in C (mpi.c's FAST, by GOCOLL_CALL_ code: the

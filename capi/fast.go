@@ -12,8 +12,8 @@ import (
 	"unsafe"
 
 	"github.com/gocoll/gocoll/algorithms"
+	"github.com/gocoll/gocoll/coll/counters"
 	"github.com/gocoll/gocoll/envvar"
-	"github.com/gocoll/gocoll/internal/counters"
 	"github.com/gocoll/gocoll/intranode/engine" // also the engine's C half, which fast.c calls
 )
 

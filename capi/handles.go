@@ -12,9 +12,9 @@ import (
 	"unsafe"
 
 	"github.com/gocoll/gocoll/coll"
-	"github.com/gocoll/gocoll/internal/mpichabi"
 	"github.com/gocoll/gocoll/mpierr"
 	"github.com/gocoll/gocoll/ops"
+	"github.com/gocoll/gocoll/ops/mpichabi"
 	"github.com/gocoll/gocoll/p2p"
 )
 

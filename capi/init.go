@@ -15,10 +15,11 @@ import (
 
 	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/coll"
-	"github.com/gocoll/gocoll/internal/counters"
+	"github.com/gocoll/gocoll/coll/counters"
 	"github.com/gocoll/gocoll/intranode/engine"
 	"github.com/gocoll/gocoll/job"
 	"github.com/gocoll/gocoll/mpierr"
+	"github.com/gocoll/gocoll/ops"
 	"github.com/gocoll/gocoll/p2p"
 )
 
@@ -98,6 +99,9 @@ func go_Init_thread(required C.int, provided *C.int) (rc C.int) {
 	// every communicator.
 	set, err := envvar.Parse(os.Getenv)
 	if err != nil {
+		return initFailed(err)
+	}
+	if err := ops.CapISA(set.OpsISA); err != nil {
 		return initFailed(err)
 	}
 	j, err := job.StartWith(set)

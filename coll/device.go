@@ -32,7 +32,8 @@ type DeviceConfig struct {
 // the machine has one. With GOCOLL_CUDA=on it fails, naming what is
 // missing, when there is no driver or no device.
 func (cfg *Config) LoadDevice(s envvar.Settings) error {
-	rt, err := gpu.Open(s.CUDA)
+	mode := map[envvar.CUDAMode]gpu.Mode{envvar.CUDAAuto: gpu.Auto, envvar.CUDAOff: gpu.Off, envvar.CUDAOn: gpu.On}[s.CUDA]
+	rt, err := gpu.Open(mode)
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/gocoll/gocoll/coll"
-	"github.com/gocoll/gocoll/gpu/fake"
+	"github.com/gocoll/gocoll/gpu/gputest/fake"
 	"github.com/gocoll/gocoll/ops"
 )
 

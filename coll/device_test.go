@@ -11,7 +11,7 @@ import (
 	"github.com/gocoll/gocoll/coll"
 	"github.com/gocoll/gocoll/executor/device"
 	"github.com/gocoll/gocoll/gpu"
-	"github.com/gocoll/gocoll/gpu/fake"
+	"github.com/gocoll/gocoll/gpu/gputest/fake"
 	"github.com/gocoll/gocoll/ops"
 )
 

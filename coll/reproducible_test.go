@@ -13,7 +13,7 @@ import (
 	"github.com/gocoll/gocoll/coll"
 	"github.com/gocoll/gocoll/envvar"
 	"github.com/gocoll/gocoll/executor/device"
-	"github.com/gocoll/gocoll/gpu/fake"
+	"github.com/gocoll/gocoll/gpu/gputest/fake"
 	"github.com/gocoll/gocoll/mpierr"
 	"github.com/gocoll/gocoll/ops"
 	"github.com/gocoll/gocoll/tuner"

@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	"github.com/gocoll/gocoll/algorithms"
+	"github.com/gocoll/gocoll/coll/counters"
 	"github.com/gocoll/gocoll/executor/host"
-	"github.com/gocoll/gocoll/internal/counters"
 	"github.com/gocoll/gocoll/mpierr"
 	"github.com/gocoll/gocoll/schedule"
 	"github.com/gocoll/gocoll/tuner"

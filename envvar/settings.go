@@ -20,8 +20,9 @@ import (
 // the tuner's and the device's, which it hands tuner.New and gpu.Open),
 // the C ABI (capi: GOCOLL_DEBUG, GOCOLL_CHECK and the forced algorithms
 // for its C fast path), the preload (preload/config.go, which hands its C
-// half what it needs as exported values) and package ops
-// (GOCOLL_OPS_ISA, at its initialisation).
+// half what it needs as exported values); and the front ends (capi, the
+// preload, mpi) hand GOCOLL_OPS_ISA to package ops (ops.CapISA), which
+// reads no environment.
 //
 // Not here: the variables gocollrun sets for its ranks (GOCOLL_JOB_ID,
 // GOCOLL_JOB_SECRET, GOCOLL_HOST, GOCOLL_NUM_HOSTS, GOCOLL_TCP_ADDR on
@@ -59,7 +60,8 @@ type Settings struct {
 	// picks by the launcher).
 	PMI int
 	// OpsISA is GOCOLL_OPS_ISA: "go", "avx2" or "avx512", or "" (also
-	// for best): the best the CPU has.
+	// for best): the best the CPU has. The front ends hand it to
+	// ops.CapISA.
 	OpsISA string
 }
 
@@ -119,9 +121,8 @@ func ParseCUDA(s string) (CUDAMode, error) {
 
 // Parse reads Settings through getenv (os.Getenv, or a map in tests).
 // An error names the variable, its value and what it wants; with one,
-// the other variables are still parsed (package ops, which cannot report
-// an error, reads its own), and the error is the first in All's order
-// of checks below.
+// the other variables are still parsed, and the error is the first in
+// All's order of checks below.
 func Parse(getenv func(string) string) (Settings, error) {
 	s := Settings{Timeout: DefaultTimeout, Transport: "auto", Fallback: FallbackWarn}
 	var first error
@@ -247,13 +248,12 @@ var process struct {
 	err  error
 }
 
-// FromEnv is Parse(os.Getenv), done once per process: every part of
-// gocoll that asks gets the same Settings (or the same error). Package
-// ops asks at its initialisation, so these are the environment the
-// process started with: what the kernels, the C ABI's fast path and
-// pmi.FromEnv use. MPI initialisation (job.Start, coll.ConfigFromEnv)
-// parses the environment as it is then, since a Go program may set
-// variables before mpi.Init (and tests do, between jobs).
+// FromEnv is Parse(os.Getenv), done once per process, at the first call:
+// every part of gocoll that asks gets the same Settings (or the same
+// error): the C ABI's fast path and pmi.FromEnv. MPI initialisation
+// (job.Start, coll.ConfigFromEnv, mpi.Init, MPI_Init) parses the
+// environment as it is then, since a Go program may set variables before
+// mpi.Init (and tests do, between jobs).
 func FromEnv() (Settings, error) {
 	process.once.Do(func() { process.s, process.err = Parse(os.Getenv) })
 	return process.s, process.err

@@ -88,9 +88,22 @@ func TestParse(t *testing.T) {
 	}
 }
 
-// With a bad value, the other variables are still parsed (package ops
-// reads its own that way), and the first error in Parse's order is the
-// one returned.
+func TestParseCUDA(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want CUDAMode
+		bad  bool
+	}{{"", CUDAAuto, false}, {"auto", CUDAAuto, false}, {"OFF", CUDAOff, false}, {"0", CUDAOff, false},
+		{"on", CUDAOn, false}, {"1", CUDAOn, false}, {"maybe", 0, true}} {
+		m, err := ParseCUDA(c.in)
+		if (err != nil) != c.bad || (!c.bad && m != c.want) {
+			t.Errorf("ParseCUDA(%q) = %v, %v", c.in, m, err)
+		}
+	}
+}
+
+// With a bad value, the other variables are still parsed, and the first
+// error in Parse's order is the one returned.
 func TestParseGoesOnAfterAnError(t *testing.T) {
 	s, err := Parse(env("GOCOLL_DEBUG", "loud", "GOCOLL_TIMEOUT", "soon", "GOCOLL_OPS_ISA", "go"))
 	if err == nil || !strings.Contains(err.Error(), "GOCOLL_DEBUG=loud") {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-//go:generate go run go.uber.org/mock/mockgen@v0.6.0 -destination mockgpu/mock_driver.go -package mockgpu -copyright_file mockgpu/header.txt github.com/gocoll/gocoll/gpu Driver
+//go:generate go run go.uber.org/mock/mockgen@v0.6.0 -destination gputest/mockgpu/mock_driver.go -package mockgpu -copyright_file gputest/mockgpu/header.txt github.com/gocoll/gocoll/gpu Driver
 
 // Driver is the part of the CUDA driver API gocoll uses, one method per
 // driver entry point (cu<Name>, loaded at run time by Load), with Go

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/gocoll/gocoll/gpu"
-	"github.com/gocoll/gocoll/gpu/fake"
+	"github.com/gocoll/gocoll/gpu/gputest/fake"
 	"github.com/gocoll/gocoll/ops"
 )
 

@@ -6,22 +6,20 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-
-	"github.com/gocoll/gocoll/envvar"
 )
 
-// Mode is the value of GOCOLL_CUDA, which package envvar parses
-// (envvar.Settings.CUDA).
-type Mode = envvar.CUDAMode
+// Mode says whether gocoll uses CUDA: GOCOLL_CUDA's value, which package
+// envvar parses (envvar.Settings.CUDA) and the caller converts (gpu reads
+// no settings).
+type Mode uint8
 
 const (
-	Auto = envvar.CUDAAuto // use the driver where the machine has one
-	Off  = envvar.CUDAOff  // never load the driver: every buffer is host memory
-	On   = envvar.CUDAOn   // require the driver and a device
+	Auto Mode = iota // use the driver where the machine has one
+	Off              // never load the driver: every buffer is host memory
+	On               // require the driver and a device
 )
 
-// ParseMode reads a value of GOCOLL_CUDA: auto (or empty), off, on.
-func ParseMode(s string) (Mode, error) { return envvar.ParseCUDA(s) }
+func (m Mode) String() string { return [...]string{"auto", "off", "on"}[m] }
 
 // Kind is where a buffer lives.
 type Kind uint8

@@ -8,22 +8,8 @@ import (
 	"go.uber.org/mock/gomock"
 
 	"github.com/gocoll/gocoll/gpu"
-	"github.com/gocoll/gocoll/gpu/mockgpu"
+	"github.com/gocoll/gocoll/gpu/gputest/mockgpu"
 )
-
-func TestParseMode(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		want gpu.Mode
-		bad  bool
-	}{{"", gpu.Auto, false}, {"auto", gpu.Auto, false}, {"OFF", gpu.Off, false}, {"0", gpu.Off, false},
-		{"on", gpu.On, false}, {"1", gpu.On, false}, {"maybe", 0, true}} {
-		m, err := gpu.ParseMode(c.in)
-		if (err != nil) != c.bad || (!c.bad && m != c.want) {
-			t.Errorf("ParseMode(%q) = %v, %v", c.in, m, err)
-		}
-	}
-}
 
 // Without a runtime (GOCOLL_CUDA=off, no driver) everything is host
 // memory and nothing is called.

@@ -9,9 +9,10 @@ import (
 
 	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/coll"
-	"github.com/gocoll/gocoll/internal/counters"
+	"github.com/gocoll/gocoll/coll/counters"
 	"github.com/gocoll/gocoll/job"
 	"github.com/gocoll/gocoll/mpierr"
+	"github.com/gocoll/gocoll/ops"
 	"github.com/gocoll/gocoll/transport/inproc"
 )
 
@@ -54,7 +55,7 @@ func Init() (*Comm, error) {
 	}
 	// Parsed once, now (a program may set GOCOLL_ variables before
 	// Init), for the job and every communicator.
-	set, err := envvar.Parse(os.Getenv)
+	set, err := settings()
 	if err != nil {
 		return nil, fmt.Errorf("mpi.Init: %v", err)
 	}
@@ -85,6 +86,17 @@ func Init() (*Comm, error) {
 	}
 	world.comm, world.job, world.report = &Comm{c}, j, cfg.Report
 	return world.comm, nil
+}
+
+// settings are the GOCOLL_ variables as they are now, which Init and
+// RunLocal start from; they cap the kernels' instruction set
+// (GOCOLL_OPS_ISA) for the process.
+func settings() (envvar.Settings, error) {
+	set, err := envvar.Parse(os.Getenv)
+	if err != nil {
+		return set, err
+	}
+	return set, ops.CapISA(set.OpsISA)
 }
 
 // worldContext is the context id of every job's world communicator.
@@ -129,7 +141,11 @@ func RunLocal(n int, f func(c *Comm) error) error {
 func runLocal(hosts []string, f func(c *Comm) error) error {
 	n := len(hosts)
 	nodes := algorithms.NewNodeMap(hosts)
-	cfg, err := coll.ConfigFromEnv()
+	set, err := settings()
+	var cfg *coll.Config
+	if err == nil {
+		cfg, err = coll.NewConfig(set)
+	}
 	if err != nil {
 		return fmt.Errorf("mpi.RunLocal: %v", err)
 	}

@@ -1,6 +1,6 @@
 package mpi
 
-import "github.com/gocoll/gocoll/internal/counters"
+import "github.com/gocoll/gocoll/coll/counters"
 
 // CallCounts say how the calls of one collective ran in this process:
 // which algorithms gocoll ran and how often a forced algorithm had to

@@ -77,7 +77,7 @@ func Lookup(op Op, t Type) (Kernel, error) {
 	case !Allowed(op, t):
 		return nil, &Error{op, t, fmt.Sprintf("%v is not defined on %v (%s)", op, t, why[op])}
 	}
-	k := active.table[op][t.kind()]
+	k := active.Load().table[op][t.kind()]
 	if k == nil {
 		return nil, &Error{op, t, fmt.Sprintf("%v on %v is not available in this build (%s)", op, t, missingReason(t.kind()))}
 	}

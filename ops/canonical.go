@@ -42,9 +42,7 @@ type widening struct {
 	sum, prod     Kernel                // two 16-bit operands, a float32 result
 }
 
-// wideF16 and wideBF16 are the active level's (assembly on amd64).
-var wideF16, wideBF16 = widenings(active.isa)
-
+// widenings returns a level's widenings (assembly on amd64).
 func widenings(level isa) (f16, bf16 *widening) {
 	f16, bf16 = asmWidenings(level)
 	if f16 == nil {
@@ -79,7 +77,7 @@ func ReductionOf(op Op, t Type) (Reduction, error) {
 		return r, nil
 	}
 	if wt, ok := Wide(t); ok {
-		r.k, r.wide = active.table[op][wt.kind()], widening16(t)
+		r.k, r.wide = active.Load().table[op][wt.kind()], widening16(t)
 	}
 	if r.wide != nil {
 		r.leaves = r.wide.sum

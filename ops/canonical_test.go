@@ -6,8 +6,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
-
-	"github.com/gocoll/gocoll/algorithms"
 )
 
 // canonicalCase is a datatype whose MPI_SUM and MPI_PROD depend on the
@@ -31,7 +29,7 @@ var canonicalCases = []canonicalCase{
 
 // modelT is the canonical association of element i of parts over [lo, hi),
 // in the IEEE model (ieee_test.go), every operation rounded to c.acc: the
-// definition (algorithms.CanonicalSplit), not Reduction's stack.
+// definition, not Reduction's stack.
 func modelT(c canonicalCase, op Op, parts [][]byte, i, lo, hi int) [2]xf {
 	if hi-lo == 1 {
 		w := c.in.bits / 8
@@ -42,7 +40,7 @@ func modelT(c canonicalCase, op Op, parts [][]byte, i, lo, hi int) [2]xf {
 		}
 		return v
 	}
-	h := algorithms.CanonicalSplit(lo, hi)
+	h := canonicalSplit(lo, hi)
 	x, y := modelT(c, op, parts, i, lo, h), modelT(c, op, parts, i, h, hi)
 	f := c.acc
 	switch {
@@ -56,6 +54,18 @@ func modelT(c canonicalCase, op Op, parts [][]byte, i, lo, hi int) [2]xf {
 	ac, bd := f.mul(x[0], y[0]), f.mul(x[1], y[1])
 	ad, bc := f.mul(x[0], y[1]), f.mul(x[1], y[0])
 	return [2]xf{f.sub(ac, bd), f.add(ad, bc)}
+}
+
+// canonicalSplit is where T(lo, hi) splits: lo plus the largest power of
+// two below hi-lo. It restates algorithms.CanonicalSplit, which ops, below
+// algorithms, does not import; coll's reproducible tests hold every
+// algorithm, the shm ones (a Reduction) among them, to that one's tree.
+func canonicalSplit(lo, hi int) int {
+	h := 1
+	for 2*h < hi-lo {
+		h *= 2
+	}
+	return lo + h
 }
 
 // mixed fills buf with numbers of format f that make the association

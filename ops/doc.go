@@ -108,10 +108,11 @@
 //
 // At start-up the package reads CPUID and XGETBV and takes the best level
 // that the CPU and the operating system support: "avx512" (AVX-512 F, DQ
-// and BW), "avx2" (AVX2 and F16C), or "go" (portable Go). The environment variable named
-// by EnvISA (GOCOLL_OPS_ISA) caps it, to compare levels or to rule out a
-// suspect one; ISA reports the level in use. The purego build tag, or any
-// other architecture, leaves only the portable Go kernels.
+// and BW), "avx2" (AVX2 and F16C), or "go" (portable Go). CapISA caps it,
+// to compare levels or to rule out a suspect one: the front ends pass it
+// GOCOLL_OPS_ISA at initialisation. ISA reports the level in use. The
+// purego build tag, or any other architecture, leaves only the portable
+// Go kernels.
 //
 // Long double and binary128 kernels cost one cgo call per Kernel call
 // (some tens of nanoseconds) and loop in C.

@@ -1,13 +1,10 @@
 package ops
 
-import "github.com/gocoll/gocoll/envvar"
-
-// EnvISA names the environment variable that caps the instruction set the
-// kernels use: "go" (portable Go only), "avx2" or "avx512". Unset, or set
-// to a level the CPU lacks, the best level the CPU and the build support
-// is used. Package envvar parses it (Settings.OpsISA): an invalid value
-// is the error MPI_Init reports, and leaves the kernels at the best level.
-const EnvISA = "GOCOLL_OPS_ISA"
+import (
+	"fmt"
+	"slices"
+	"sync/atomic"
+)
 
 // isa is a level of kernels: portable Go, or assembly for an x86-64
 // extension. Every level has a kernel for every allowed pair; a level only
@@ -30,39 +27,54 @@ func (l isa) String() string { return isaNames[l] }
 type kernelTable struct {
 	isa   isa
 	table [numOps][numKinds]Kernel
+	// f16 and bf16 are the level's widenings of 16-bit floats.
+	f16, bf16 *widening
 }
 
-// active is the table Lookup reads, built once at start-up.
-var active = newKernelTable(selectISA(settingISA()))
+// active is the table Lookup reads: the best level's from start-up, then
+// the one CapISA sets.
+var active atomic.Pointer[kernelTable]
 
-// settingISA is GOCOLL_OPS_ISA as package envvar parsed it. Its error,
-// if any, is for the callers of envvar.FromEnv to report: the kernels
-// cannot, at initialisation.
-func settingISA() string {
-	s, _ := envvar.FromEnv()
-	return s.OpsISA
+func init() { active.Store(newKernelTable(bestISA())) }
+
+// CapISA caps the instruction set of the kernels that Lookup and
+// ReductionOf return from now on: "go" (portable Go only), "avx2" or
+// "avx512"; "" or "best" lifts the cap. A level the CPU or the build
+// lacks leaves the best one it has. The front ends (the C ABI, the
+// preload, the Go API) call it at initialisation with GOCOLL_OPS_ISA
+// (envvar.Settings.OpsISA): the package reads no environment. Kernels
+// and Reductions looked up before keep theirs. An unknown level is an
+// error, and changes nothing.
+func CapISA(level string) error {
+	l := bestISA()
+	if level != "" && level != "best" {
+		i := slices.Index(isaNames[:], level)
+		if i < 0 {
+			return fmt.Errorf("ops: instruction set %q: want best, avx512, avx2 or go", level)
+		}
+		l = min(l, isa(i))
+	}
+	if active.Load().isa != l {
+		active.Store(newKernelTable(l))
+	}
+	return nil
 }
 
 // ISA returns the name of the kernel level in use: "avx512", "avx2" or "go".
-func ISA() string { return active.isa.String() }
+func ISA() string { return active.Load().isa.String() }
 
-// selectISA returns the best level the CPU supports, capped by the level
-// named in env if it names one.
-func selectISA(env string) isa {
+// bestISA returns the best level the CPU and the build support.
+func bestISA() isa {
 	best := isaGo
 	for _, l := range supportedISAs() {
 		best = max(best, l)
-	}
-	for l, name := range isaNames {
-		if env == name {
-			return min(best, isa(l))
-		}
 	}
 	return best
 }
 
 func newKernelTable(level isa) *kernelTable {
 	t := &kernelTable{isa: level}
+	t.f16, t.bf16 = widenings(level)
 	for op := Op(1); op < numOps; op++ {
 		for k := kind(1); k < numKinds; k++ {
 			g := goKernel(op, k)

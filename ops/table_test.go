@@ -1,27 +1,39 @@
 package ops
 
 import (
-	"os"
-	"strings"
+	"reflect"
 	"testing"
 
 	"github.com/gocoll/gocoll/ops/internal/cfloat"
 )
 
-func TestSelectISA(t *testing.T) {
+// The kernels start at the best level; CapISA caps them, a level the CPU
+// lacks leaving the best, and rejects an unknown one without a change.
+func TestCapISA(t *testing.T) {
 	levels := supportedISAs()
 	best := levels[len(levels)-1]
-	// envvar reads the variable as ops does at initialisation.
-	if ISA() != selectISA(strings.ToLower(strings.TrimSpace(os.Getenv(EnvISA)))).String() {
-		t.Errorf("ISA() = %q", ISA())
+	if ISA() != best.String() {
+		t.Errorf("at start-up ISA() = %q, want %v", ISA(), best)
 	}
-	for env, want := range map[string]isa{"": best, "bogus": best, "go": isaGo,
-		"avx2": min(best, isaAVX2), "avx512": min(best, isaAVX512)} {
-		if got := selectISA(env); got != want {
-			t.Errorf("selectISA(%q) = %v, want %v", env, got, want)
+	t.Cleanup(func() { CapISA("") })
+	kernel := func(tbl *kernelTable) uintptr { return reflect.ValueOf(tbl.table[Sum][kF32]).Pointer() }
+	for _, c := range []struct {
+		level string
+		want  isa
+	}{{"go", isaGo}, {"avx2", min(best, isaAVX2)}, {"avx512", min(best, isaAVX512)}, {"", best}, {"go", isaGo}, {"best", best}} {
+		if err := CapISA(c.level); err != nil {
+			t.Fatalf("CapISA(%q): %v", c.level, err)
+		}
+		k, err := Lookup(Sum, Float)
+		if ISA() != c.want.String() || err != nil || reflect.ValueOf(k).Pointer() != kernel(newKernelTable(c.want)) {
+			t.Errorf("after CapISA(%q): ISA() = %q, Lookup(MPI_SUM, MPI_FLOAT) not %v's kernel", c.level, ISA(), c.want)
 		}
 	}
-	t.Logf("levels %v, in use %s", levels, ISA())
+	CapISA("go")
+	if err := CapISA("sse9"); err == nil || ISA() != "go" {
+		t.Errorf("CapISA(sse9) = %v, ISA() = %q: want an error and no change", err, ISA())
+	}
+	t.Logf("levels %v", levels)
 }
 
 // TestTablesComplete checks that every level has a kernel for every allowed

@@ -37,11 +37,11 @@ func Widen(t Type, dst, src []byte) { widening16(t).widen(dst, src) }
 // (to nearest, ties to even): the one rounding of a widened reduction.
 func Narrow(t Type, dst, src []byte) { widening16(t).narrow(dst, src) }
 
-// widening16 is the widening of t's 16-bit parts: bfloat16's, or binary16's
-// (float16 and the complex of two).
+// widening16 is the active level's widening of t's 16-bit parts:
+// bfloat16's, or binary16's (float16 and the complex of two).
 func widening16(t Type) *widening {
 	if t.kind() == kBF16 {
-		return wideBF16
+		return active.Load().bf16
 	}
-	return wideF16
+	return active.Load().f16
 }

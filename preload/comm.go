@@ -17,7 +17,7 @@ import (
 	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/bootstrap"
 	"github.com/gocoll/gocoll/coll"
-	"github.com/gocoll/gocoll/internal/counters"
+	"github.com/gocoll/gocoll/coll/counters"
 	"github.com/gocoll/gocoll/intranode/engine"
 	"github.com/gocoll/gocoll/mpierr"
 	"github.com/gocoll/gocoll/transport"

@@ -10,6 +10,7 @@ import (
 	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/coll"
 	"github.com/gocoll/gocoll/envvar"
+	"github.com/gocoll/gocoll/ops"
 	"github.com/gocoll/gocoll/preload/native"
 	"github.com/gocoll/gocoll/tuner"
 )
@@ -57,6 +58,9 @@ type config struct {
 // the variable.
 func loadConfig(env func(string) string, flavor string) (*config, error) {
 	set, err := envvar.Parse(env)
+	if err == nil {
+		err = ops.CapISA(set.OpsISA) // for the process: before gocoll's first reduction
+	}
 	if err != nil {
 		return nil, err
 	}

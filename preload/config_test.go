@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gocoll/gocoll/algorithms"
+	"github.com/gocoll/gocoll/ops"
 	"github.com/gocoll/gocoll/preload/native"
 	"github.com/gocoll/gocoll/tuner"
 )
@@ -188,5 +189,15 @@ func TestCUDAConfig(t *testing.T) {
 		t.Errorf("GOCOLL_CUDA=on: %v, want an error naming GOCOLL_CUDA=on", err)
 	case err == nil && (!c.cudaOn() || !strings.Contains(c.cudaNote(), "CUDA on (device buffers run in gocoll)")):
 		t.Errorf("GOCOLL_CUDA=on: CUDA on %v, %q", c.cudaOn(), c.cudaNote())
+	}
+}
+
+// GOCOLL_OPS_ISA caps the kernels when the preload starts (ops reads no
+// environment).
+func TestOpsISA(t *testing.T) {
+	t.Cleanup(func() { ops.CapISA("") })
+	mustConfig(t, map[string]string{"GOCOLL_CUDA": "off", "GOCOLL_OPS_ISA": "go"}, "openmpi")
+	if ops.ISA() != "go" {
+		t.Errorf("GOCOLL_OPS_ISA=go: the kernels are %q", ops.ISA())
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"unsafe"
 
-	"github.com/gocoll/gocoll/internal/counters"
+	"github.com/gocoll/gocoll/coll/counters"
 )
 
 // Which path each call took is package counters' table, as in

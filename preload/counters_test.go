@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/gocoll/gocoll/algorithms"
-	"github.com/gocoll/gocoll/internal/counters"
+	"github.com/gocoll/gocoll/coll/counters"
 )
 
 // The C half's counters are package counters' host, cached, fallback and

@@ -271,7 +271,7 @@
 // # Counters
 //
 // The library counts, per collective, which path each call took, in the
-// same table as libgocoll.so (internal/counters: coll counts the calls
+// same table as libgocoll.so (coll/counters: coll counts the calls
 // gocoll runs; the C half, preload.h, the host's calls and the cache's
 // decisions, each thread in a block of its own, a host call decided from
 // the cache costing one, as before there were counters): the calls gocoll

@@ -11,8 +11,8 @@ import (
 	"slices"
 	"unsafe"
 
-	"github.com/gocoll/gocoll/internal/mpichabi"
 	"github.com/gocoll/gocoll/ops"
+	"github.com/gocoll/gocoll/ops/mpichabi"
 )
 
 // Open MPI's predefined datatypes and ops are global objects; a handle is

@@ -51,7 +51,7 @@ enum {
 };
 
 /*
- * The C half's share of the path counters (package internal/counters has
+ * The C half's share of the path counters (package coll/counters has
  * the rest; counters.go adds these to it): GC_K_HOST calls handed to the
  * host MPI, GC_K_FALLBACK those of them whose forced algorithm could not
  * run, GC_K_CACHED calls gocoll ran on a decision from the communicator's

@@ -5,7 +5,7 @@
 //
 // It runs in three parts:
 //
-//  1. The machine of the model (package internal/fit): on a job that
+//  1. The machine of the model (package cmd/gocoll-tune/fit): on a job that
 //     spans several nodes, an exchange of 4 B to 4 MiB between two ranks
 //     of one node fitted to node_alpha and node_beta, and between two
 //     ranks of different nodes to alpha and beta; the shm step (sync);
@@ -41,8 +41,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/gocoll/gocoll/algorithms"
+	"github.com/gocoll/gocoll/cmd/gocoll-tune/fit"
 	"github.com/gocoll/gocoll/executor/model"
-	"github.com/gocoll/gocoll/internal/fit"
 	"github.com/gocoll/gocoll/internal/units"
 	"github.com/gocoll/gocoll/mpi"
 	"github.com/gocoll/gocoll/tuner"

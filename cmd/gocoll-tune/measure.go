@@ -5,7 +5,7 @@ import (
 	"os"
 
 	"github.com/gocoll/gocoll/algorithms"
-	"github.com/gocoll/gocoll/internal/fit"
+	"github.com/gocoll/gocoll/cmd/gocoll-tune/fit"
 	"github.com/gocoll/gocoll/mpi"
 	"github.com/gocoll/gocoll/tuner"
 )

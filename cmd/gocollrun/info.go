@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 
 	"github.com/gocoll/gocoll/envvar"
+	"github.com/gocoll/gocoll/gpu"
 	"github.com/gocoll/gocoll/gpu/topology"
 )
 
@@ -17,7 +18,14 @@ func printInfo(w io.Writer) {
 	envvar.Print(w) // hides GOCOLL_JOB_SECRET's value
 
 	fmt.Fprintln(w)
-	topology.Describe(w, os.Getenv) // GOCOLL_CUDA, the driver, the GPUs (NVML)
+	// GOCOLL_CUDA, the driver, the GPUs (NVML). An invalid setting, CUDA's
+	// or not, is reported instead, as MPI_Init would fail on it.
+	if s, err := envvar.Parse(os.Getenv); err != nil {
+		fmt.Fprintf(w, "CUDA: %v\n", err)
+	} else {
+		mode := map[envvar.CUDAMode]gpu.Mode{envvar.CUDAAuto: gpu.Auto, envvar.CUDAOff: gpu.Off, envvar.CUDAOn: gpu.On}[s.CUDA]
+		topology.Describe(w, mode, s.CUDANoIPC)
+	}
 
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, buildLine())

@@ -9,7 +9,7 @@ import (
 	"github.com/gocoll/gocoll/executor/device"
 	"github.com/gocoll/gocoll/executor/host"
 	"github.com/gocoll/gocoll/gpu"
-	"github.com/gocoll/gocoll/gpu/fake"
+	"github.com/gocoll/gocoll/gpu/gputest/fake"
 	"github.com/gocoll/gocoll/ops"
 	"github.com/gocoll/gocoll/transport"
 	"github.com/gocoll/gocoll/transport/inproc"

@@ -11,8 +11,8 @@ import (
 
 	"github.com/gocoll/gocoll/executor/device"
 	"github.com/gocoll/gocoll/gpu"
-	"github.com/gocoll/gocoll/gpu/fake"
-	"github.com/gocoll/gocoll/gpu/mockgpu"
+	"github.com/gocoll/gocoll/gpu/gputest/fake"
+	"github.com/gocoll/gocoll/gpu/gputest/mockgpu"
 )
 
 // Tests of how a device call lives with the application's own use of

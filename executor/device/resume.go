@@ -3,10 +3,11 @@ package device
 import (
 	"errors"
 	"fmt"
-	"github.com/gocoll/gocoll/internal/pause"
 	"runtime"
 	"slices"
 	"time"
+
+	"github.com/gocoll/gocoll/internal/pause"
 
 	"github.com/gocoll/gocoll/gpu"
 	"github.com/gocoll/gocoll/schedule"

@@ -9,8 +9,8 @@ import (
 
 	"github.com/gocoll/gocoll/executor/device"
 	"github.com/gocoll/gocoll/gpu"
-	"github.com/gocoll/gocoll/gpu/fake"
-	"github.com/gocoll/gocoll/gpu/mockgpu"
+	"github.com/gocoll/gocoll/gpu/gputest/fake"
+	"github.com/gocoll/gocoll/gpu/gputest/mockgpu"
 )
 
 // sumOver runs one call of sendReduce over IPC: rank 0's input in0

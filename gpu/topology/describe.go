@@ -7,22 +7,14 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"github.com/gocoll/gocoll/envvar"
 	"github.com/gocoll/gocoll/gpu"
 )
 
 // Describe writes what gocoll will do with CUDA on this machine, for
 // gocollrun --info: the GOCOLL_CUDA mode, whether the driver loads, the
-// GPUs NVML reports and how device buffers are handled. The settings are
-// envvar.Parse's of getenv: an invalid one, CUDA's or not, is reported
-// instead, as MPI_Init would fail on it.
-func Describe(w io.Writer, getenv func(string) string) {
-	s, err := envvar.Parse(getenv)
-	if err != nil {
-		fmt.Fprintf(w, "CUDA: %v\n", err)
-		return
-	}
-	mode := s.CUDA
+// GPUs NVML reports and how device buffers are handled, with CUDA IPC
+// between the processes of a node unless noIPC (GOCOLL_CUDA_IPC=0).
+func Describe(w io.Writer, mode gpu.Mode, noIPC bool) {
 	fmt.Fprintf(w, "CUDA (GOCOLL_CUDA=%s):\n", mode)
 	if mode == gpu.Off {
 		fmt.Fprintln(w, "  off: every buffer is treated as host memory")
@@ -51,7 +43,7 @@ func Describe(w io.Writer, getenv func(string) string) {
 		names = append(names, e.String())
 	}
 	ipc := "CUDA IPC between processes of one node"
-	if s.CUDANoIPC {
+	if noIPC {
 		ipc = "no CUDA IPC (GOCOLL_CUDA_IPC=0)"
 	}
 	fmt.Fprintf(w, "  device buffers: staged through pinned host memory in 1 MiB segments between nodes, %s;\n", ipc)

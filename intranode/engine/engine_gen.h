@@ -37,7 +37,7 @@
 #define GOCOLL_SHM_OP_MAX 3
 #define GOCOLL_SHM_OP_MIN 4
 
-/* Calls, by their place in gocoll's path counters (internal/counters). */
+/* Calls, by their place in gocoll's path counters (coll/counters). */
 #define GOCOLL_CALL_ALLREDUCE 0
 #define GOCOLL_CALL_REDUCE_SCATTER 1
 #define GOCOLL_CALL_REDUCE_SCATTER_BLOCK 2
@@ -49,7 +49,7 @@
 #define GOCOLL_CALL_GATHER 8
 #define GOCOLL_NUM_CALLS 9
 
-/* The MPICH ABI's predefined datatypes (internal/mpichabi): size in bytes
+/* The MPICH ABI's predefined datatypes (ops/mpichabi): size in bytes
  * (0: not one the engine moves) and, in *kind, the kind. Value-index pairs
  * are left out: their size is not their extent. */
 static inline int gocoll_mpich_type(unsigned h, int *kind) {
@@ -157,7 +157,7 @@ static inline int gocoll_shm_kind(int type) {
     return GOCOLL_SHM_K_NONE;
 }
 
-/* The MPICH ABI's predefined ops the C kernels apply (internal/mpichabi). */
+/* The MPICH ABI's predefined ops the C kernels apply (ops/mpichabi). */
 static inline int gocoll_mpich_op(unsigned h) {
     switch (h) {
     case 0x58000001u: return GOCOLL_SHM_OP_MAX;

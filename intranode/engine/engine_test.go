@@ -10,10 +10,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/gocoll/gocoll/internal/mpichabi"
 	"github.com/gocoll/gocoll/intranode"
 	"github.com/gocoll/gocoll/intranode/intranodetest"
 	"github.com/gocoll/gocoll/ops"
+	"github.com/gocoll/gocoll/ops/mpichabi"
 )
 
 // onRanks attaches p goroutine ranks to one segment and runs f on each,

@@ -2,8 +2,8 @@
 // engine's C half, from the Go packages that define them: the segment's
 // layout (intranode.LayoutConstants), the element kinds the C kernels
 // reduce (ops.Type.Scalar), gocoll's op codes (package ops), the calls
-// counted per path (internal/counters), and the MPICH ABI's handles of
-// the predefined datatypes and ops (internal/mpichabi), as the tables the
+// counted per path (coll/counters), and the MPICH ABI's handles of
+// the predefined datatypes and ops (ops/mpichabi), as the tables the
 // C entry points decode handles with. Run by go generate in
 // intranode/engine; main_test.go fails while the committed header
 // differs from what this writes.
@@ -18,10 +18,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gocoll/gocoll/internal/counters"
-	"github.com/gocoll/gocoll/internal/mpichabi"
+	"github.com/gocoll/gocoll/coll/counters"
 	"github.com/gocoll/gocoll/intranode"
 	"github.com/gocoll/gocoll/ops"
+	"github.com/gocoll/gocoll/ops/mpichabi"
 )
 
 // kinds are the element kinds the C kernels reduce, by ops.Type.Scalar;
@@ -84,7 +84,7 @@ func header() []byte {
 		p("#define GOCOLL_SHM_OP_%s %d\n", cname(op.String()), int(op))
 	}
 
-	p("\n/* Calls, by their place in gocoll's path counters (internal/counters). */\n")
+	p("\n/* Calls, by their place in gocoll's path counters (coll/counters). */\n")
 	n := 0
 	for c := counters.Call(0); !strings.HasPrefix(c.String(), "call("); c++ {
 		p("#define GOCOLL_CALL_%s %d\n", cname(c.String()), int(c))
@@ -92,7 +92,7 @@ func header() []byte {
 	}
 	p("#define GOCOLL_NUM_CALLS %d\n", n)
 
-	p("\n/* The MPICH ABI's predefined datatypes (internal/mpichabi): size in bytes\n")
+	p("\n/* The MPICH ABI's predefined datatypes (ops/mpichabi): size in bytes\n")
 	p(" * (0: not one the engine moves) and, in *kind, the kind. Value-index pairs\n")
 	p(" * are left out: their size is not their extent. */\n")
 	p("static inline int gocoll_mpich_type(unsigned h, int *kind) {\n    switch (h) {\n")
@@ -123,7 +123,7 @@ func header() []byte {
 	}
 	p("    }\n    return GOCOLL_SHM_K_NONE;\n}\n")
 
-	p("\n/* The MPICH ABI's predefined ops the C kernels apply (internal/mpichabi). */\n")
+	p("\n/* The MPICH ABI's predefined ops the C kernels apply (ops/mpichabi). */\n")
 	p("static inline int gocoll_mpich_op(unsigned h) {\n    switch (h) {\n")
 	handles = handles[:0]
 	for h, op := range mpichabi.Ops {

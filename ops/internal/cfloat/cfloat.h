@@ -1,4 +1,4 @@
-// The interface between cfloat_cgo.go and cfloat_amd64.c; the numbers
+// The interface between cfloat_amd64.go and cfloat_amd64.c; the numbers
 // are those of cfloat.go.
 
 #include <stddef.h>

@@ -1,5 +1,6 @@
 // Package fit measures the model's machine (executor/model.Machine) on the
-// ranks of a communicator, for gocoll-tune and gocoll-compare -cluster.
+// ranks of a communicator, for gocoll-tune (which gocoll-compare -cluster
+// runs).
 //
 // The machine has two levels, and each is fitted from the pair of ranks
 // that uses it: two ranks of one node (the transport within a node:

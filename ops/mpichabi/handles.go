@@ -1,6 +1,8 @@
 // Package mpichabi holds the MPICH ABI's handle values of the predefined
-// datatypes and ops, which gocoll's own mpi.h uses too (capi) and which
-// the LD_PRELOAD library decodes when the host MPI is MPICH (preload).
+// datatypes and ops, as package ops' Types and Ops: the values gocoll's
+// own mpi.h uses too (capi), which the LD_PRELOAD library decodes when
+// the host MPI is MPICH (preload), and the shm engine's C half decodes
+// (intranode/engine/gen writes its tables).
 package mpichabi
 
 import "github.com/gocoll/gocoll/ops"

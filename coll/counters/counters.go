@@ -7,7 +7,9 @@
 // Counting is one atomic add on a fixed table: it allocates nothing and
 // takes no lock, so it stays on in every run (it never changes which path
 // runs). The counts are the process's: ranks that share a process
-// (mpi.RunLocal's goroutines) add to the same counters.
+// (mpi.RunLocal's goroutines) add to the same counters. Coll counts the
+// calls Go runs (Ran); the algorithms' counters are indexed by the
+// registry's IDs and reported by its names (package algorithms).
 package counters
 
 import (

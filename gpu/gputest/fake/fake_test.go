@@ -9,7 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/gocoll/gocoll/gpu"
-	"github.com/gocoll/gocoll/gpu/fake"
+	"github.com/gocoll/gocoll/gpu/gputest/fake"
 )
 
 var sink byte
