@@ -101,7 +101,7 @@ func TestModuleLoadFailureFallsBackToHost(t *testing.T) {
 	}
 }
 
-// The engine retains the primary context it works in, for its lifetime:
+// The workspace retains the primary context it works in, for its lifetime:
 // the application releasing its own reference (the fake's AppRelease,
 // which destroys a primary context nobody else holds) does not pull the
 // context from under gocoll's streams, memory and module; closing the
@@ -130,7 +130,7 @@ func TestPrimaryContextRetained(t *testing.T) {
 }
 
 // A context the application made itself (cuCtxCreate) is not retained:
-// the engine's probe of the primary context is released at once, and the
+// the workspace's probe of the primary context is released at once, and the
 // call runs in the buffers' context.
 func TestUserContextNotRetained(t *testing.T) {
 	const n = 16
@@ -142,7 +142,7 @@ func TestUserContextNotRetained(t *testing.T) {
 	}
 	runPair(t, rs, n, "gocoll_sum_f32", 1, bufs...)
 	if got := rs[1].proc.PrimaryRetains(0); got != 0 {
-		t.Errorf("primary context retained %d times by an engine in the application's own context", got)
+		t.Errorf("primary context retained %d times by a workspace in the application's own context", got)
 	}
 	if got := rs[0].proc.PrimaryRetains(0); got != 1 {
 		t.Errorf("rank 0: primary context retained %d times, want 1", got)

@@ -37,7 +37,7 @@
 // application's to finish before the call. Nothing is done that could
 // poison the application's context: buffers not aligned for a kernel's
 // element type are staged (kernelAlign), a PTX module the driver cannot
-// load sends reductions to the host (Engine.function), and an engine
+// load sends reductions to the host (workspace.function), and a workspace
 // retains the primary context it works in (acquire).
 //
 // Messages carry tags of their own kind (data, descriptor,
@@ -80,7 +80,7 @@ type Call struct {
 // or Finish), as the host executor does. It keeps streams, events and
 // device scratch memory between calls. Make one with New; Close frees
 // what it holds. Start, Progress and Finish are for one goroutine at a
-// time; each makes the engine's context current on its thread for its
+// time; each makes the workspace's context current on its thread for its
 // duration only.
 type Executor struct {
 	rt    *gpu.Runtime
@@ -88,7 +88,7 @@ type Executor struct {
 	peers []Peer // per communicator rank, from the communicator's exchange
 
 	mu     sync.Mutex
-	states map[*Engine]*state
+	states map[*workspace]*state
 
 	cur *run // the call started and not done (Start)
 
@@ -119,7 +119,7 @@ func (x *Executor) count(f func(*Stats)) {
 
 // state is an executor's resources in one context.
 type state struct {
-	e                      *Engine
+	w                      *workspace
 	up, down, comp         gpu.Stream
 	events                 []gpu.Event // free events
 	all                    []gpu.Event
@@ -135,35 +135,35 @@ type devMem struct {
 // New returns an executor over rt. peers says, per communicator rank,
 // how this rank reaches it (see Peers); nil means staging only.
 func New(rt *gpu.Runtime, opts Options, peers []Peer) *Executor {
-	return &Executor{rt: rt, opts: opts.withDefaults(), peers: peers, states: map[*Engine]*state{}}
+	return &Executor{rt: rt, opts: opts.withDefaults(), peers: peers, states: map[*workspace]*state{}}
 }
 
 // Close frees the executor's streams, events and device memory, and
-// releases its engines.
+// releases its workspaces.
 func (x *Executor) Close() error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	var errs []error
-	for e, st := range x.states {
-		leave, err := e.enter()
+	for w, st := range x.states {
+		leave, err := w.enter()
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		for _, m := range []devMem{st.scratch, st.tmpIn, st.tmpOut} {
 			if m.ptr != 0 {
-				errs = append(errs, e.drv.MemFree(m.ptr))
+				errs = append(errs, w.drv.MemFree(m.ptr))
 			}
 		}
 		for _, ev := range st.all {
-			errs = append(errs, e.drv.EventDestroy(ev))
+			errs = append(errs, w.drv.EventDestroy(ev))
 		}
 		for _, s := range []gpu.Stream{st.up, st.down, st.comp} {
-			errs = append(errs, e.drv.StreamDestroy(s))
+			errs = append(errs, w.drv.StreamDestroy(s))
 		}
 		leave()
-		errs = append(errs, e.release())
-		delete(x.states, e)
+		errs = append(errs, w.release())
+		delete(x.states, w)
 	}
 	return errors.Join(errs...)
 }
@@ -173,35 +173,35 @@ func (x *Executor) Close() error {
 func (x *Executor) state(mem gpu.Memory) (*state, func(), error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	for e, st := range x.states {
-		if e.ctx == mem.Context && e.dev == mem.Device {
-			leave, err := e.enter()
+	for w, st := range x.states {
+		if w.ctx == mem.Context && w.dev == mem.Device {
+			leave, err := w.enter()
 			return st, leave, err
 		}
 	}
-	e, err := acquire(x.rt, mem, x.opts)
+	w, err := acquire(x.rt, mem, x.opts)
 	if err != nil {
 		return nil, nil, err
 	}
-	if st := x.states[e]; st != nil { // a context the memory did not name
-		e.release()
-		leave, err := e.enter()
+	if st := x.states[w]; st != nil { // a context the memory did not name
+		w.release()
+		leave, err := w.enter()
 		return st, leave, err
 	}
-	leave, err := e.enter()
+	leave, err := w.enter()
 	if err != nil {
-		e.release()
+		w.release()
 		return nil, nil, err
 	}
-	st := &state{e: e}
+	st := &state{w: w}
 	for _, s := range []*gpu.Stream{&st.up, &st.down, &st.comp} {
-		if *s, err = e.drv.StreamCreate(); err != nil {
+		if *s, err = w.drv.StreamCreate(); err != nil {
 			leave()
-			e.release()
+			w.release()
 			return nil, nil, err
 		}
 	}
-	x.states[e] = st
+	x.states[w] = st
 	return st, leave, nil
 }
 
@@ -212,7 +212,7 @@ func (st *state) event() (gpu.Event, error) {
 		st.events = st.events[:n-1]
 		return ev, nil
 	}
-	ev, err := st.e.drv.EventCreate()
+	ev, err := st.w.drv.EventCreate()
 	if err == nil {
 		st.all = append(st.all, ev)
 	}
@@ -227,19 +227,95 @@ func (st *state) ensure(m *devMem, n int) error {
 		return nil
 	}
 	if m.ptr != 0 {
-		st.e.forgetHandle(m.mem)
-		if err := st.e.drv.MemFree(m.ptr); err != nil {
+		st.w.forgetHandle(m.mem)
+		if err := st.w.drv.MemFree(m.ptr); err != nil {
 			return err
 		}
 		*m = devMem{}
 	}
-	p, err := st.e.drv.MemAlloc(n)
+	p, err := st.w.drv.MemAlloc(n)
 	if err != nil {
 		return fmt.Errorf("device scratch memory (%d bytes): %w", n, err)
 	}
-	*m = devMem{ptr: p, n: n, mem: gpu.Memory{Kind: gpu.Device, Context: st.e.ctx, Device: st.e.dev, Base: p, Size: n}}
-	if a, err := st.e.drv.PointerAttributes(p); err == nil {
-		m.mem.BufferID = a.BufferID // so that its IPC handle is cached (Engine.handle)
+	*m = devMem{ptr: p, n: n, mem: gpu.Memory{Kind: gpu.Device, Context: st.w.ctx, Device: st.w.dev, Base: p, Size: n}}
+	if a, err := st.w.drv.PointerAttributes(p); err == nil {
+		m.mem.BufferID = a.BufferID // so that its IPC handle is cached (workspace.handle)
 	}
 	return nil
+}
+
+// Start begins a call on the calling thread: it orders the call after
+// the application's work on the default streams (run.order, which must
+// run on the application's thread) and places the buffers; Progress or
+// Finish run it. One call at a time.
+func (x *Executor) Start(c *Call) error {
+	if x.cur != nil {
+		return errors.New("device executor: a call is already in progress")
+	}
+	mem := c.Out.Mem
+	if !mem.OnDevice() {
+		mem = c.In.Mem
+	}
+	if !mem.OnDevice() {
+		return errors.New("device executor: neither buffer is device memory")
+	}
+	st, leave, err := x.state(mem)
+	if err != nil {
+		return err
+	}
+	defer leave()
+	r := &run{x: x, st: st, w: st.w, drv: st.w.drv, c: c}
+	if err := r.begin(); err != nil {
+		// A failed call leaves the streams in an unknown state: wait for
+		// what was queued before anyone reuses the buffers.
+		r.syncAll()
+		return err
+	}
+	x.cur = r
+	return nil
+}
+
+// Progress moves the started call as far as it can without waiting for
+// a peer or the GPU; it reports whether the call is done (then its error
+// is final, and the caller's buffers hold the result) and whether
+// anything moved.
+func (x *Executor) Progress() (done, moved bool, err error) {
+	return x.advance(false)
+}
+
+// Finish runs the started call to the end.
+func (x *Executor) Finish() error {
+	_, _, err := x.advance(true)
+	return err
+}
+
+// Run executes the call: Start, then Finish. Errors name the driver call
+// or the transfer that failed.
+func (x *Executor) Run(c *Call) error {
+	if err := x.Start(c); err != nil {
+		return err
+	}
+	return x.Finish()
+}
+
+func (x *Executor) advance(block bool) (done, moved bool, err error) {
+	r := x.cur
+	if r == nil {
+		return true, false, nil
+	}
+	leave, err := r.w.enter()
+	if err != nil {
+		// Nothing more can be done in the context: the call ends here.
+		x.cur = nil
+		return true, true, err
+	}
+	defer leave()
+	done, moved, err = r.advance(block)
+	if err != nil {
+		r.syncAll()
+	}
+	if done {
+		x.cur = nil
+	}
+	return done, moved, err
 }

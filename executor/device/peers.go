@@ -129,7 +129,7 @@ const (
 // A descIPC descriptor names the sender's allocation (its runtime ID,
 // base address and buffer id) beside the handle, so that the receiver
 // can tell a new allocation at a freed one's address from the one it
-// mapped (see the mapping policy in engine.go).
+// mapped (see the mapping policy in workspace.go).
 type descriptor struct {
 	kind   uint32
 	len    uint64

@@ -121,7 +121,7 @@ func TestIPCAddressReuseCalls(t *testing.T) {
 }
 
 // A freed allocation whose address is not reused: its mapping is closed
-// once unused for the idle time, by the engine's timer, with no further
+// once unused for the idle time, by the workspace's timer, with no further
 // call; a later call maps again. (The timer runs every 50 ms; the
 // policy's clock stands still until the test moves it past the idle
 // time.)

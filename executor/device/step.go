@@ -11,7 +11,7 @@ import (
 // step applies a local step on the compute stream: a copy device to
 // device, or a reduction by a GPU kernel; or returns the task of a
 // reduction on the host (no kernel for the op and type, operands not
-// aligned for one, or no module: see Engine.function).
+// aligned for one, or no module: see workspace.function).
 func (r *run) step(s schedule.Step) (task, error) {
 	c, drv, comp := r.c, r.drv, r.st.comp
 	dst, a := r.addr(s.Dst), r.addr(s.A)
@@ -35,8 +35,8 @@ func (r *run) step(s schedule.Step) (task, error) {
 		return r.hostReduce(dst, a, b, n)
 	}
 	elems := n / c.Elem.Size()
-	block := r.e.opts.Block
-	grid := min((elems+block-1)/block, r.e.opts.MaxGrid)
+	block := r.w.opts.Block
+	grid := min((elems+block-1)/block, r.w.opts.MaxGrid)
 	r.x.count(func(s *Stats) { s.GPUReduce++ })
 	return nil, drv.LaunchKernel(f, max(grid, 1), block, comp, dst, a, b, elems)
 }
@@ -47,12 +47,12 @@ func (r *run) step(s schedule.Step) (task, error) {
 // fault and poison the application's context, CUDA_ERROR_MISALIGNED_ADDRESS
 // being sticky; run stages misaligned buffers, so only an in-place input
 // at an odd offset into the output comes here), or the driver could not
-// load the module (Engine.function warned once).
+// load the module (workspace.function warned once).
 func (r *run) kernel(dst, a, b uintptr) (gpu.Function, bool, error) {
 	if r.c.Kernel == "" || (dst|a|b)%r.kernelAlign() != 0 {
 		return 0, false, nil
 	}
-	f, err := r.e.function(r.c.Kernel)
+	f, err := r.w.function(r.c.Kernel)
 	if nk := (*errNoKernels)(nil); errors.As(err, &nk) {
 		return 0, false, nil
 	}
@@ -79,13 +79,13 @@ type hostReduce struct {
 
 func (r *run) hostReduce(dst, a, b uintptr, n int) (task, error) {
 	size := r.c.ElemSize
-	seg := r.e.opts.Segment - r.e.opts.Segment%size
+	seg := r.w.opts.Segment - r.w.opts.Segment%size
 	if seg == 0 {
 		return nil, errors.New("device executor: an element is larger than a staging segment (raise the segment size)")
 	}
 	h := &hostReduce{r: r, dst: dst, a: a, b: b, n: n, seg: seg, K: (n + seg - 1) / seg}
 	var err error
-	if h.slots, err = r.e.getSlots(4); err != nil { // a and b, twice
+	if h.slots, err = r.w.getSlots(4); err != nil { // a and b, twice
 		return nil, err
 	}
 	for range 2 {
@@ -190,7 +190,7 @@ func (h *hostReduce) fail(errs ...error) (bool, bool, error) {
 
 func (h *hostReduce) release() {
 	if h.slots != nil {
-		h.r.e.putSlots(h.slots)
+		h.r.w.putSlots(h.slots)
 		h.slots = nil
 	}
 	h.r.putEvents(h.evs...)

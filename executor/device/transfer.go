@@ -63,11 +63,11 @@ func (s *stagedSend) poll() (done, moved bool, err error) {
 	if !s.init {
 		s.init, moved = true, true
 		s.K = r.segments(s.n)
-		s.D = min(r.e.opts.Depth, s.K)
+		s.D = min(r.w.opts.Depth, s.K)
 		if s.K == 0 {
 			return true, true, nil
 		}
-		if s.slots, err = r.e.getSlots(s.D); err != nil {
+		if s.slots, err = r.w.getSlots(s.D); err != nil {
 			return true, true, err
 		}
 		for range s.D {
@@ -130,7 +130,7 @@ func (s *stagedSend) poll() (done, moved bool, err error) {
 		return false, moved, nil
 	}
 	r.x.count(func(st *Stats) { st.Segments += s.K })
-	r.e.putSlots(s.slots)
+	r.w.putSlots(s.slots)
 	r.putEvents(s.evs...)
 	return true, true, nil
 }
@@ -161,7 +161,7 @@ func (s *stagedSend) fail(err error) (bool, bool, error) {
 		r.drv.EventSynchronize(ev)
 	}
 	if s.slots != nil {
-		r.e.putSlots(s.slots)
+		r.w.putSlots(s.slots)
 	}
 	r.putEvents(s.evs...)
 	return true, true, err
@@ -188,12 +188,12 @@ type stagedRecv struct {
 func (s *stagedRecv) start() error {
 	r := s.r
 	s.K = r.segments(s.n)
-	s.D = min(r.e.opts.Depth, s.K)
+	s.D = min(r.w.opts.Depth, s.K)
 	if s.K == 0 {
 		return nil
 	}
 	var err error
-	if s.slots, err = r.e.getSlots(s.D); err != nil {
+	if s.slots, err = r.w.getSlots(s.D); err != nil {
 		s.K = 0
 		return err
 	}
@@ -323,7 +323,7 @@ func (s *stagedRecv) fail(err error) (bool, bool, error) {
 
 func (s *stagedRecv) release() {
 	if s.slots != nil {
-		s.r.e.putSlots(s.slots)
+		s.r.w.putSlots(s.slots)
 		s.slots = nil
 	}
 	s.r.putEvents(s.evs...)
@@ -356,9 +356,9 @@ func (s *descSend) poll() (done, moved bool, err error) {
 		case PeerDirect:
 			d.kind, d.addr = descDirect, uint64(src)
 		case PeerIPC:
-			if h, ok := r.e.handle(mem); ok {
-				d.kind, d.handle, d.offset, d.bus = descIPC, h, uint64(src-mem.Base), r.e.bus
-				d.rt, d.base, d.buf = r.e.rt.ID(), uint64(mem.Base), mem.BufferID
+			if h, ok := r.w.handle(mem); ok {
+				d.kind, d.handle, d.offset, d.bus = descIPC, h, uint64(src-mem.Base), r.w.bus
+				d.rt, d.base, d.buf = r.w.rt.ID(), uint64(mem.Base), mem.BufferID
 			}
 		}
 		if d.kind != descStaged && !r.ready {
@@ -508,7 +508,7 @@ func (s *descRecv) poll() (done, moved bool, err error) {
 		case descDirect:
 			src = uintptr(d.addr)
 		case descIPC:
-			base, unmap, err := r.e.open(d)
+			base, unmap, err := r.w.open(d)
 			if err != nil {
 				// Not reachable from here after all: ask for the data staged.
 				if err := s.answer(ackStaged); err != nil {

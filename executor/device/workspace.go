@@ -12,21 +12,21 @@ import (
 	"github.com/gocoll/gocoll/gpu"
 )
 
-// Engine holds what every communicator working in one CUDA context
+// workspace holds what every communicator working in one CUDA context
 // shares: the reduction kernels (compiled once), the pool of pinned
 // staging segments, the IPC handles of this process's allocations and
 // the mappings of other processes' allocations. Executors acquire it and
 // release it; the last release frees everything.
-type Engine struct {
+type workspace struct {
 	rt  *gpu.Runtime
 	drv gpu.Driver
 	ctx gpu.Context
 	dev int    // the context's device ordinal
 	bus string // and its PCI bus id
 	// retained: ctx is the device's primary context, retained by the
-	// engine for its lifetime (cuDevicePrimaryCtxRetain), so that the
+	// workspace for its lifetime (cuDevicePrimaryCtxRetain), so that the
 	// application's release of its own reference cannot destroy it under
-	// the engine's streams, memory and module.
+	// the workspace's streams, memory and module.
 	retained bool
 	opts     Options
 
@@ -131,27 +131,27 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-type engineKey struct {
+type workspaceKey struct {
 	rt  *gpu.Runtime
 	ctx gpu.Context
 	dev int
 }
 
-var engines = struct {
+var workspaces = struct {
 	sync.Mutex
-	m map[engineKey]*Engine
-}{m: map[engineKey]*Engine{}}
+	m map[workspaceKey]*workspace
+}{m: map[workspaceKey]*workspace{}}
 
-// acquire returns the engine of the context that holds mem, making it at
+// acquire returns the workspace of the context that holds mem, making it at
 // first use. The caller's OS thread is locked.
 //
-// A new engine retains the device's primary context when that is its
+// A new workspace retains the device's primary context when that is its
 // context (from the buffer's attributes, else the thread's current one,
-// else the primary context itself), and releases it with the engine. A
+// else the primary context itself), and releases it with the workspace. A
 // context the application created (cuCtxCreate) is not retained: the
 // driver has no reference count for it, and it is the application's to
 // keep alive until it is done with gocoll.
-func acquire(rt *gpu.Runtime, mem gpu.Memory, opts Options) (*Engine, error) {
+func acquire(rt *gpu.Runtime, mem gpu.Memory, opts Options) (*workspace, error) {
 	drv := rt.Driver()
 	ctx, retained := mem.Context, false
 	if ctx == 0 {
@@ -163,14 +163,14 @@ func acquire(rt *gpu.Runtime, mem gpu.Memory, opts Options) (*Engine, error) {
 		}
 		ctx = cur
 	}
-	key := engineKey{rt, ctx, mem.Device}
-	engines.Lock()
-	defer engines.Unlock()
-	if e := engines.m[key]; e != nil {
-		e.mu.Lock()
-		e.refs++
-		e.mu.Unlock()
-		return e, nil
+	key := workspaceKey{rt, ctx, mem.Device}
+	workspaces.Lock()
+	defer workspaces.Unlock()
+	if w := workspaces.m[key]; w != nil {
+		w.mu.Lock()
+		w.refs++
+		w.mu.Unlock()
+		return w, nil
 	}
 	if ctx == 0 {
 		c, err := drv.PrimaryContextRetain(mem.Device)
@@ -181,12 +181,12 @@ func acquire(rt *gpu.Runtime, mem gpu.Memory, opts Options) (*Engine, error) {
 	} else {
 		retained = retainIfPrimary(drv, ctx, mem.Device)
 	}
-	e := &Engine{rt: rt, drv: drv, ctx: ctx, dev: mem.Device, retained: retained, opts: opts.withDefaults(), refs: 1,
+	w := &workspace{rt: rt, drv: drv, ctx: ctx, dev: mem.Device, retained: retained, opts: opts.withDefaults(), refs: 1,
 		fns: map[string]gpu.Function{}, handles: map[uint64]ipcOut{}, mappings: map[ipcSource]*ipcIn{},
 		badPeer: map[string]bool{}}
-	e.bus, _ = drv.DevicePCIBusID(mem.Device)
-	engines.m[key] = e
-	return e, nil
+	w.bus, _ = drv.DevicePCIBusID(mem.Device)
+	workspaces.m[key] = w
+	return w, nil
 }
 
 // retainIfPrimary retains device dev's primary context if it is ctx, and
@@ -209,74 +209,74 @@ func retainIfPrimary(drv gpu.Driver, ctx gpu.Context, dev int) bool {
 	return true
 }
 
-// release drops a reference; the last one frees the engine's resources.
-func (e *Engine) release() error {
-	engines.Lock()
-	e.mu.Lock()
-	e.refs--
-	last := e.refs == 0
-	e.mu.Unlock()
+// release drops a reference; the last one frees the workspace's resources.
+func (w *workspace) release() error {
+	workspaces.Lock()
+	w.mu.Lock()
+	w.refs--
+	last := w.refs == 0
+	w.mu.Unlock()
 	if last {
-		for k, v := range engines.m {
-			if v == e {
-				delete(engines.m, k)
+		for k, v := range workspaces.m {
+			if v == w {
+				delete(workspaces.m, k)
 			}
 		}
 	}
-	engines.Unlock()
+	workspaces.Unlock()
 	if !last {
 		return nil
 	}
-	e.stopSweeps()
-	defer e.sweepMu.Unlock()
+	w.stopSweeps()
+	defer w.sweepMu.Unlock()
 	var errs []error
-	if leave, err := e.enter(); err != nil {
+	if leave, err := w.enter(); err != nil {
 		errs = append(errs, err)
 	} else {
-		errs = append(errs, e.free())
+		errs = append(errs, w.free())
 		leave()
 	}
-	if e.retained { // last, once nothing of the engine's is left in the context
-		errs = append(errs, e.drv.PrimaryContextRelease(e.dev))
+	if w.retained { // last, once nothing of the workspace's is left in the context
+		errs = append(errs, w.drv.PrimaryContextRelease(w.dev))
 	}
 	return errors.Join(errs...)
 }
 
-// free frees the engine's mappings, pinned memory and module, in its
+// free frees the workspace's mappings, pinned memory and module, in its
 // context.
-func (e *Engine) free() error {
+func (w *workspace) free() error {
 	var errs []error
-	for h, m := range e.mappings {
-		errs = append(errs, e.drv.IpcCloseMemHandle(m.ptr))
-		delete(e.mappings, h)
+	for h, m := range w.mappings {
+		errs = append(errs, w.drv.IpcCloseMemHandle(m.ptr))
+		delete(w.mappings, h)
 	}
-	for _, p := range e.pinned {
-		errs = append(errs, e.drv.MemFreeHost(p))
+	for _, p := range w.pinned {
+		errs = append(errs, w.drv.MemFreeHost(p))
 	}
-	e.pinned, e.slots = nil, nil
-	if e.module != 0 {
-		errs = append(errs, e.drv.ModuleUnload(e.module))
-		e.module = 0
+	w.pinned, w.slots = nil, nil
+	if w.module != 0 {
+		errs = append(errs, w.drv.ModuleUnload(w.module))
+		w.module = 0
 	}
 	return errors.Join(errs...)
 }
 
-// enter locks the goroutine to its OS thread and makes the engine's
+// enter locks the goroutine to its OS thread and makes the workspace's
 // context current there; leave restores the thread's context and
 // unlocks. Every goroutine that calls the driver enters first.
-func (e *Engine) enter() (leave func(), err error) {
+func (w *workspace) enter() (leave func(), err error) {
 	runtime.LockOSThread()
-	prev, err := e.drv.CurrentContext()
-	if err == nil && prev != e.ctx {
-		err = e.drv.SetCurrentContext(e.ctx)
+	prev, err := w.drv.CurrentContext()
+	if err == nil && prev != w.ctx {
+		err = w.drv.SetCurrentContext(w.ctx)
 	}
 	if err != nil {
 		runtime.UnlockOSThread()
 		return nil, err
 	}
 	return func() {
-		if prev != e.ctx {
-			e.drv.SetCurrentContext(prev)
+		if prev != w.ctx {
+			w.drv.SetCurrentContext(prev)
 		}
 		runtime.UnlockOSThread()
 	}, nil
@@ -292,7 +292,7 @@ func (e *errNoKernels) Error() string {
 
 func (e *errNoKernels) Unwrap() error { return e.err }
 
-// warnOutput is where the warnings of an engine go; warned holds the
+// warnOutput is where the warnings of a workspace go; warned holds the
 // runtimes (processes, outside tests) that printed theirs.
 var (
 	warnMu     sync.Mutex
@@ -317,58 +317,58 @@ func warnNoKernels(rt *gpu.Runtime, err error) {
 // driver older than the PTX) it warns once and returns an *errNoKernels
 // from then on, without asking the driver again: the caller reduces on
 // the host.
-func (e *Engine) function(name string) (gpu.Function, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if f, ok := e.fns[name]; ok {
+func (w *workspace) function(name string) (gpu.Function, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if f, ok := w.fns[name]; ok {
 		return f, nil
 	}
-	if e.moduleErr != nil {
-		return 0, e.moduleErr
+	if w.moduleErr != nil {
+		return 0, w.moduleErr
 	}
-	if e.module == 0 {
-		m, err := e.drv.ModuleLoadData(gpu.PTX())
+	if w.module == 0 {
+		m, err := w.drv.ModuleLoadData(gpu.PTX())
 		if err != nil {
-			warnNoKernels(e.rt, err)
-			e.moduleErr = &errNoKernels{err}
-			return 0, e.moduleErr
+			warnNoKernels(w.rt, err)
+			w.moduleErr = &errNoKernels{err}
+			return 0, w.moduleErr
 		}
-		e.module = m
+		w.module = m
 	}
-	f, err := e.drv.ModuleGetFunction(e.module, name)
+	f, err := w.drv.ModuleGetFunction(w.module, name)
 	if err != nil {
 		return 0, err
 	}
-	e.fns[name] = f
+	w.fns[name] = f
 	return f, nil
 }
 
 // getSlots returns n pinned segments, allocating what the pool lacks.
-func (e *Engine) getSlots(n int) ([]uintptr, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+func (w *workspace) getSlots(n int) ([]uintptr, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	out := make([]uintptr, 0, n)
 	for len(out) < n {
-		if k := len(e.slots); k > 0 {
-			out = append(out, e.slots[k-1])
-			e.slots = e.slots[:k-1]
+		if k := len(w.slots); k > 0 {
+			out = append(out, w.slots[k-1])
+			w.slots = w.slots[:k-1]
 			continue
 		}
-		p, err := e.drv.MemHostAlloc(e.opts.Segment)
+		p, err := w.drv.MemHostAlloc(w.opts.Segment)
 		if err != nil {
-			e.slots = append(e.slots, out...)
+			w.slots = append(w.slots, out...)
 			return nil, fmt.Errorf("pinned staging memory: %w", err)
 		}
-		e.pinned = append(e.pinned, p)
+		w.pinned = append(w.pinned, p)
 		out = append(out, p)
 	}
 	return out, nil
 }
 
-func (e *Engine) putSlots(s []uintptr) {
-	e.mu.Lock()
-	e.slots = append(e.slots, s...)
-	e.mu.Unlock()
+func (w *workspace) putSlots(s []uintptr) {
+	w.mu.Lock()
+	w.slots = append(w.slots, s...)
+	w.mu.Unlock()
 }
 
 // handle returns the IPC handle of the allocation mem, asked for once
@@ -378,102 +378,102 @@ func (e *Engine) putSlots(s []uintptr) {
 // reuses it) has a new buffer id and gets its own handle. Without a buffer
 // id allocations cannot be told apart, and the handle is asked for at
 // every call.
-func (e *Engine) handle(mem gpu.Memory) (gpu.IPCHandle, bool) {
+func (w *workspace) handle(mem gpu.Memory) (gpu.IPCHandle, bool) {
 	if mem.Kind != gpu.Device {
 		return gpu.IPCHandle{}, false
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	key := uint64(mem.Base)
-	if h, ok := e.handles[key]; ok && mem.BufferID != 0 && h.buf == mem.BufferID {
+	if h, ok := w.handles[key]; ok && mem.BufferID != 0 && h.buf == mem.BufferID {
 		return h.h, h.ok
 	}
-	h, err := e.drv.IpcGetMemHandle(mem.Base)
+	h, err := w.drv.IpcGetMemHandle(mem.Base)
 	if mem.BufferID == 0 {
-		delete(e.handles, key)
+		delete(w.handles, key)
 		return h, err == nil
 	}
-	if len(e.handles) >= maxHandles {
-		clear(e.handles)
+	if len(w.handles) >= maxHandles {
+		clear(w.handles)
 	}
-	e.handles[key] = ipcOut{mem.BufferID, h, err == nil}
+	w.handles[key] = ipcOut{mem.BufferID, h, err == nil}
 	return h, err == nil
 }
 
 // forgetHandle drops the cached handle of an allocation being freed.
-func (e *Engine) forgetHandle(mem gpu.Memory) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	delete(e.handles, uint64(mem.Base))
+func (w *workspace) forgetHandle(mem gpu.Memory) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.handles, uint64(mem.Base))
 }
 
 // open maps the allocation a descriptor names (see the mapping policy
 // above) and returns its address here; done must be called once the
 // copy from it has ended.
-func (e *Engine) open(d descriptor) (ptr uintptr, done func(), err error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.badPeer[d.bus] {
+func (w *workspace) open(d descriptor) (ptr uintptr, done func(), err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.badPeer[d.bus] {
 		return 0, nil, fmt.Errorf("device %s cannot be reached from this process", d.bus)
 	}
 	now := clock()
-	e.lru++
+	w.lru++
 	src := ipcSource{d.rt, d.base}
-	m, ok := e.mappings[src]
+	m, ok := w.mappings[src]
 	if ok && (m.buf != d.buf || m.h != d.handle) {
-		e.unmapLocked(src, m) // the sender freed it: a new allocation is at its base
+		w.unmapLocked(src, m) // the sender freed it: a new allocation is at its base
 		ok = false
 	}
 	if ok {
 		m.busy++ // before the sweep, which leaves busy mappings alone
 	}
-	e.sweepLocked(now)
+	w.sweepLocked(now)
 	if !ok {
-		p, err := e.drv.IpcOpenMemHandle(d.handle)
+		p, err := w.drv.IpcOpenMemHandle(d.handle)
 		if err != nil {
-			e.badPeer[d.bus] = true
+			w.badPeer[d.bus] = true
 			return 0, nil, err
 		}
 		m = &ipcIn{ptr: p, buf: d.buf, h: d.handle, busy: 1}
-		e.mappings[src] = m
-		if e.sweeper == nil {
-			e.sweeper = time.AfterFunc(maxIdle, e.sweepIdle)
+		w.mappings[src] = m
+		if w.sweeper == nil {
+			w.sweeper = time.AfterFunc(maxIdle, w.sweepIdle)
 		}
 	}
-	m.used, m.at = e.lru, now
+	m.used, m.at = w.lru, now
 	return m.ptr, func() {
-		e.mu.Lock()
-		defer e.mu.Unlock()
+		w.mu.Lock()
+		defer w.mu.Unlock()
 		if m.busy--; m.busy == 0 && m.stale {
-			e.drv.IpcCloseMemHandle(m.ptr)
+			w.drv.IpcCloseMemHandle(m.ptr)
 		}
 	}, nil
 }
 
 // unmapLocked drops a mapping and closes it, or leaves the closing to
 // its last copy; e.mu is held.
-func (e *Engine) unmapLocked(src ipcSource, m *ipcIn) {
-	delete(e.mappings, src)
+func (w *workspace) unmapLocked(src ipcSource, m *ipcIn) {
+	delete(w.mappings, src)
 	if m.busy > 0 {
 		m.stale = true
 		return
 	}
-	e.drv.IpcCloseMemHandle(m.ptr)
+	w.drv.IpcCloseMemHandle(m.ptr)
 }
 
 // sweepLocked closes the mappings unused for maxIdle, then the least
 // recently used ones beyond maxMappings - 1 (room for one more); e.mu is
 // held.
-func (e *Engine) sweepLocked(now time.Time) {
-	for src, m := range e.mappings {
+func (w *workspace) sweepLocked(now time.Time) {
+	for src, m := range w.mappings {
 		if m.busy == 0 && now.Sub(m.at) >= maxIdle {
-			e.unmapLocked(src, m)
+			w.unmapLocked(src, m)
 		}
 	}
-	for len(e.mappings) >= maxMappings {
+	for len(w.mappings) >= maxMappings {
 		var oldest ipcSource
 		var victim *ipcIn
-		for src, m := range e.mappings {
+		for src, m := range w.mappings {
 			if m.busy == 0 && (victim == nil || m.used < victim.used) {
 				oldest, victim = src, m
 			}
@@ -481,51 +481,51 @@ func (e *Engine) sweepLocked(now time.Time) {
 		if victim == nil {
 			return // every one is in use
 		}
-		e.unmapLocked(oldest, victim)
+		w.unmapLocked(oldest, victim)
 	}
 }
 
 // stopSweeps waits for a sweep in progress and stops the timer; later
-// sweeps find the engine released. The caller unlocks e.sweepMu once the
+// sweeps find the workspace released. The caller unlocks w.sweepMu once the
 // mappings are closed.
-func (e *Engine) stopSweeps() {
-	e.sweepMu.Lock()
-	e.mu.Lock()
-	if e.sweeper != nil {
-		e.sweeper.Stop()
-		e.sweeper = nil
+func (w *workspace) stopSweeps() {
+	w.sweepMu.Lock()
+	w.mu.Lock()
+	if w.sweeper != nil {
+		w.sweeper.Stop()
+		w.sweeper = nil
 	}
-	e.mu.Unlock()
+	w.mu.Unlock()
 }
 
 // sweepIdle is the timer's sweep: it closes the mappings unused for
 // maxIdle, from a thread of its own, and comes back while any are open.
-func (e *Engine) sweepIdle() {
-	e.sweepMu.Lock()
-	defer e.sweepMu.Unlock()
-	e.mu.Lock()
-	e.sweeper = nil
-	live := e.refs > 0
-	e.mu.Unlock()
+func (w *workspace) sweepIdle() {
+	w.sweepMu.Lock()
+	defer w.sweepMu.Unlock()
+	w.mu.Lock()
+	w.sweeper = nil
+	live := w.refs > 0
+	w.mu.Unlock()
 	if !live {
 		return // released: release closes everything
 	}
-	leave, err := e.enter()
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	leave, err := w.enter()
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	now := clock()
 	if err == nil {
 		defer leave()
-		e.sweepLocked(now)
+		w.sweepLocked(now)
 	}
-	if len(e.mappings) > 0 && e.sweeper == nil {
+	if len(w.mappings) > 0 && w.sweeper == nil {
 		// Next when the first one left falls idle, or a little later.
 		next := maxIdle
-		for _, m := range e.mappings {
+		for _, m := range w.mappings {
 			if d := m.at.Add(maxIdle).Sub(now); m.busy == 0 && d < next {
 				next = d
 			}
 		}
-		e.sweeper = time.AfterFunc(max(next, maxIdle/8), e.sweepIdle)
+		w.sweeper = time.AfterFunc(max(next, maxIdle/8), w.sweepIdle)
 	}
 }

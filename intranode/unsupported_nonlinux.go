@@ -1,5 +1,10 @@
 //go:build !linux
 
+// The shared-memory engine needs Linux (/dev/shm segments, futex waits,
+// cross-memory attach). Elsewhere Attach fails, a communicator has no
+// segment, and the tuner never picks the shm algorithms; the rest of
+// this file only keeps the package's API building.
+
 package intranode
 
 import (
