@@ -22,7 +22,7 @@
 #                 tests (as root), srun --mpi=pmi2 and pmix (~15 s)
 #   make bench    the Go benchmarks (kernels, collectives); not part of test
 #   make compare  gocoll against Open MPI and MPICH on this machine, np=2,
-#                 4 and 8: the ratio tables and docs/compare-np*.svg
+#                 4 and 8: the ratio tables and results/compare-np*.svg
 #   make measure  everything docs/performance.md reports
 #                 (tools/measure.sh, about 30 minutes on an idle machine)
 
@@ -160,7 +160,7 @@ bench:
 
 compare: build
 	@mkdir -p docs
-	$(BIN)/gocoll-compare -plot docs/compare
+	$(BIN)/gocoll-compare -plot results/compare
 
 measure: build
 	tools/measure.sh

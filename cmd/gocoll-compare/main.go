@@ -14,7 +14,7 @@
 // latencies.
 //
 //	gocoll-compare [-np 2,4,8] [-mpi openmpi,mpich] [-m 4:16777216] [-reps 3] [-c allreduce,...] [-d MPI_TYPE] [-total]
-//	               [-iters 1000] [-iters-large 100] [-plot docs/compare] [-csv out.csv]
+//	               [-iters 1000] [-iters-large 100] [-plot results/compare] [-csv out.csv]
 //	gocoll-compare -cluster 4x2 [-rate 1gbit] [the same flags but -np]
 //
 // The second form (cluster.go) measures gocoll's algorithms against each

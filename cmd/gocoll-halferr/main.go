@@ -3,9 +3,9 @@
 // every add, in rank order (what a ring's hops do), and accumulated in
 // float32 along the canonical association and rounded once
 // (ops.CanonicalReduce: reproducible mode, and the shm engine by
-// default). docs/half-precision-error.txt is its output:
+// default). results/half-precision-error.txt is its output:
 //
-//	go run ./cmd/gocoll-halferr > docs/half-precision-error.txt
+//	go run ./cmd/gocoll-halferr > results/half-precision-error.txt
 //
 // and its test fails while the file differs from what it writes. It exits
 // with status 1 if a sum rounded once is off by more than its bound,
