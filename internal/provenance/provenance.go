@@ -11,7 +11,8 @@
 //     reader of the rows skips lines that start with #, and Parse and
 //     Strip take the header off;
 //   - JSON: a "provenance" object beside the data (Header's fields);
-//   - SVG: an XML comment after the XML declaration (SVG);
+//   - SVG: an XML comment after the XML declaration (SVG), naming the
+//     CSV its numbers come from where it was drawn from one (From);
 //   - markdown: a list ahead of the text (Markdown).
 //
 // tools/measure.sh heads the outputs of commands that are not gocoll's
@@ -40,6 +41,9 @@ type Header struct {
 	Commit  string `json:"commit"`         // git describe --always --dirty, or why not
 	Machine string `json:"machine"`        // CPU, cores, memory, kernel; host MPI versions
 	Date    string `json:"date,omitempty"` // when, UTC
+	// Data, in a file drawn or derived from another (a plot from a CSV,
+	// rules from saved measurements), names that file and its header.
+	Data string `json:"data,omitempty"`
 }
 
 // The host MPIs a header can name, by the names the commands use.
@@ -206,11 +210,22 @@ func firstLine(b []byte) string {
 	return strings.TrimSpace(s)
 }
 
+// From returns h saying that its file's numbers come from the file at
+// path, made as src says.
+func (h Header) From(path string, src Header) Header {
+	if src == (Header{}) {
+		h.Data = path + " (no header)"
+		return h
+	}
+	h.Data = path + ", made by: " + strings.Join(src.fields(), "; ")
+	return h
+}
+
 // fields are the header's lines, "key: value", in order; empty values
 // left out.
 func (h Header) fields() []string {
 	var out []string
-	for _, f := range [][2]string{{"command", h.Command}, {"commit", h.Commit}, {"machine", h.Machine}, {"date", h.Date}} {
+	for _, f := range [][2]string{{"command", h.Command}, {"commit", h.Commit}, {"machine", h.Machine}, {"date", h.Date}, {"data", h.Data}} {
 		if f[1] != "" {
 			out = append(out, f[0]+": "+f[1])
 		}
@@ -243,21 +258,13 @@ func (h Header) Markdown() string {
 	return b.String() + "\n"
 }
 
-// SVG returns svg with an XML comment after its XML declaration (at its
-// start if it has none) that says it was drawn by h and, if data is not
-// empty, from which measurement: data names its file and from is that
-// file's header.
-func SVG(svg []byte, h Header, data string, from Header) []byte {
+// SVG returns svg with h as an XML comment after its XML declaration
+// (at its start if it has none).
+func SVG(svg []byte, h Header) []byte {
 	var c strings.Builder
-	c.WriteString("<!--\n  drawn by\n")
+	c.WriteString("<!--\n")
 	for _, l := range h.fields() {
-		c.WriteString("    " + xmlComment(l) + "\n")
-	}
-	if data != "" {
-		c.WriteString("  from the measurement in " + xmlComment(data) + "\n")
-		for _, l := range from.fields() {
-			c.WriteString("    " + xmlComment(l) + "\n")
-		}
+		c.WriteString("  " + xmlComment(l) + "\n")
 	}
 	c.WriteString("-->\n")
 	at := 0
@@ -314,6 +321,8 @@ func (h *Header) set(k, v string) bool {
 		f = &h.Machine
 	case "date":
 		f = &h.Date
+	case "data":
+		f = &h.Data
 	default:
 		return false
 	}

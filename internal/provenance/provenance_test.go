@@ -53,13 +53,13 @@ func TestCommentParses(t *testing.T) {
 
 func TestSVG(t *testing.T) {
 	svg := []byte("<?xml version=\"1.0\"?>\n<svg></svg>\n")
-	h := Header{Command: "gocoll-compare -replot a--b.csv", Commit: "c"}
 	from := Header{Command: "gocoll-compare -np 2", Commit: "not recorded"}
-	out := string(SVG(svg, h, "results/compare-np2.csv", from))
+	h := Header{Command: "gocoll-compare -replot a--b.csv", Commit: "c"}.From("results/compare-np2.csv", from)
+	out := string(SVG(svg, h))
 	if !strings.HasPrefix(out, "<?xml version=\"1.0\"?>\n<!--\n") || !strings.HasSuffix(out, "-->\n<svg></svg>\n") {
 		t.Errorf("comment not between the declaration and the svg:\n%s", out)
 	}
-	for _, want := range []string{"command: gocoll-compare -replot a- -b.csv", "from the measurement in results/compare-np2.csv", "command: gocoll-compare -np 2"} {
+	for _, want := range []string{"command: gocoll-compare -replot a- -b.csv", "data: results/compare-np2.csv, made by: command: gocoll-compare -np 2; commit: not recorded"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in\n%s", want, out)
 		}
