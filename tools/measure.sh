@@ -15,12 +15,16 @@
 #      results/preload-latency.md and the measurements, results/preload-tune.json
 #      (`go run ./preload/tune -load results/preload-tune.json -write` derives
 #      preload/rules.go from them; add -write here to do it at once)
+# Every file is headed by the command that wrote it, the commit (git
+# describe --always --dirty: commit the code first, so that it names what
+# was measured) and the machine (internal/provenance); results/README.md
+# lists them.
 set -e
 cd "$(dirname "$0")/.."
 make -s build
 B=build/bin
 mkdir -p results
-go test -run XXX -bench 'Kernel|Memmove' -benchtime 200ms ./ops/ > results/kernels.txt
+go run ./internal/provenance/headed go test -run XXX -bench 'Kernel|Memmove' -benchtime 200ms ./ops/ > results/kernels.txt
 $B/gocoll-compare -np 2 -reps 3 -plot results/compare -csv results/compare-np2.csv > results/compare-np2.txt
 $B/gocoll-compare -np 4 -mpi openmpi -reps 3 -plot results/compare -csv results/compare-np4.csv > results/compare-np4.txt
 $B/gocoll-compare -np 8 -mpi openmpi -reps 3 -plot results/compare -csv results/compare-np8.csv > results/compare-np8.txt

@@ -1,6 +1,6 @@
 // Package provenance heads every measurement file in results/ with what
 // produced it: the command line as run, the commit (git describe --always
-// --dirty) and the machine (CPU model, cores, memory, kernel, and the
+// --dirty, results/ itself aside) and the machine (CPU model, cores, memory, kernel, and the
 // versions of the host MPIs where they are compared), so that a number
 // can be traced to the run that made it and judged against the machine
 // it came from. Every command that writes such a file (gocoll-compare,
@@ -38,7 +38,7 @@ import (
 // "provenance" object of the JSON results (tuning files among them).
 type Header struct {
 	Command string `json:"command"`        // the command line as run
-	Commit  string `json:"commit"`         // git describe --always --dirty, or why not
+	Commit  string `json:"commit"`         // git describe --always --dirty (see Commit), or why not
 	Machine string `json:"machine"`        // CPU, cores, memory, kernel; host MPI versions
 	Date    string `json:"date,omitempty"` // when, UTC
 	// Data, in a file drawn or derived from another (a plot from a CSV,
@@ -112,23 +112,32 @@ func quote(s string) string {
 }
 
 // Commit is `git describe --always --dirty` of the checkout at dir (""
-// for the working directory), or, outside a checkout, a sentence that
-// says so and names gocoll's version.
+// for the working directory), except that changes under results/ do not
+// make it dirty: tools/measure.sh writes one result after another there,
+// and the second would otherwise name the code the first changed nothing
+// of "-dirty". Outside a checkout it is a sentence that says so and names
+// gocoll's version.
 func Commit(dir string) string {
-	cmd := exec.Command("git", "describe", "--always", "--dirty")
-	cmd.Dir = dir
-	if out, err := cmd.Output(); err == nil {
-		if c := strings.TrimSpace(string(out)); c != "" {
-			return c
-		}
+	git := func(args ...string) (string, error) {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		out, err := cmd.Output()
+		return strings.TrimSpace(string(out)), err
 	}
-	return "not recorded: not run in a git checkout (gocoll " + version.Version + ")"
+	c, err := git("describe", "--always")
+	if err != nil || c == "" {
+		return "not recorded: not run in a git checkout (gocoll " + version.Version + ")"
+	}
+	if st, err := git("status", "--porcelain", "--untracked-files=no", "--", ":/", ":(top,exclude)results"); err != nil || st != "" {
+		c += "-dirty"
+	}
+	return c
 }
 
 // Machine describes this machine: CPU model, cores, memory, kernel, and
 // the version of each host MPI of mpis.
 func Machine(mpis ...string) string {
-	parts := []string{cpuModel(), fmt.Sprintf("%d cores", runtime.NumCPU())}
+	parts := []string{CPUModel(), fmt.Sprintf("%d cores", runtime.NumCPU())}
 	if m := memTotal(); m != "" {
 		parts = append(parts, m)
 	}
@@ -148,8 +157,8 @@ func Machine(mpis ...string) string {
 	return s
 }
 
-// cpuModel is /proc/cpuinfo's first model name.
-func cpuModel() string {
+// CPUModel is /proc/cpuinfo's first model name.
+func CPUModel() string {
 	b, err := os.ReadFile("/proc/cpuinfo")
 	if err == nil {
 		sc := bufio.NewScanner(bytes.NewReader(b))

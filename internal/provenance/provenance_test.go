@@ -1,6 +1,7 @@
 package provenance
 
 import (
+	"os/exec"
 	"runtime"
 	"strings"
 	"testing"
@@ -83,5 +84,18 @@ func TestMachine(t *testing.T) {
 	}
 	if !strings.Contains(Machine("nosuchmpi"), "nosuchmpi (version not recorded)") {
 		t.Error("an unknown MPI is not said to be unknown")
+	}
+}
+
+// In this checkout Commit names a commit; dirty or not, it is no
+// sentence. Outside one it says so.
+func TestCommit(t *testing.T) {
+	if c := Commit(""); c == "" || strings.Contains(c, " ") {
+		if _, err := exec.LookPath("git"); err == nil {
+			t.Errorf("commit %q", c)
+		}
+	}
+	if c := Commit(t.TempDir()); !strings.HasPrefix(c, "not recorded: not run in a git checkout") {
+		t.Errorf("outside a checkout: %q", c)
 	}
 }
