@@ -1,6 +1,8 @@
-// Package docs holds gocoll's documentation pages; its test checks that
+// Package docs holds gocoll's documentation pages; its tests check that
 // every relative link in them, in the README and in results/'s markdown
-// (the measurements the pages link to and show) leads somewhere.
+// (the measurements the pages link to and show) leads somewhere, and
+// (results_test.go) that every file in results/ is headed by what made it
+// and listed in results/README.md.
 package docs
 
 import (
