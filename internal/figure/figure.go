@@ -314,7 +314,7 @@ func legendLayout(es []legendEntry, sty text.Style, width vg.Length, wide bool) 
 		return 0, 0, 0
 	}
 	for _, e := range es {
-		colW = max(colW, vg.Points(thumbWidth)+sty.Width("  "+e.name+"    "))
+		colW = max(colW, entryWidth(e, sty))
 	}
 	cols = (len(es) + maxRows - 1) / maxRows
 	if wide {
@@ -323,6 +323,13 @@ func legendLayout(es []legendEntry, sty text.Style, width vg.Length, wide bool) 
 	cols = max(1, min(cols, int(width/colW)))
 	rows = (len(es) + cols - 1) / cols
 	return cols, rows, colW
+}
+
+// entryWidth is the room a legend entry takes: its thumbnail, its text
+// and a gap, with a fifth more for the text, since an SVG viewer without
+// the font measured here (Liberation Serif) draws with a wider one.
+func entryWidth(e legendEntry, sty text.Style) vg.Length {
+	return vg.Points(thumbWidth) + sty.Width(" "+e.name)*1.2 + sty.Width("    ")
 }
 
 func rowHeight(sty text.Style) vg.Length { return sty.Height("M") * 1.45 }
@@ -354,7 +361,7 @@ func drawLegend(c draw.Canvas, es []legendEntry, sty text.Style, wide bool) {
 		lc.Min.X = x
 		l.Draw(lc)
 		if rows == 1 {
-			x += vg.Points(thumbWidth) + sty.Width("  "+column[0].name+"    ")
+			x += entryWidth(column[0], sty)
 		} else {
 			x += colW
 		}
