@@ -22,9 +22,10 @@
 #                 tests (as root), srun --mpi=pmi2 and pmix (~15 s)
 #   make bench    the Go benchmarks (kernels, collectives); not part of test
 #   make compare  gocoll against Open MPI and MPICH on this machine, np=2,
-#                 4 and 8: the ratio tables and docs/compare-np*.svg
-#   make measure  everything docs/performance.md reports
-#                 (tools/measure.sh, about 30 minutes on an idle machine)
+#                 4 and 8: the ratio tables, and results/compare-np*.svg
+#                 headed by the command, commit and machine
+#   make measure  everything docs/performance.md reports, into results/
+#                 (tools/measure.sh, about 40 minutes on an idle machine)
 
 GO      ?= go
 ROOT    := $(CURDIR)
@@ -159,8 +160,8 @@ bench:
 	$(GO) test -run XXX -bench . -benchtime 1s ./ops/ ./coll/
 
 compare: build
-	@mkdir -p docs
-	$(BIN)/gocoll-compare -plot docs/compare
+	@mkdir -p results
+	$(BIN)/gocoll-compare -plot results/compare
 
 measure: build
 	tools/measure.sh

@@ -1,7 +1,17 @@
 // Package bootstrap is how the ranks of a job find each other before any
-// transport exists: a key-value space with a barrier, as PMI-1 offers it.
-// Transports publish their addresses with Put, call Fence, and read their
-// peers' with Get.
+// transport exists: a key-value space with a barrier, as PMI-1 offers it
+// (KVS). Transports publish their addresses with Put, call Fence, and read
+// their peers' with Get.
+//
+// Around it: Launcher is a rank's connection to the process manager that
+// started it (gocollrun, hydra, Slurm's srun, Open MPI's mpirun; packages
+// pmi and pmix implement it), with an Allgather of one blob per rank in as
+// few round trips as the launcher allows and a count of them (Traffic);
+// KVSAllgather is that exchange over put, fence and get alone, and Tree
+// the same over TCP from one put and one get per rank, for launchers
+// without a bulk get (tree.go); Gathered is a key-value space over an
+// existing collective (the host MPI's, under LD_PRELOAD) that needs no
+// launcher; HostID says which ranks share a machine (host.go).
 package bootstrap
 
 import (

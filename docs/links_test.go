@@ -1,5 +1,8 @@
-// Package docs holds gocoll's documentation pages; its test checks that
-// every relative link in them, and in the README, leads somewhere.
+// Package docs holds gocoll's documentation pages; its tests check that
+// every relative link in them, in the README and in results/'s markdown
+// (the measurements the pages link to and show) leads somewhere, and
+// (results_test.go) that every file in results/ is headed by what made it
+// and listed in results/README.md.
 package docs
 
 import (
@@ -121,7 +124,11 @@ func TestLinks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pages = append(pages, "../README.md")
+	results, err := filepath.Glob("../results/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages = append(append(pages, "../README.md"), results...)
 	for _, p := range pages {
 		bad, err := broken(p)
 		if err != nil {
@@ -167,15 +174,23 @@ func TestCheckerFindsBrokenLinks(t *testing.T) {
 		}
 	}
 	write("b.md", "# Page B\n\n## Tuning on a cluster: `make` (v2)\n\n## Notes\n\n## Notes\n")
+	// A page links and shows measurements in a folder beside its own,
+	// as docs/ does results/.
+	if err := os.Mkdir(filepath.Join(dir, "results"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write("results/x.csv", "# command: x\n")
 	write("a.md", "# A\n\n"+
 		"[ok](b.md) [ok](b.md#tuning-on-a-cluster-make-v2) [ok](b.md#notes-1) [ok](#a)\n"+
-		"[bad](c.md) [bad](b.md#notes-2) [bad](#nowhere)\n"+
+		"[ok](results/x.csv) ![ok](results/x.csv)\n"+
+		"[bad](c.md) [bad](b.md#notes-2) [bad](#nowhere) ![bad](results/y.svg) [bad](results/x.csv#top)\n"+
 		"`[code](nowhere.md)`\n\n    [code](nowhere.md)\n\n```\n[code](nowhere.md)\n```\n")
 	bad, err := broken(filepath.Join(dir, "a.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"c.md: no such file", "b.md#notes-2: no such heading", "#nowhere: no such heading"}
+	want := []string{"c.md: no such file", "b.md#notes-2: no such heading", "#nowhere: no such heading",
+		"results/y.svg: no such file", "results/x.csv#top: an anchor into a file that is not markdown"}
 	if len(bad) != len(want) {
 		t.Fatalf("broken links found: %q, want %d ending in %q", bad, len(want), want)
 	}

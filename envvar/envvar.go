@@ -1,6 +1,6 @@
 // Package envvar lists every GOCOLL_ environment variable with its default
-// and meaning (All): the one place docs/tuning.md, `gocoll-demo -info` (and
-// later `gocollrun --info`) take them from, so none goes undocumented; and
+// and meaning (All): the one place docs/tuning.md, `gocoll-demo -info` and
+// `gocollrun --info` take them from, so none goes undocumented; and
 // it parses the user's settings among them, once, into one typed value
 // (Settings, settings.go), which every other package reads.
 //

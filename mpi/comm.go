@@ -44,9 +44,10 @@ var world struct {
 }
 
 // Init starts gocoll and returns the world communicator: the ranks started
-// by gocollrun (or any PMI-1 launcher, such as MPICH's mpiexec), connected
-// by shared memory on one host and TCP between hosts. A program started
-// without a launcher runs as a single rank.
+// by gocollrun, MPICH's mpiexec, Slurm's srun or Open MPI's mpirun
+// (through PMI-1, PMI-2 or PMIx: package job), connected by shared memory
+// on one host and TCP between hosts. A program started without a launcher
+// runs as a single rank.
 func Init() (*Comm, error) {
 	world.Lock()
 	defer world.Unlock()

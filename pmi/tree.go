@@ -12,7 +12,7 @@ import (
 // tree's TCP connections; at 16 ranks the first (start-up) call costs
 // the same both ways, under hydra and under Slurm, and from 32 on the
 // tree is 2 to 4 times faster (measured on 2 cores; the numbers are in
-// docs-proposed-tree.md). Later calls over the tree cost no launcher
+// results/startup-tree.md). Later calls over the tree cost no launcher
 // traffic at all and win from 4 ranks on.
 const treeMinRanks = 16
 

@@ -10,7 +10,7 @@ import "github.com/gocoll/gocoll/tuner"
 // per-call latency from 8 B to 16 MiB; a gocoll algorithm wins a size where it
 // beats the host by more than 10%. Regenerate with
 //
-//	make lib && go run ./preload/tune -np 2,4 -np-of mpich=2 -save docs/preload-tune.json -write
+//	make lib && go run ./preload/tune -np 2,4 -np-of mpich=2 -save results/preload-tune.json -write
 //
 // (see docs/preload.md, "How auto chooses between the host MPI and gocoll").
 // Measured 2026-12-02.

@@ -4,9 +4,12 @@
 // An algorithm never moves a byte. It describes, for one rank, which element
 // ranges of which buffer to send to and receive from which peers in each
 // round, and which local reduce and copy steps follow. Executors give that
-// description meaning: the host executor moves real bytes over a transport,
-// the check executor proves the result symbolically, the model executor
-// prices it.
+// description meaning (package executor/...): the host executor moves real
+// bytes of host memory over a transport; the device executor runs the same
+// schedule on CUDA device memory, staging messages through pinned host
+// memory or copying GPU to GPU with CUDA IPC, and reducing with GPU
+// kernels; the model executor prices it; the check executor proves the
+// result symbolically.
 //
 // Everything here counts elements, never bytes; executors multiply by the
 // element size at the last moment.

@@ -17,7 +17,8 @@
 #                        targets gocoll::mpi and gocoll::preload (and
 #                        gocollConfigVersion.cmake)
 #   include/gocoll/      mpi.h, mpif.h, mpi.f90 and the mpi module
-#   share/doc/gocoll/    README.md, docs/ (the pages it links), the examples
+#   share/doc/gocoll/    README.md, docs/ (the pages it links), results/
+#                        (the measurements they show), the examples
 #   share/man/man1/      a page per command, from its --help (tools/man.sh)
 #   share/modulefiles/gocoll/VERSION  for module use / module load gocoll
 #   share/gocoll/manifest  every file installed, for uninstall
@@ -126,8 +127,8 @@ if(PACKAGE_FIND_VERSION)
 endif()
 CMAKE
 put README.md share/doc/gocoll/README.md 644
-# The pages the README links, with the measurements they show.
-for f in docs/*.md docs/*.txt docs/*.svg docs/*.csv docs/*.json; do put "$f" "share/doc/gocoll/$f" 644; done
+# The pages the README links, and the measurements they show (results/).
+for f in docs/*.md results/*; do put "$f" "share/doc/gocoll/$f" 644; done
 # A man page per installed command, made from its --help (tools/man.sh),
 # which names the command as it was called (mpicc.gocoll).
 for n in $(sed -n 's|^bin/||p' "$list"); do

@@ -74,10 +74,23 @@ func (r Rule) inRange(bytes int64, s Shape) bool {
 func CollectiveName(c algorithms.Collective) string { return strings.ToLower(c.EnvName()) }
 
 // File is the format of GOCOLL_TUNING_FILE: rules, and optionally the
-// machine the model decides with outside them (gocoll-tune writes both).
+// machine the model decides with outside them (gocoll-tune writes both)
+// and what made the file.
 type File struct {
-	Machine *Machine `json:"machine,omitempty"`
-	Rules   []Rule   `json:"rules"`
+	Provenance *Provenance `json:"provenance,omitempty"`
+	Machine    *Machine    `json:"machine,omitempty"`
+	Rules      []Rule      `json:"rules"`
+}
+
+// Provenance says what wrote a tuning file (gocoll-tune fills it in,
+// as internal/provenance heads every measurement): the command line, the
+// commit, the machine it measured and when. The tuner does not read it.
+type Provenance struct {
+	Command string `json:"command"`
+	Commit  string `json:"commit"`
+	Machine string `json:"machine"`
+	Date    string `json:"date,omitempty"`
+	Data    string `json:"data,omitempty"`
 }
 
 // Fallback says what happens when a forced algorithm cannot run a call

@@ -7,6 +7,7 @@
 //	gocollrun -n 4 gocoll-bench [-c allreduce,...] [-a auto|all|ring,...] [-b 8] [-e 64M]
 //	          [-d float32,...] [-barrier] [-per-rank] [-check] [-csv f.csv] [-json f.json] [-plot prefix]
 //	gocoll-bench -local 4 ...   (ranks as goroutines, no launcher)
+//	gocoll-bench -replot results/sweep-np2.csv -plot results/sweep   (draw again, measure nothing)
 //
 // By default the calls run back to back and the time is the slowest
 // rank's mean (nccl-tests); with -barrier a barrier precedes every call,
@@ -17,7 +18,9 @@
 // (reduce_scatter) splits the vector with recvcounts as evenly as it can,
 // the first n%p ranks one element more. Bandwidths follow nccl-tests:
 // algbw = whole bytes / time; busbw = algbw x 2(p-1)/p for allreduce and
-// (p-1)/p for reduce-scatter and allgather.
+// (p-1)/p for reduce-scatter and allgather. Rank 0's table, CSV, JSON and
+// plots (plot.go) are headed by the command, the commit and the machine
+// (internal/provenance).
 package main
 
 import (
@@ -35,6 +38,7 @@ import (
 	"time"
 
 	"github.com/gocoll/gocoll/algorithms"
+	"github.com/gocoll/gocoll/internal/provenance"
 	"github.com/gocoll/gocoll/internal/units"
 	"github.com/gocoll/gocoll/mpi"
 )
@@ -66,6 +70,7 @@ type options struct {
 	barrier, perRank   bool
 	csv, json, plot    string
 	cpuprofile         string
+	local              bool // ranks are goroutines (-local)
 }
 
 func main() {
@@ -82,12 +87,13 @@ func main() {
 	flag.BoolVar(&o.check, "check", false, "check every result")
 	flag.BoolVar(&o.barrier, "barrier", false, "a barrier before every call, only the call timed, the time averaged over ranks (as the MPI suites); default back to back, the slowest rank")
 	flag.BoolVar(&o.perRank, "per-rank", false, "allgather sizes are what each rank sends (as the MPI suites); default the whole output")
-	flag.StringVar(&o.csv, "csv", "", "write the results as CSV")
-	flag.StringVar(&o.json, "json", "", "write the results as JSON")
-	flag.StringVar(&o.plot, "plot", "", "write a plot per collective: PREFIX-COLLECTIVE.svg (or .png with -plot x.png)")
+	flag.StringVar(&o.csv, "csv", "", "write the results as CSV (headed by # lines: the command, commit and machine)")
+	flag.StringVar(&o.json, "json", "", "write the results as JSON: {\"provenance\": {...}, \"results\": [...]}")
+	flag.StringVar(&o.plot, "plot", "", "write a plot per collective: PREFIX-COLLECTIVE-TYPE.svg (or .png with -plot x.png)")
+	replotCSV := flag.String("replot", "", "measure nothing: draw -plot's plots from this CSV (one -csv wrote)")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile per rank: FILE.RANK")
 	local := flag.Int("local", 0, "run N ranks as goroutines of this process instead of under a launcher")
-	cmdhelp.Help{Name: "gocoll-bench", Summary: "sweep gocoll's collectives over sizes, datatypes and algorithms (nccl-tests style)", Usage: []string{"gocollrun -n N gocoll-bench [-c allreduce,...] [-a auto|all|ring,...] [-b 8] [-e 64M] [flags]", "gocoll-bench -local N [flags]   (ranks as goroutines, no launcher)"}, About: `For each collective, datatype and algorithm (or auto), and each size from
+	cmdhelp.Help{Name: "gocoll-bench", Summary: "sweep gocoll's collectives over sizes, datatypes and algorithms (nccl-tests style)", Usage: []string{"gocollrun -n N gocoll-bench [-c allreduce,...] [-a auto|all|ring,...] [-b 8] [-e 64M] [flags]", "gocoll-bench -local N [flags]   (ranks as goroutines, no launcher)", "gocoll-bench -replot FILE.csv -plot PREFIX   (draw again from a CSV, measure nothing)"}, About: `For each collective, datatype and algorithm (or auto), and each size from
 -b to -e bytes, runs warm-up and timed calls and reports the time per call
 (min, median and max over repetitions), the algorithm and bus bandwidths
 (as nccl-tests computes them), and with -check checks every result. By
@@ -95,6 +101,13 @@ default the calls run back to back and the time is the slowest rank's
 mean; with -barrier a barrier precedes every call and the time is each
 rank's mean averaged over the ranks (the MPI micro-benchmark suites).`}.Set(flag.CommandLine, os.Args[1:])
 	flag.Parse()
+	if *replotCSV != "" {
+		if err := replot(*replotCSV, o.plot); err != nil {
+			fmt.Fprintln(os.Stderr, "gocoll-bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	o.colls, o.algs, o.types = split(*colls), split(*algs), split(*types)
 	var err error
 	if o.minB, err = units.ParseBytes(*minB); err == nil {
@@ -103,6 +116,7 @@ rank's mean averaged over the ranks (the MPI micro-benchmark suites).`}.Set(flag
 	if err == nil && (o.factor < 2 || o.minB < 1 || o.maxB < o.minB) {
 		err = errors.New("need 1 <= -b <= -e and -f >= 2")
 	}
+	o.local = *local > 0
 	if err == nil {
 		if *local > 0 {
 			err = mpi.RunLocal(*local, func(c *mpi.Comm) error { return sweep(c, o) })
@@ -188,13 +202,18 @@ func sweep(c *mpi.Comm, o options) error {
 		return nil
 	}
 	fmt.Fprintln(os.Stderr)
+	h := provenance.New("")
+	if !o.local {
+		h.Command += fmt.Sprintf(" (rank 0 of %d)", c.Size())
+	}
+	fmt.Print(h.Comment(), "\n")
 	// The reference for busbw: one core copying the largest message, now,
 	// while the other ranks wait in Finalize (or return).
 	mb := min(o.maxB, 1<<30)
 	fmt.Printf("memmove (one core, %d bytes): %.2f GB/s\n", mb, memmoveGBs(int(mb)))
 	printPattern(os.Stdout, o)
 	printTable(results)
-	return writeOutputs(results, o)
+	return writeOutputs(results, o, h)
 }
 
 // memmoveGBs is the single-core copy bandwidth for n-byte buffers: bytes
@@ -253,9 +272,17 @@ func printTable(results []Result) {
 	tw.Flush()
 }
 
-func writeOutputs(results []Result, o options) error {
+// output is what -json writes: the results and what made them.
+type output struct {
+	Provenance provenance.Header `json:"provenance"`
+	Results    []Result          `json:"results"`
+}
+
+// writeOutputs writes -csv, -json and -plot's files, each headed by h.
+func writeOutputs(results []Result, o options, h provenance.Header) error {
 	if o.csv != "" {
 		var b strings.Builder
+		b.WriteString(h.Comment())
 		b.WriteString("collective,algorithm,datatype,ranks,bytes,min_us,median_us,max_us,algbw_gbs,busbw_gbs,check,size,barrier\n")
 		for _, r := range results {
 			fmt.Fprintf(&b, "%s,%s,%s,%d,%d,%.3f,%.3f,%.3f,%.4f,%.4f,%s,%s,%t\n",
@@ -266,13 +293,13 @@ func writeOutputs(results []Result, o options) error {
 		}
 	}
 	if o.json != "" {
-		data, _ := json.MarshalIndent(results, "", "  ")
+		data, _ := json.MarshalIndent(output{h, results}, "", "  ")
 		if err := os.WriteFile(o.json, append(data, '\n'), 0o644); err != nil {
 			return err
 		}
 	}
 	if o.plot != "" {
-		return plotResults(results, o.plot)
+		return plotResults(results, o.plot, h)
 	}
 	return nil
 }

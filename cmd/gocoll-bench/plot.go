@@ -1,24 +1,24 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
-	"image/color"
+	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
-	"gonum.org/v1/plot/vg/vgsvg"
+	"github.com/gocoll/gocoll/internal/figure"
+	"github.com/gocoll/gocoll/internal/provenance"
 )
 
-// plotResults draws, per collective and datatype, latency and bus
-// bandwidth against message size, one line per algorithm, side by side.
-// prefix "out/sweep" gives out/sweep-allreduce-float32.svg; a prefix
-// ending in .png gives PNG files.
-func plotResults(results []Result, prefix string) error {
+// plotResults draws, per collective and datatype, the time per call and
+// the bus bandwidth against message size, one line per algorithm, side
+// by side, with one legend below them; h heads each SVG. prefix
+// "out/sweep" gives out/sweep-allreduce-float32.svg; a prefix ending in
+// .png gives PNG files.
+func plotResults(results []Result, prefix string, h provenance.Header) error {
 	ext := ".svg"
 	if filepath.Ext(prefix) == ".png" {
 		ext, prefix = ".png", strings.TrimSuffix(prefix, ".png")
@@ -34,79 +34,134 @@ func plotResults(results []Result, prefix string) error {
 		groups[k] = append(groups[k], r)
 	}
 	for _, k := range order {
-		lat, bw := plot.New(), plot.New()
 		name := strings.ToLower(strings.TrimPrefix(k.coll, "MPI_"))
-		p := groups[k][0].Ranks
-		lat.Title.Text = fmt.Sprintf("%s, %s, %d ranks: latency", k.coll, k.typ, p)
-		bw.Title.Text = fmt.Sprintf("%s, %s, %d ranks: bus bandwidth", k.coll, k.typ, p)
-		lat.X.Label.Text, bw.X.Label.Text = "message size (bytes)", "message size (bytes)"
-		lat.Y.Label.Text, bw.Y.Label.Text = "time per call (µs)", "busbw (GB/s)"
-		for _, pl := range []*plot.Plot{lat, bw} {
-			pl.X.Scale = plot.LogScale{}
-			pl.X.Tick.Marker = plot.LogTicks{Prec: -1}
-			pl.Add(plotter.NewGrid())
-			pl.Legend.Top, pl.Legend.Left = true, true
-		}
-		lat.Y.Scale = plot.LogScale{}
-		lat.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-		byAlg := map[string][2]plotter.XYs{}
-		var algs []string
-		for _, r := range groups[k] {
-			if _, ok := byAlg[r.Algorithm]; !ok {
-				algs = append(algs, r.Algorithm)
-			}
-			v := byAlg[r.Algorithm]
-			v[0] = append(v[0], plotter.XY{X: float64(r.Bytes), Y: r.MedianUs})
-			v[1] = append(v[1], plotter.XY{X: float64(r.Bytes), Y: r.BusBW})
-			byAlg[r.Algorithm] = v
-		}
-		for i, a := range algs {
-			for j, pl := range []*plot.Plot{lat, bw} {
-				line, points, err := plotter.NewLinePoints(byAlg[a][j])
-				if err != nil {
-					return err
-				}
-				c := palette[i%len(palette)]
-				line.Color, points.Color = c, c
-				points.Shape = draw.CircleGlyph{}
-				pl.Add(line, points)
-				if j == 0 {
-					lat.Legend.Add(a, line, points)
-				} else {
-					bw.Legend.Add(a, line, points)
-				}
-			}
-		}
-		if err := save([]*plot.Plot{lat, bw}, fmt.Sprintf("%s-%s-%s%s", prefix, name, k.typ, ext)); err != nil {
+		if err := sweepFigure(groups[k]).Write(fmt.Sprintf("%s-%s-%s%s", prefix, name, k.typ, ext), h); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-var palette = []color.Color{
-	color.RGBA{0x1f, 0x77, 0xb4, 255}, color.RGBA{0xff, 0x7f, 0x0e, 255}, color.RGBA{0x2c, 0xa0, 0x2c, 255},
-	color.RGBA{0xd6, 0x27, 0x28, 255}, color.RGBA{0x94, 0x67, 0xbd, 255}, color.RGBA{0x8c, 0x56, 0x4b, 255},
+// sweepFigure is the figure of one collective and datatype.
+func sweepFigure(rs []Result) figure.Figure {
+	r0 := rs[0]
+	pattern := "calls back to back, the slowest rank's mean"
+	if r0.Barrier {
+		pattern = "a barrier before every call, each rank's mean averaged over the ranks"
+	}
+	size, xlabel := "the whole vector", "message size (the whole vector)"
+	if r0.Collective == "MPI_Allgather" {
+		size, xlabel = "the whole output", "message size (the whole output)"
+		if r0.Size == "per-rank" {
+			size, xlabel = "what each rank sends", "message size (what each rank sends)"
+		}
+	}
+	f := figure.Figure{
+		Title: fmt.Sprintf("%s, %s, %d ranks: every algorithm", r0.Collective, r0.Datatype, r0.Ranks),
+		Subtitle: "gocoll-bench: median µs per call over repetitions, " + pattern + "\n" +
+			"size: " + size + "; busbw as nccl-tests counts it",
+		SharedLegend: true,
+	}
+	lat := figure.Panel{Title: "time per call", XLabel: xlabel, YLabel: "µs per call (median)", LogY: true}
+	bw := figure.Panel{Title: "bus bandwidth", XLabel: xlabel, YLabel: "busbw (GB/s)"}
+	var algs []string
+	byAlg := map[string][2][]figure.Point{}
+	for _, r := range rs {
+		if _, ok := byAlg[r.Algorithm]; !ok {
+			algs = append(algs, r.Algorithm)
+		}
+		v := byAlg[r.Algorithm]
+		v[0] = append(v[0], figure.Point{X: float64(r.Bytes), Y: r.MedianUs})
+		v[1] = append(v[1], figure.Point{X: float64(r.Bytes), Y: r.BusBW})
+		byAlg[r.Algorithm] = v
+	}
+	for i, a := range algs {
+		lat.Series = append(lat.Series, figure.Series{Name: a, Color: i, Points: byAlg[a][0]})
+		bw.Series = append(bw.Series, figure.Series{Name: a, Color: i, Points: byAlg[a][1]})
+	}
+	f.Panels = []figure.Panel{lat, bw}
+	return f
 }
 
-// save lays the plots out side by side in one file.
-func save(plots []*plot.Plot, path string) error {
-	w, h := vg.Length(len(plots))*6*vg.Inch, 4.5*vg.Inch
-	var c draw.Canvas
-	var write func() error
-	if strings.HasSuffix(path, ".png") {
-		img := vgimg.New(w, h)
-		c = draw.New(img)
-		write = func() error { return writeTo(path, vgimg.PngCanvas{Canvas: img}) }
-	} else {
-		svg := vgsvg.New(w, h)
-		c = draw.New(svg)
-		write = func() error { return writeTo(path, svg) }
+// readCSV reads what -csv wrote back into results (its # lines skipped:
+// the provenance header), with the file's header. Files written before
+// the size and barrier columns were added read as back to back, sizes
+// the whole vector or output.
+func readCSV(path string) ([]Result, provenance.Header, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, provenance.Header{}, err
 	}
-	tiles := draw.Tiles{Rows: 1, Cols: len(plots), PadX: vg.Inch / 4}
-	canvases := plot.Align([][]*plot.Plot{plots}, tiles, c)
-	for i, p := range plots {
-		p.Draw(canvases[0][i])
+	h, _, _ := provenance.Parse(string(data))
+	var out []Result
+	var cols []string
+	sc := bufio.NewScanner(strings.NewReader(string(data)))
+	line := 0
+	for sc.Scan() {
+		line++
+		l := sc.Text()
+		if strings.HasPrefix(l, "#") || strings.TrimSpace(l) == "" {
+			continue
+		}
+		fs := strings.Split(l, ",")
+		if cols == nil {
+			cols = fs
+			for _, want := range []string{"collective", "algorithm", "datatype", "ranks", "bytes", "median_us", "busbw_gbs"} {
+				if !slices.Contains(cols, want) {
+					return nil, h, fmt.Errorf("%s: no column %q in %q", path, want, l)
+				}
+			}
+			continue
+		}
+		if len(fs) != len(cols) {
+			return nil, h, fmt.Errorf("%s:%d: %d fields, the header has %d", path, line, len(fs), len(cols))
+		}
+		field := func(name string) string {
+			if i := slices.Index(cols, name); i >= 0 {
+				return fs[i]
+			}
+			return ""
+		}
+		num := func(name string) float64 {
+			v, e := strconv.ParseFloat(field(name), 64)
+			if e != nil && field(name) != "" && err == nil {
+				err = fmt.Errorf("%s:%d: %s: %q is not a number", path, line, name, field(name))
+			}
+			return v
+		}
+		r := Result{
+			Collective: field("collective"), Algorithm: field("algorithm"), Datatype: field("datatype"),
+			Ranks: int(num("ranks")), Bytes: int64(num("bytes")),
+			MinUs: num("min_us"), MedianUs: num("median_us"), MaxUs: num("max_us"),
+			AlgBW: num("algbw_gbs"), BusBW: num("busbw_gbs"), Check: field("check"),
+			Size: field("size"), Barrier: field("barrier") == "true",
+		}
+		if err != nil {
+			return nil, h, err
+		}
+		if r.Size == "" {
+			r.Size = "total"
+		}
+		out = append(out, r)
 	}
-	return write()
+	if err := sc.Err(); err != nil {
+		return nil, h, err
+	}
+	if len(out) == 0 {
+		return nil, h, fmt.Errorf("%s: no rows", path)
+	}
+	return out, h, nil
+}
+
+// replot draws -plot's plots from the CSV at path (-replot), measuring
+// nothing: each SVG headed by this command and the CSV's own header.
+func replot(path, prefix string) error {
+	if prefix == "" {
+		return fmt.Errorf("-replot needs -plot PREFIX")
+	}
+	results, from, err := readCSV(path)
+	if err != nil {
+		return err
+	}
+	return plotResults(results, prefix, provenance.New("").From(path, from))
 }

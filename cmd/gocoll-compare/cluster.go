@@ -16,6 +16,7 @@ import (
 	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/envvar"
 	"github.com/gocoll/gocoll/internal/netns"
+	"github.com/gocoll/gocoll/internal/provenance"
 	"github.com/gocoll/gocoll/tuner"
 )
 
@@ -167,6 +168,8 @@ func runCluster(root string, o options) error {
 		list = append(list, fmt.Sprintf("%s:%d", h, ppn))
 	}
 	np := hosts * ppn
+	h := provenance.New(root)
+	fmt.Print(h.Comment(), "\n")
 	launch := func(np int) []string {
 		return cl.Exec(0, filepath.Join(root, "build", "bin", "gocollrun"), "-n", strconv.Itoa(np),
 			"--host", strings.Join(list, ","), "--launcher", "ip netns exec %h", "--bind", cl.Addrs[0])
@@ -179,6 +182,7 @@ func runCluster(root string, o options) error {
 		return err
 	}
 	var csv bytes.Buffer
+	csv.WriteString(h.Comment())
 	csv.WriteString("np,config,collective,datatype,size,bytes,min_us,median_us,model_us\n")
 	var errs []modelError
 	var scores []autoScore
@@ -193,7 +197,7 @@ func runCluster(root string, o options) error {
 		args := append([]string{"-c", name, "-check"}, o.benchArgs()...)
 		rs := newRuns(np, o.reps, configs)
 		price := pr.pricing(rs)
-		if err := measureInto(rs, configs, args, o, &csv, price); err != nil {
+		if err := measureInto(rs, configs, args, o, &csv, price, h); err != nil {
 			return err
 		}
 		reportCluster(os.Stdout, rs, price)
@@ -224,7 +228,7 @@ func fitCluster(root, file string, launch []string, hosts, ppn int, autos []auto
 	if f.Machine == nil {
 		return nil, fmt.Errorf("%s wrote no machine", argv[len(launch)])
 	}
-	fmt.Printf("%s\n", bytes.TrimSpace(out))
+	fmt.Printf("%s\n", strings.TrimSpace(provenance.Strip(string(out)))) // this run's header is above
 	fmt.Printf("  (gocoll-tune -machine-only on the same ranks; the model's tables below price every configuration with it, and %s runs with it as GOCOLL_TUNING_FILE)\n\n", autoTuned)
 	tuners, err := autoTuners(autos)
 	if err != nil {

@@ -10,15 +10,19 @@
 // forwards then backwards, repetition after repetition, so that machine
 // noise hits all alike; the lowest time of each configuration and size is
 // kept. It prints, per rank count and collective, what was measured, the
-// times and the ratios gocoll/best-host and preload/native, and draws the
-// latencies.
+// times and the ratios gocoll/best-host and preload/native, and draws
+// the times and the ratios (plot.go). Its table, CSV and plots are headed
+// by the command, the commit and the machine (internal/provenance).
 //
 //	gocoll-compare [-np 2,4,8] [-mpi openmpi,mpich] [-m 4:16777216] [-reps 3] [-c allreduce,...] [-d MPI_TYPE] [-total]
-//	               [-iters 1000] [-iters-large 100] [-plot docs/compare] [-csv out.csv]
+//	               [-iters 1000] [-iters-large 100] [-plot results/compare] [-csv out.csv]
 //	gocoll-compare -cluster 4x2 [-rate 1gbit] [the same flags but -np]
+//	gocoll-compare -replot results/compare-np2.csv -plot results/compare
 //
 // The second form (cluster.go) measures gocoll's algorithms against each
-// other on an emulated cluster, and the model beside them (model.go).
+// other on an emulated cluster, and the model beside them (model.go). The
+// third measures nothing: it draws the plots again from a CSV the first
+// two wrote.
 package main
 
 import (
@@ -27,6 +31,7 @@ import (
 	"flag"
 	"fmt"
 	"github.com/gocoll/gocoll/internal/cmdhelp"
+	"github.com/gocoll/gocoll/internal/provenance"
 	"io"
 	"os"
 	"os/exec"
@@ -320,7 +325,7 @@ type options struct {
 	nps, sizes, colls, dtype string
 	reps, iters, itersLarge  int
 	total                    bool
-	plot, csv                string
+	plot, csv, replot        string
 	cluster, rate            string
 	hostMPIs                 string
 }
@@ -374,8 +379,9 @@ func main() {
 	flag.StringVar(&o.colls, "c", "allreduce,reduce_scatter,reduce_scatter_block,allgather", "collectives (collbench -c)")
 	flag.StringVar(&o.dtype, "d", "", "datatype of every collective, e.g. MPI_DOUBLE (default: MPI_CHAR for allgather, MPI_FLOAT for the reductions)")
 	flag.BoolVar(&o.total, "total", false, "allgather sizes are the whole output (default: what each rank sends, as MPI suites count them)")
-	flag.StringVar(&o.plot, "plot", "", "draw PREFIX-npN-COLLECTIVE.svg (or .png)")
-	flag.StringVar(&o.csv, "csv", "", "write every configuration's lowest and median time per size as CSV")
+	flag.StringVar(&o.plot, "plot", "", "draw PREFIX-npN-COLLECTIVE.svg (or .png): time per call, and the ratios to the faster host")
+	flag.StringVar(&o.csv, "csv", "", "write every configuration's lowest and median time per size as CSV (headed by # lines)")
+	flag.StringVar(&o.replot, "replot", "", "measure nothing: draw -plot's plots from this CSV (one -csv wrote)")
 	flag.StringVar(&o.hostMPIs, "mpi", "openmpi,mpich", "host MPIs to compare with, natively and under the preload")
 	flag.StringVar(&o.cluster, "cluster", "", "HOSTSxPPN: measure gocoll's algorithms and auto on an emulated cluster instead (root; -np ignored)")
 	flag.StringVar(&o.rate, "rate", "1gbit", "the emulated cluster's link rate, each way (tc tbf; \"\" unlimited)")
@@ -393,11 +399,20 @@ first as GOCOLL_TUNING_FILE); it prints their times, auto and auto-tuned
 over the best and the hierarchical algorithm over the best flat one, and
 beside them the model's price of each on the fitted machine, with
 measured/model; at the end, per collective, at how many sizes each auto
-is within 1.10 of the best, and the model's error from 64 KiB.`}.Set(flag.CommandLine, os.Args[1:])
+is within 1.10 of the best, and the model's error from 64 KiB.
+
+With -replot FILE.csv -plot PREFIX it measures nothing and draws the
+plots again from a CSV it wrote. Tables, CSV and plots are headed by the
+command line, the commit and the machine.`}.Set(flag.CommandLine, os.Args[1:])
 	flag.Parse()
-	root, err := repoRoot()
-	if err == nil {
-		err = run(root, o)
+	var err error
+	if o.replot != "" {
+		err = replot(o.replot, o.plot)
+	} else {
+		var root string
+		if root, err = repoRoot(); err == nil {
+			err = run(root, o)
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gocoll-compare:", err)
@@ -486,11 +501,14 @@ func run(root string, o options) error {
 		return c.name != "gocoll" && !slices.Contains(hosts, strings.TrimSuffix(c.name, "+preload"))
 	})
 	args := append([]string{"-c", o.colls}, o.benchArgs()...)
+	h := provenance.New(root, hosts...)
+	fmt.Print(h.Comment(), "\n")
 	var csv bytes.Buffer
+	csv.WriteString(h.Comment())
 	csv.WriteString("np,config,collective,datatype,size,bytes,min_us,median_us\n")
 	for _, np := range nps {
 		rs := newRuns(np, o.reps, configs)
-		if err := measureInto(rs, configs, args, o, &csv, nil); err != nil {
+		if err := measureInto(rs, configs, args, o, &csv, nil, h); err != nil {
 			return err
 		}
 		report(os.Stdout, rs, runtime.NumCPU())
@@ -499,15 +517,15 @@ func run(root string, o options) error {
 }
 
 // measureInto measures into rs (see measure), adds its rows to csv (with
-// the model's times, when there is one) and draws its plots (-plot); the
-// caller prints its table.
-func measureInto(rs *runs, configs []config, args []string, o options, csv *bytes.Buffer, price modelFunc) error {
+// the model's times, when there is one) and draws its plots (-plot),
+// headed by h; the caller prints its table.
+func measureInto(rs *runs, configs []config, args []string, o options, csv *bytes.Buffer, price modelFunc, h provenance.Header) error {
 	if err := measure(rs, configs, args, o.reps); err != nil {
 		return err
 	}
 	csvRows(csv, rs, price)
 	if o.plot != "" {
-		return plotCompare(o.plot, rs)
+		return plotCompare(o.plot, rs, h)
 	}
 	return nil
 }

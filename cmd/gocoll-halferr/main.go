@@ -3,20 +3,23 @@
 // every add, in rank order (what a ring's hops do), and accumulated in
 // float32 along the canonical association and rounded once
 // (ops.CanonicalReduce: reproducible mode, and the shm engine by
-// default). docs/half-precision-error.txt is its output:
+// default). results/half-precision-error.txt is its output:
 //
-//	go run ./cmd/gocoll-halferr > docs/half-precision-error.txt
+//	go run ./cmd/gocoll-halferr > results/half-precision-error.txt
 //
-// and its test fails while the file differs from what it writes. It exits
-// with status 1 if a sum rounded once is off by more than its bound,
-// 0.5 ulp(|exact| + d) + d, d = gamma(h) * sum |x|, h = ceil(log2 p):
-// one rounding to 16 bits after float32 pairwise summation's error.
+// headed by the command, commit and machine (internal/provenance), and
+// its test fails while the table below that header differs from what it
+// writes. It exits with status 1 if a sum rounded once is off by more
+// than its bound, 0.5 ulp(|exact| + d) + d, d = gamma(h) * sum |x|,
+// h = ceil(log2 p): one rounding to 16 bits after float32 pairwise
+// summation's error.
 package main
 
 import (
 	"flag"
 	"fmt"
 	"github.com/gocoll/gocoll/internal/cmdhelp"
+	"github.com/gocoll/gocoll/internal/provenance"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -33,7 +36,7 @@ float32 along the canonical association and rounded once (reproducible
 mode). Exits 1 if a sum rounded once is off by more than its bound.`}.Set(flag.CommandLine, os.Args[1:])
 	flag.Parse()
 	text, bad := table(*n)
-	fmt.Print(text)
+	fmt.Print(provenance.New("").Comment(), "\n", text)
 	if bad > 0 {
 		fmt.Fprintf(os.Stderr, "gocoll-halferr: %d sums rounded once beyond their bound\n", bad)
 		os.Exit(1)

@@ -32,13 +32,15 @@
 // one rank) is the tuner's choice and the model's best, per machine, and
 // last the largest ratio of all and where. -between adds 1.5x each size, inside the
 // tuner's classes; -quick is the test's reduced grid (see Quick), which
-// has them.
+// has them. The table is headed by the command, the commit and the
+// machine (internal/provenance), as results/model-regret.txt is.
 package main
 
 import (
 	"flag"
 	"fmt"
 	"github.com/gocoll/gocoll/internal/cmdhelp"
+	"github.com/gocoll/gocoll/internal/provenance"
 	"io"
 	"maps"
 	"math"
@@ -113,6 +115,7 @@ func main() {
 		g.Between = true
 	}
 	t0 := time.Now()
+	fmt.Print(provenance.New("").Comment(), "\n") // results/model-regret.txt's head
 	worst, err := Regret(os.Stdout, g, !*above)
 	if err != nil {
 		pprof.StopCPUProfile()

@@ -31,13 +31,15 @@
 // between them, shared memory inside) and netns-faults (the same with
 // delay, loss and reordering between the hosts: tc netem where the kernel
 // has it, else iptables and a user-space queue, see netem_linux.go), and
-// prints one line per run and a table.
+// prints, below the command, commit and machine (internal/provenance), one
+// line per run and a table (results/soak.txt).
 package main
 
 import (
 	"flag"
 	"fmt"
 	"github.com/gocoll/gocoll/internal/cmdhelp"
+	"github.com/gocoll/gocoll/internal/provenance"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -75,6 +77,8 @@ With -matrix it runs gocollrun for every rank count and configuration
 		}
 		return
 	case *matrix:
+		// What results/soak.txt is headed by: the command, commit, machine.
+		fmt.Print(provenance.New("").Comment(), "\n")
 		os.Exit(runMatrix(*iters, *seed, *ranks, *configs))
 	}
 	os.Exit(soak(*iters, *seed, *maxCount, *transportOnly, *verbose))

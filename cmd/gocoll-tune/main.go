@@ -24,7 +24,8 @@
 //     this job has on one node, and the cheapest at each size gives the
 //     rules for those shapes.
 //
-// Rank 0 prints what it measured and writes the machine and the rules.
+// Rank 0 prints what it measured and writes the machine and the rules,
+// each headed by what made them (internal/provenance).
 // With -machine-only it stops after part 1 and writes the machine alone
 // (gocoll-compare -cluster fits the emulated cluster so).
 package main
@@ -43,6 +44,7 @@ import (
 	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/cmd/gocoll-tune/fit"
 	"github.com/gocoll/gocoll/executor/model"
+	"github.com/gocoll/gocoll/internal/provenance"
 	"github.com/gocoll/gocoll/internal/units"
 	"github.com/gocoll/gocoll/mpi"
 	"github.com/gocoll/gocoll/tuner"
@@ -122,7 +124,10 @@ func tune(c *mpi.Comm, o options) error {
 	m := tuner.MachineOf(fitted.Machine)
 	file := tuner.File{Machine: &m}
 	if c.Rank() == 0 {
-		fmt.Print(fitted.Describe(), "\n")
+		h := header(c.Size())
+		pv := tuner.Provenance(h)
+		file.Provenance = &pv
+		fmt.Print(h.Comment(), "\n", fitted.Describe(), "\n")
 	}
 	if o.machineOnly {
 		file.Rules = []tuner.Rule{}
@@ -156,6 +161,14 @@ func tune(c *mpi.Comm, o options) error {
 	}
 	printTable(table)
 	return writeFile(c, file, o)
+}
+
+// header is rank 0's provenance header (the launcher's command line is
+// not seen by the ranks: the rank count stands for it).
+func header(ranks int) provenance.Header {
+	h := provenance.New("")
+	h.Command += fmt.Sprintf(" (rank 0 of %d)", ranks)
+	return h
 }
 
 // writeFile writes the tuning file (rank 0) to -o or stdout.

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -128,5 +129,24 @@ func TestSavedRoundTrip(t *testing.T) {
 	}
 	if !reflect.DeepEqual(in, out) {
 		t.Errorf("round trip:\n%+v\n%+v", in, out)
+	}
+}
+
+// results/preload-tune.json, what -save wrote, loads as -load reads it,
+// its provenance included.
+func TestResultsLoad(t *testing.T) {
+	b, err := os.ReadFile("../../results/preload-tune.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sv saved
+	if err := json.Unmarshal(b, &sv); err != nil {
+		t.Fatal(err)
+	}
+	if sv.Provenance.Command == "" || sv.Provenance.Commit == "" || sv.Provenance.Machine == "" {
+		t.Errorf("provenance %+v", sv.Provenance)
+	}
+	if len(sv.MPIs) == 0 || len(sv.Samples) == 0 || sv.Machine.CPU == "" {
+		t.Errorf("MPIs %v, %d samples, machine %+v", sv.MPIs, len(sv.Samples), sv.Machine)
 	}
 }

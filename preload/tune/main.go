@@ -11,6 +11,8 @@
 // oversubscribed, one collbench sweep takes minutes); -save keeps the
 // measurements, from which -load derives the rules again (after a change
 // to how rules are derived, or with another -margin) without measuring.
+// The log on stderr, the -table and the -save file are headed by the
+// command, commit and machine (internal/provenance).
 //
 // It builds bench/collbench.c (a latency benchmark with a barrier before
 // every call) with mpicc.openmpi and mpicc.mpich and runs it on
@@ -38,7 +40,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"flag"
@@ -56,6 +57,7 @@ import (
 	"time"
 
 	"github.com/gocoll/gocoll/algorithms"
+	"github.com/gocoll/gocoll/internal/provenance"
 	"github.com/gocoll/gocoll/preload/native"
 	"github.com/gocoll/gocoll/tuner"
 )
@@ -129,27 +131,18 @@ type machine struct {
 
 // thisMachine is the machine tune runs on, today.
 func thisMachine() machine {
-	m := machine{CPU: "unknown CPU", Cores: runtime.NumCPU(), Date: time.Now().UTC().Format("2006-01-02")}
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		sc := bufio.NewScanner(bytes.NewReader(b))
-		for sc.Scan() {
-			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
-				m.CPU = strings.TrimSpace(v)
-				break
-			}
-		}
-	}
-	return m
+	return machine{CPU: provenance.CPUModel(), Cores: runtime.NumCPU(), Date: time.Now().UTC().Format("2006-01-02")}
 }
 
 // saved is what -save writes and -load reads.
 type saved struct {
-	MPIs    []string
-	NPs     map[string][]int
-	Reps    int
-	MaxSize int64
-	Machine machine
-	Samples samples
+	Provenance provenance.Header // the command, commit and machine that measured
+	MPIs       []string
+	NPs        map[string][]int
+	Reps       int
+	MaxSize    int64
+	Machine    machine
+	Samples    samples
 }
 
 // collectives are collbench's, by its names.
@@ -248,6 +241,13 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
+	var names []string
+	for _, m := range mpis {
+		names = append(names, m.name)
+	}
+	// The header of what this run writes (the log on stderr, -table,
+	// -save): with -load, the measurement's own header beside it.
+	h := provenance.New(root, names...)
 	var data samples
 	where := thisMachine()
 	if *loadFlag != "" {
@@ -264,11 +264,13 @@ func main() {
 			mpis = append(mpis, hostMPIs[name])
 		}
 		data, nps, *reps, *maxBytes, where = sv.Samples, sv.NPs, sv.Reps, sv.MaxSize, sv.Machine
+		h = h.From(*loadFlag, sv.Provenance)
 	} else {
+		fmt.Fprint(os.Stderr, h.Comment(), "\n")
 		data = measureAll(root, lib, mpis, nps)
 	}
 	if *saveFlag != "" {
-		sv := saved{NPs: nps, Reps: *reps, MaxSize: *maxBytes, Machine: where, Samples: data}
+		sv := saved{Provenance: h, NPs: nps, Reps: *reps, MaxSize: *maxBytes, Machine: where, Samples: data}
 		for _, m := range mpis {
 			sv.MPIs = append(sv.MPIs, m.name)
 		}
@@ -285,7 +287,7 @@ func main() {
 	writeTable(&table, data, mpis, nps)
 	os.Stdout.Write(table.Bytes())
 	if *tableOut != "" {
-		if err := os.WriteFile(*tableOut, table.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(*tableOut, append([]byte(h.Markdown()), table.Bytes()...), 0o644); err != nil {
 			fail(err)
 		}
 	}
@@ -592,7 +594,7 @@ import "github.com/gocoll/gocoll/tuner"
 // per-call latency from 8 B to %s; a gocoll algorithm wins a size where it
 // beats the host by more than %.0f%%. Regenerate with
 //
-//	make lib && go run ./preload/tune -np 2,4 -np-of mpich=2 -save docs/preload-tune.json -write
+//	make lib && go run ./preload/tune -np 2,4 -np-of mpich=2 -save results/preload-tune.json -write
 //
 // (see docs/preload.md, "How auto chooses between the host MPI and gocoll").
 // Measured %s.
