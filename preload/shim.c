@@ -21,6 +21,10 @@
 #include "internal.h"
 #include "_cgo_export.h"
 
+/* For the few small functions of the path a remembered host call takes
+ * (below): inlined whatever the compiler's size heuristics say. */
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+
 int gc_debug;
 int gc_forced_native[GC_NCOLL];
 uint64_t gc_counters[GC_NCOLL][GC_NCOUNTERS];
@@ -46,7 +50,7 @@ static struct thread_counters *new_counters(void) {
     return my_counters = t;
 }
 
-static inline void count(int coll, int k) {
+static ALWAYS_INLINE void count(int coll, int k) {
     struct thread_counters *t = my_counters;
     if (t || (t = new_counters()))
         __atomic_store_n(&t->n[coll][k], __atomic_load_n(&t->n[coll][k], __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
@@ -559,42 +563,97 @@ struct memo {
 static __thread __attribute__((tls_model("initial-exec"))) struct memo memos[GC_NCOLL][MEMOS];
 
 /* same: whether a call's handles are the remembered ones, still valid. */
-static inline int same(const struct memo *m, H comm, H dt, H op) {
+static ALWAYS_INLINE int same(const struct memo *m, H comm, H dt, H op) {
     return !(((comm ^ m->comm) | (dt ^ m->dt) | (op ^ m->op)) & m->mask) &&
            m->gen == __atomic_load_n(&decide_gen, __ATOMIC_ACQUIRE);
 }
 
 /* hit counts a remembered call (GC_K_MEMO: a host call decided from the
  * cache, as the slow path would have counted it, and one remembered). */
-static inline int hit(const struct memo *m, int coll) {
+static ALWAYS_INLINE int hit(const struct memo *m, int coll) {
     count(coll, GC_K_MEMO);
     if (m->fallback) count(coll, GC_K_FALLBACK);
     return 1;
 }
 
-/* recall returns the thread's remembered call with these arguments, or
- * NULL. */
-static inline const struct memo *recall(int coll, H comm, H dt, H op, int64_t n) {
-    for (int i = 0; i < MEMOS; i++) {
-        const struct memo *m = &memos[coll][i];
-        if (n == m->n && same(m, comm, dt, op)) return m;
-    }
-    return NULL;
-}
-
 /* remember keeps a call the tuner gave the host (why GC_R_TUNED) or the
- * engine ran (c->engine), decided while decide_gen was gen. dt is the
- * datatype the size is counted in, op 0 for allgather. */
-static void remember(const struct gc_call *c, int why, H dt, H op, int64_t n, uint64_t gen) {
+ * engine ran (c->engine), decided while decide_gen was gen, by its
+ * datatype c->dt (allgather: the receive type), its op c->mpiop (0 for
+ * allgather) and its count n. */
+static void remember(const struct gc_call *c, int why, int64_t n, uint64_t gen) {
     if ((why != GC_R_TUNED && !c->engine) || gc_debug || gc_cuda || c->device || !c->cs ||
         (c->coll != GC_ALLGATHER && c->op <= 0))
         return;
     struct memo *m = memos[c->coll];
     memmove(m + 1, m, (MEMOS - 1) * sizeof *m); /* the older one goes */
-    m->comm = c->comm, m->dt = dt, m->op = op, m->n = n, m->gen = gen;
+    m->comm = c->comm, m->dt = c->dt, m->op = c->mpiop, m->n = n, m->gen = gen;
     m->mask = gc_flavor == GC_MPICH ? 0xffffffffu : ~(H)0;
     m->size = c->cs->size, m->fallback = c->how == 2, m->how = c->how;
     m->engine = c->engine, m->type = c->type, m->elem = c->elem, m->op_code = c->op, m->cs = c->cs;
+}
+
+/* ---- the collectives ---- */
+
+/*
+ * Every collective, blocking (f NULL) or as a request (form f), goes
+ * through one skeleton (collective, below): recall the thread's memo (a
+ * remembered host call goes straight to the host, a remembered engine
+ * call to the engine); start gocoll; check the communicator, then the
+ * collective's own arguments (its datatypes, op, counts and buffers,
+ * which give the call's size); let the tuner decide and run the call if
+ * gocoll takes it; else remember and count the host call and hand it to
+ * the host. A request never uses the thread's memos nor the engine's C
+ * half, and counts its host calls apart (GC_K_REQUEST_HOST).
+ *
+ * A call's arguments travel as one struct args; the parts that differ
+ * between the collectives are the small functions that read it (args_match,
+ * why_args, host). The skeleton is always inlined into each collective's
+ * entry, with a constant coll, so their switches fold away: a remembered
+ * host call costs the loads and compares of its memo, its counter and
+ * the host call (a tail call), as when each collective had its own copy
+ * of the skeleton.
+ */
+struct args {
+    int coll;
+    int large;          /* the _c form: MPI_Count counts (reduce-scatter: its counts are int64_t) */
+    const void *sbuf;
+    void *rbuf;
+    C64 count;          /* allreduce: count; _block: recvcount; allgather: recvcount; reduce-scatter: 0 */
+    const void *counts; /* reduce-scatter's recvcounts */
+    H dt, op, comm;     /* allgather: dt is the receive type, op 0 */
+    C64 scount;         /* allgather's send count and type */
+    H stype;
+    const struct gc_form *f;
+};
+
+/* sum is the total of a reduce-scatter's n recvcounts. */
+static ALWAYS_INLINE int64_t sum(const void *counts, int counts64, int n) {
+    int64_t t = 0;
+    if (counts64)
+        for (int i = 0; i < n; i++) t += ((const int64_t *)counts)[i];
+    else
+        for (int i = 0; i < n; i++) t += ((const int *)counts)[i];
+    return t;
+}
+
+/* args_match: whether a call is remembered call m. A reduce-scatter's
+ * counts are read only once the communicator is known to be m's: the
+ * array has one per rank. */
+static ALWAYS_INLINE int args_match(const struct memo *m, const struct args *a) {
+    if (a->coll == GC_REDUCE_SCATTER)
+        return a->counts && same(m, a->comm, a->dt, a->op) && sum(a->counts, a->large, m->size) == m->n;
+    return a->count == m->n && same(m, a->comm, a->dt, a->op);
+}
+
+/* recall returns the thread's remembered call that a blocking call
+ * matches, or NULL. */
+static ALWAYS_INLINE const struct memo *recall(const struct args *a) {
+    if (a->f) return NULL;
+    for (int i = 0; i < MEMOS; i++) {
+        const struct memo *m = &memos[a->coll][i];
+        if (args_match(m, a)) return m;
+    }
+    return NULL;
 }
 
 /*
@@ -623,204 +682,170 @@ static int ran_remembered(const struct memo *m, const struct gc_call *call, H co
     return !on_device(&c) && ran_engine(&c, rc);
 }
 
+/* sends_as_remembered: an allgather is remembered by its receive side;
+ * the engine runs it again only if it sends in place or as it receives. */
+static ALWAYS_INLINE int sends_as_remembered(const struct args *a) {
+    return a->coll != GC_ALLGATHER || a->sbuf == gc_c.in_place || (a->stype == a->dt && a->scount == a->count);
+}
+
 /* ran_done returns the result of a call gocoll ran, remembering it
  * first if the engine ran it (the arguments as remember's). */
-static inline int ran_done(const struct gc_call *c, int rc, H dt, H op, int64_t n, uint64_t gen) {
-    if (c->engine && rc == 0) remember(c, GC_R_NONE, dt, op, n, gen);
+static inline int ran_done(const struct gc_call *c, int rc, int64_t n, uint64_t gen) {
+    if (c->engine && rc == 0) remember(c, GC_R_NONE, n, gen);
     return rc;
 }
 
-/* ---- the host's nonblocking and persistent forms ---- */
-
-/* H4 calls the host's nonblocking form (In) or persistent form (Init) of
- * a collective, or says that the host has none. */
-#define H4(In, Init, ...)                                                                                   \
-    (f->persistent ? (HOST(Init) ? HOST(Init)(__VA_ARGS__, f->info, f->req) : missing("MPI_" #Init))       \
-                   : (HOST(In) ? HOST(In)(__VA_ARGS__, f->req) : missing("MPI_" #In)))
-
-static int host_allreduce(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, int large, const struct gc_form *f) {
-    if (large) return H4(Iallreduce_c, Allreduce_init_c, sbuf, rbuf, count, dt, op, comm);
-    return H4(Iallreduce, Allreduce_init, sbuf, rbuf, (int)count, dt, op, comm);
+/* bad_buffers: whether a call that sends and receives count elements
+ * (allgather: receives) has a buffer the host must report (a negative
+ * count, MPI_IN_PLACE as the receive buffer, a NULL buffer with data). */
+static inline int bad_buffers(const struct gc_call *c, int64_t count) {
+    return count < 0 || c->rbuf == gc_c.in_place || (count > 0 && (!c->rbuf || (!c->inplace && !c->sbuf)));
 }
 
-static int host_reduce_scatter_block(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, int large,
-                                     const struct gc_form *f) {
-    if (large) return H4(Ireduce_scatter_block_c, Reduce_scatter_block_init_c, sbuf, rbuf, count, dt, op, comm);
-    return H4(Ireduce_scatter_block, Reduce_scatter_block_init, sbuf, rbuf, (int)count, dt, op, comm);
+/* The checks of each collective's own arguments, once its communicator
+ * is known (c->cs): GC_R_NONE with c->bytes set (the size the tuner
+ * sees), or why the host runs the call. */
+
+static inline int why_allreduce(struct gc_call *c, const struct args *a) {
+    int why = why_reduce(c, a->dt, a->op);
+    if (why) return why;
+    c->bytes = a->count * c->elem;
+    return bad_buffers(c, a->count) ? GC_R_BUFFER : GC_R_NONE;
 }
 
-static int host_reduce_scatter(const void *sbuf, void *rbuf, const void *counts, int counts64, H dt, H op, H comm,
-                               const struct gc_form *f) {
-    if (counts64) return H4(Ireduce_scatter_c, Reduce_scatter_init_c, sbuf, rbuf, counts, dt, op, comm);
-    return H4(Ireduce_scatter, Reduce_scatter_init, sbuf, rbuf, counts, dt, op, comm);
+static inline int why_reduce_scatter_block(struct gc_call *c, const struct args *a) {
+    int why = why_reduce(c, a->dt, a->op);
+    if (why) return why;
+    c->bytes = a->count * c->elem * c->cs->size;
+    return bad_buffers(c, a->count) ? GC_R_BUFFER : GC_R_NONE;
 }
 
-static int host_allgather(const void *sbuf, C64 scount, H stype, void *rbuf, C64 rcount, H rtype, H comm, int large,
+/* why_reduce_scatter also sets *total, the sum of the recvcounts (the
+ * count the call is remembered by). */
+static inline int why_reduce_scatter(struct gc_call *c, const struct args *a, int64_t *total) {
+    int why = why_reduce(c, a->dt, a->op);
+    if (why) return why;
+    int64_t mine = 0;
+    int bad = !a->counts;
+    for (int i = 0; !bad && i < c->cs->size; i++) {
+        int64_t n = a->large ? ((const int64_t *)a->counts)[i] : ((const int *)a->counts)[i];
+        if (n < 0) bad = 1;
+        *total += n;
+        if (i == c->cs->rank) mine = n;
+    }
+    c->bytes = *total * c->elem;
+    if (bad || c->rbuf == gc_c.in_place || (mine > 0 && !c->rbuf) || (*total > 0 && c->inplace && !c->rbuf) ||
+        (*total > 0 && !c->inplace && !c->sbuf))
+        return GC_R_BUFFER;
+    return GC_R_NONE;
+}
+
+static inline int why_allgather(struct gc_call *c, const struct args *a) {
+    int st = 0, ssize = 0;
+    c->dt = a->dt;
+    if (!type_of(a->dt, &c->type, &c->elem) || (!c->inplace && !type_of(a->stype, &st, &ssize)))
+        return GC_R_DATATYPE;
+    if (!c->inplace && a->scount * ssize != a->count * c->elem) return GC_R_SIZES;
+    c->bytes = a->count * c->elem * c->cs->size;
+    return bad_buffers(c, a->count) || (!c->inplace && a->scount < 0) ? GC_R_BUFFER : GC_R_NONE;
+}
+
+/* why_args checks a call's own arguments (above); *n is the count it is
+ * remembered by. */
+static ALWAYS_INLINE int why_args(struct gc_call *c, const struct args *a, int64_t *n) {
+    switch (a->coll) {
+    case GC_ALLREDUCE: return why_allreduce(c, a);
+    case GC_REDUCE_SCATTER_BLOCK: return why_reduce_scatter_block(c, a);
+    case GC_REDUCE_SCATTER: return why_reduce_scatter(c, a, n);
+    default: return why_allgather(c, a);
+    }
+}
+
+/* CALL calls the host's blocking (Fn), nonblocking (In) or persistent
+ * (Init) form of a collective, as a call of form f is, or says that the
+ * host has none. */
+#define CALL1(fn, ...) (HOST(fn) ? HOST(fn)(__VA_ARGS__) : missing("MPI_" #fn))
+#define CALL(Fn, In, Init, ...)                                                                             \
+    (!f ? CALL1(Fn, __VA_ARGS__)                                                                            \
+        : f->persistent ? CALL1(Init, __VA_ARGS__, f->info, f->req) : CALL1(In, __VA_ARGS__, f->req))
+
+/* host hands a call to the host MPI, in its form. */
+static ALWAYS_INLINE int host(const struct args *a) {
+    const struct gc_form *f = a->f;
+    switch (a->coll) {
+    case GC_ALLREDUCE:
+        if (a->large)
+            return CALL(Allreduce_c, Iallreduce_c, Allreduce_init_c, a->sbuf, a->rbuf, a->count, a->dt, a->op, a->comm);
+        return CALL(Allreduce, Iallreduce, Allreduce_init, a->sbuf, a->rbuf, (int)a->count, a->dt, a->op, a->comm);
+    case GC_REDUCE_SCATTER_BLOCK:
+        if (a->large)
+            return CALL(Reduce_scatter_block_c, Ireduce_scatter_block_c, Reduce_scatter_block_init_c, a->sbuf, a->rbuf,
+                        a->count, a->dt, a->op, a->comm);
+        return CALL(Reduce_scatter_block, Ireduce_scatter_block, Reduce_scatter_block_init, a->sbuf, a->rbuf,
+                    (int)a->count, a->dt, a->op, a->comm);
+    case GC_REDUCE_SCATTER:
+        if (a->large)
+            return CALL(Reduce_scatter_c, Ireduce_scatter_c, Reduce_scatter_init_c, a->sbuf, a->rbuf, a->counts, a->dt,
+                        a->op, a->comm);
+        return CALL(Reduce_scatter, Ireduce_scatter, Reduce_scatter_init, a->sbuf, a->rbuf, a->counts, a->dt, a->op,
+                    a->comm);
+    default:
+        if (a->large)
+            return CALL(Allgather_c, Iallgather_c, Allgather_init_c, a->sbuf, a->scount, a->stype, a->rbuf, a->count,
+                        a->dt, a->comm);
+        return CALL(Allgather, Iallgather, Allgather_init, a->sbuf, (int)a->scount, a->stype, a->rbuf, (int)a->count,
+                    a->dt, a->comm);
+    }
+}
+
+/* collective is the skeleton every collective runs through (above). */
+static ALWAYS_INLINE int collective(struct args a) {
+    const struct memo *m = recall(&a);
+    if (m && !m->engine && hit(m, a.coll)) return host(&a);
+    struct gc_call c = {.coll = a.coll, .sbuf = a.sbuf, .rbuf = a.rbuf, .count = a.count, .counts = a.counts,
+                        .counts64 = a.coll == GC_REDUCE_SCATTER && a.large, .commutative = a.coll == GC_ALLGATHER};
+    int why = GC_R_NOT_READY, rc;
+    if (m && sends_as_remembered(&a) && ran_remembered(m, &c, a.comm, &rc)) return rc;
+    int64_t n = a.count; /* the count the call is remembered by (reduce-scatter: set by why_args) */
+    uint64_t gen = __atomic_load_n(&decide_gen, __ATOMIC_ACQUIRE);
+    if (start()) {
+        a.dt = gc_fix(a.dt), a.comm = gc_fix(a.comm);
+        if (a.coll == GC_ALLGATHER)
+            a.stype = gc_fix(a.stype);
+        else
+            a.op = gc_fix(a.op);
+        c.inplace = a.sbuf == gc_c.in_place;
+        if (!(why = why_comm(&c, a.comm)) && !(why = why_args(&c, &a, &n)) && ran(&c, &why, &rc, a.f))
+            return ran_done(&c, rc, n, gen);
+    } else if (state == S_BADCONFIG) {
+        return fail_call(gc_fix(a.comm));
+    }
+    if (!a.f) remember(&c, why, n, gen);
+    note(&c, why, a.f);
+    return host(&a);
+}
+
+static int allreduce(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, int large, const struct gc_form *f) {
+    return collective((struct args){.coll = GC_ALLREDUCE, .large = large, .sbuf = sbuf, .rbuf = rbuf, .count = count,
+                                    .dt = dt, .op = op, .comm = comm, .f = f});
+}
+
+static int reduce_scatter_block(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, int large,
+                                const struct gc_form *f) {
+    return collective((struct args){.coll = GC_REDUCE_SCATTER_BLOCK, .large = large, .sbuf = sbuf, .rbuf = rbuf,
+                                    .count = count, .dt = dt, .op = op, .comm = comm, .f = f});
+}
+
+static int reduce_scatter(const void *sbuf, void *rbuf, const void *counts, int counts64, H dt, H op, H comm,
                           const struct gc_form *f) {
-    if (large) return H4(Iallgather_c, Allgather_init_c, sbuf, scount, stype, rbuf, rcount, rtype, comm);
-    return H4(Iallgather, Allgather_init, sbuf, (int)scount, stype, rbuf, (int)rcount, rtype, comm);
+    return collective((struct args){.coll = GC_REDUCE_SCATTER, .large = counts64, .sbuf = sbuf, .rbuf = rbuf,
+                                    .counts = counts, .dt = dt, .op = op, .comm = comm, .f = f});
 }
 
-/* ---- the collectives ---- */
-
-/* The four collectives, blocking (f NULL) or as a request (form f): a
- * request never uses the thread's memos nor the engine's C half, and
- * counts its host calls apart (GC_K_REQUEST_HOST). */
-static inline int allreduce(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, int large, const struct gc_form *f) {
-    const struct memo *m = f ? NULL : recall(GC_ALLREDUCE, comm, dt, op, count);
-    if (m && !m->engine && hit(m, GC_ALLREDUCE)) goto host;
-    struct gc_call c = {.coll = GC_ALLREDUCE, .sbuf = sbuf, .rbuf = rbuf, .count = count};
-    int why = GC_R_NOT_READY, rc;
-    if (m && ran_remembered(m, &c, comm, &rc)) return rc;
-    uint64_t gen = __atomic_load_n(&decide_gen, __ATOMIC_ACQUIRE);
-    if (start()) {
-        dt = gc_fix(dt), op = gc_fix(op), comm = gc_fix(comm);
-        c.inplace = sbuf == gc_c.in_place;
-        if (!(why = why_comm(&c, comm)) && !(why = why_reduce(&c, dt, op))) {
-            c.bytes = count * c.elem;
-            if (count < 0 || rbuf == gc_c.in_place || (count > 0 && (!rbuf || (!c.inplace && !sbuf))))
-                why = GC_R_BUFFER;
-            else if (ran(&c, &why, &rc, f)) return ran_done(&c, rc, c.dt, c.mpiop, count, gen);
-        }
-    } else if (state == S_BADCONFIG) {
-        return fail_call(gc_fix(comm));
-    }
-    if (!f) remember(&c, why, c.dt, c.mpiop, count, gen);
-    note(&c, why, f);
-host:
-    if (f) return host_allreduce(sbuf, rbuf, count, dt, op, comm, large, f);
-    if (large) return HOST(Allreduce_c) ? HOST(Allreduce_c)(sbuf, rbuf, count, dt, op, comm) : missing("MPI_Allreduce_c");
-    return HOST(Allreduce) ? HOST(Allreduce)(sbuf, rbuf, (int)count, dt, op, comm) : missing("MPI_Allreduce");
-}
-
-static inline int reduce_scatter_block(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, int large,
-                                       const struct gc_form *f) {
-    const struct memo *m = f ? NULL : recall(GC_REDUCE_SCATTER_BLOCK, comm, dt, op, count);
-    if (m && !m->engine && hit(m, GC_REDUCE_SCATTER_BLOCK)) goto host;
-    struct gc_call c = {.coll = GC_REDUCE_SCATTER_BLOCK, .sbuf = sbuf, .rbuf = rbuf, .count = count};
-    int why = GC_R_NOT_READY, rc;
-    if (m && ran_remembered(m, &c, comm, &rc)) return rc;
-    uint64_t gen = __atomic_load_n(&decide_gen, __ATOMIC_ACQUIRE);
-    if (start()) {
-        dt = gc_fix(dt), op = gc_fix(op), comm = gc_fix(comm);
-        c.inplace = sbuf == gc_c.in_place;
-        if (!(why = why_comm(&c, comm)) && !(why = why_reduce(&c, dt, op))) {
-            c.bytes = count * c.elem * c.cs->size;
-            if (count < 0 || rbuf == gc_c.in_place || (count > 0 && (!rbuf || (!c.inplace && !sbuf))))
-                why = GC_R_BUFFER;
-            else if (ran(&c, &why, &rc, f)) return ran_done(&c, rc, c.dt, c.mpiop, count, gen);
-        }
-    } else if (state == S_BADCONFIG) {
-        return fail_call(gc_fix(comm));
-    }
-    if (!f) remember(&c, why, c.dt, c.mpiop, count, gen);
-    note(&c, why, f);
-host:
-    if (f) return host_reduce_scatter_block(sbuf, rbuf, count, dt, op, comm, large, f);
-    if (large)
-        return HOST(Reduce_scatter_block_c) ? HOST(Reduce_scatter_block_c)(sbuf, rbuf, count, dt, op, comm)
-                                            : missing("MPI_Reduce_scatter_block_c");
-    return HOST(Reduce_scatter_block) ? HOST(Reduce_scatter_block)(sbuf, rbuf, (int)count, dt, op, comm)
-                                      : missing("MPI_Reduce_scatter_block");
-}
-
-/* sum is the total of a reduce-scatter's n recvcounts. */
-static inline int64_t sum(const void *counts, int counts64, int n) {
-    int64_t t = 0;
-    if (counts64)
-        for (int i = 0; i < n; i++) t += ((const int64_t *)counts)[i];
-    else
-        for (int i = 0; i < n; i++) t += ((const int *)counts)[i];
-    return t;
-}
-
-static inline int reduce_scatter(const void *sbuf, void *rbuf, const void *counts, int counts64, H dt, H op, H comm,
-                                 const struct gc_form *f) {
-    /* The counts are read only once the communicator is known: the
-     * array has one per rank. */
-    const struct memo *m = NULL;
-    for (int i = 0; !f && counts && !m && i < MEMOS; i++)
-        if (same(&memos[GC_REDUCE_SCATTER][i], comm, dt, op) &&
-            sum(counts, counts64, memos[GC_REDUCE_SCATTER][i].size) == memos[GC_REDUCE_SCATTER][i].n)
-            m = &memos[GC_REDUCE_SCATTER][i];
-    if (m && !m->engine && hit(m, GC_REDUCE_SCATTER)) goto host;
-    struct gc_call c = {.coll = GC_REDUCE_SCATTER, .sbuf = sbuf, .rbuf = rbuf, .counts = counts, .counts64 = counts64};
-    int why = GC_R_NOT_READY, rc;
-    if (m && ran_remembered(m, &c, comm, &rc)) return rc;
-    int64_t total = 0;
-    uint64_t gen = __atomic_load_n(&decide_gen, __ATOMIC_ACQUIRE);
-    if (start()) {
-        dt = gc_fix(dt), op = gc_fix(op), comm = gc_fix(comm);
-        c.inplace = sbuf == gc_c.in_place;
-        if (!(why = why_comm(&c, comm)) && !(why = why_reduce(&c, dt, op))) {
-            int64_t mine = 0;
-            int bad = !counts;
-            for (int i = 0; !bad && i < c.cs->size; i++) {
-                int64_t n = counts64 ? ((const int64_t *)counts)[i] : ((const int *)counts)[i];
-                if (n < 0) bad = 1;
-                total += n;
-                if (i == c.cs->rank) mine = n;
-            }
-            c.bytes = total * c.elem;
-            if (bad || rbuf == gc_c.in_place || (mine > 0 && !rbuf) || (total > 0 && c.inplace && !rbuf) ||
-                (total > 0 && !c.inplace && !sbuf))
-                why = GC_R_BUFFER;
-            else if (ran(&c, &why, &rc, f)) return ran_done(&c, rc, c.dt, c.mpiop, total, gen);
-        }
-    } else if (state == S_BADCONFIG) {
-        return fail_call(gc_fix(comm));
-    }
-    if (!f) remember(&c, why, c.dt, c.mpiop, total, gen);
-    note(&c, why, f);
-host:
-    if (f) return host_reduce_scatter(sbuf, rbuf, counts, counts64, dt, op, comm, f);
-    if (counts64)
-        return HOST(Reduce_scatter_c) ? HOST(Reduce_scatter_c)(sbuf, rbuf, counts, dt, op, comm)
-                                      : missing("MPI_Reduce_scatter_c");
-    return HOST(Reduce_scatter) ? HOST(Reduce_scatter)(sbuf, rbuf, counts, dt, op, comm) : missing("MPI_Reduce_scatter");
-}
-
-static inline int allgather(const void *sbuf, C64 scount, H stype, void *rbuf, C64 rcount, H rtype, H comm, int large,
-                            const struct gc_form *f) {
-    const struct memo *m = f ? NULL : recall(GC_ALLGATHER, comm, rtype, 0, rcount);
-    if (m && !m->engine && hit(m, GC_ALLGATHER)) goto host;
-    struct gc_call c = {.coll = GC_ALLGATHER, .sbuf = sbuf, .rbuf = rbuf, .count = rcount, .commutative = 1};
-    int why = GC_R_NOT_READY, rc;
-    /* The engine's calls are remembered by the receive side: the send
-     * side must be in place or the same. */
-    if (m && (sbuf == gc_c.in_place || (stype == rtype && scount == rcount)) && ran_remembered(m, &c, comm, &rc))
-        return rc;
-    uint64_t gen = __atomic_load_n(&decide_gen, __ATOMIC_ACQUIRE);
-    if (start()) {
-        stype = gc_fix(stype), rtype = gc_fix(rtype), comm = gc_fix(comm);
-        c.inplace = sbuf == gc_c.in_place;
-        if (!(why = why_comm(&c, comm))) {
-            int st = 0, ssize = 0;
-            c.dt = rtype;
-            if (!type_of(rtype, &c.type, &c.elem) || (!c.inplace && !type_of(stype, &st, &ssize)))
-                why = GC_R_DATATYPE;
-            else if (!c.inplace && scount * ssize != rcount * c.elem)
-                why = GC_R_SIZES;
-            else {
-                c.bytes = rcount * c.elem * c.cs->size;
-                if (rcount < 0 || (!c.inplace && scount < 0) || rbuf == gc_c.in_place ||
-                    (rcount > 0 && (!rbuf || (!c.inplace && !sbuf))))
-                    why = GC_R_BUFFER;
-                else if (ran(&c, &why, &rc, f)) return ran_done(&c, rc, c.dt, 0, rcount, gen);
-            }
-        }
-    } else if (state == S_BADCONFIG) {
-        return fail_call(gc_fix(comm));
-    }
-    if (!f) remember(&c, why, c.dt, 0, rcount, gen);
-    note(&c, why, f);
-host:
-    if (f) return host_allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, large, f);
-    if (large)
-        return HOST(Allgather_c) ? HOST(Allgather_c)(sbuf, scount, stype, rbuf, rcount, rtype, comm)
-                                 : missing("MPI_Allgather_c");
-    return HOST(Allgather) ? HOST(Allgather)(sbuf, (int)scount, stype, rbuf, (int)rcount, rtype, comm)
-                           : missing("MPI_Allgather");
+static int allgather(const void *sbuf, C64 scount, H stype, void *rbuf, C64 rcount, H rtype, H comm, int large,
+                     const struct gc_form *f) {
+    return collective((struct args){.coll = GC_ALLGATHER, .large = large, .sbuf = sbuf, .rbuf = rbuf, .count = rcount,
+                                    .dt = rtype, .comm = comm, .scount = scount, .stype = stype, .f = f});
 }
 
 /* ---- the exported C names ---- */
