@@ -68,7 +68,7 @@ enum {
  * "<call>.fast_remembered" by gocoll_test_counter), GC_K_CORRECTED
  * calls gocoll ran because the host is excluded on their (op, datatype)
  * (GC_HOW_CORRECTED, below; package counters' Corrected). Each thread
- * counts in a block of its own (shim.c); gc_counter sums them with
+ * counts in a block of its own (counters.c); gc_counter sums them with
  * gc_counters, where the Go tests set values.
  */
 enum { GC_K_HOST = 0, GC_K_HOST_CACHED = 1, GC_K_CACHED = 2, GC_K_FALLBACK = 3, GC_K_MEMO = 4, GC_K_FAST = 5,
@@ -208,7 +208,6 @@ int gc_errhandler_returns(gc_handle comm);
 int gc_world_rank(void);
 int gc_thread_level(void); /* the host's MPI_Query_thread, -1 if unknown */
 void gc_register_progress(int thread); /* requests.c: who moves gocoll's requests */
-extern int gc_requests_movable;        /* requests.c: 1 once something does */
 int gc_large_p2p(void);
 const char *gc_library_version(void);
 

@@ -1,8 +1,9 @@
 /*
- * The nonblocking and persistent collectives' entry points, and the
- * completion calls that must tell gocoll's requests from the host's.
+ * gocoll's requests: the nonblocking and persistent calls that shim.c
+ * gives gocoll (requests.h), and the completion calls that must tell
+ * gocoll's requests from the host's.
  *
- * A call that gocoll runs as a request (shim.c, run_request) gets a slot
+ * A call that gocoll runs as a request (gc_request_run) gets a slot
  * here, which holds the Go half's request id, and the application a
  * handle the host never makes: on Open MPI (MPI_Request a pointer) the
  * slot's address; on MPICH (an int) GC_MPICH_REQ | slot, whose handle
@@ -20,6 +21,8 @@
 #include <string.h>
 #include <time.h>
 #include "internal.h"
+#include "counters.h"
+#include "requests.h"
 #include "_cgo_export.h"
 
 #define NREQ 4096
@@ -93,7 +96,10 @@ static void hold(struct req *r, int on) {
  * Otherwise (MPICH, which offers no such hook, without the thread) the
  * nonblocking and persistent forms go to the host (GC_R_PROGRESS).
  */
-int gc_requests_movable;
+static int movable;
+
+int gc_requests_movable(void) { return __atomic_load_n(&movable, __ATOMIC_RELAXED); }
+
 static __thread __attribute__((tls_model("initial-exec"))) int in_hook;
 
 static int progress_hook(void) {
@@ -106,12 +112,12 @@ static int progress_hook(void) {
 
 void gc_register_progress(int thread) {
     if (thread) {
-        __atomic_store_n(&gc_requests_movable, 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&movable, 1, __ATOMIC_RELEASE);
         return;
     }
     if (gc_flavor != GC_OMPI) return;
     int (*reg)(int (*)(void)) = (int (*)(int (*)(void)))dlsym(RTLD_DEFAULT, "opal_progress_register");
-    if (reg && reg(progress_hook) == 0) __atomic_store_n(&gc_requests_movable, 1, __ATOMIC_RELEASE);
+    if (reg && reg(progress_hook) == 0) __atomic_store_n(&movable, 1, __ATOMIC_RELEASE);
 }
 
 /* gc_requests_forget drops a communicator's state, being freed, from
@@ -126,7 +132,9 @@ void gc_requests_forget(struct gc_comm *cs) {
     pthread_mutex_unlock(&slots_mu);
 }
 
-int gc_request_new(const struct gc_call *c, const struct gc_form *f, int id) {
+/* request_new puts Go's request id of call c in a slot and hands the
+ * application its handle: 0, or an MPI error class. */
+static int request_new(const struct gc_call *c, const struct gc_form *f, int id) {
     pthread_mutex_lock(&slots_mu);
     struct req *r = NULL;
     for (int i = 0; i < NREQ && !r; i++)
@@ -144,6 +152,24 @@ int gc_request_new(const struct gc_call *c, const struct gc_form *f, int id) {
     if (!f->persistent) hold(r, 1);
     rset(f->req, 0, handle(r));
     return 0;
+}
+
+/* gc_request_run makes a request of a call gocoll runs, in form f
+ * (gc_go_irun), and hands the application its handle: MPI_SUCCESS, a
+ * host error code (after calling the communicator's error handler), or
+ * the Go half's -1 or -2 (the host runs the call), as shim.c's run. */
+int gc_request_run(struct gc_call *c, const struct gc_form *f) {
+    int id = 0;
+    int rc = gc_go_irun(c, f->persistent, &id);
+    if (rc < 0) return rc;
+    if (rc == 0) rc = request_new(c, f, id);
+    if (rc == 0) {
+        if (!f->persistent) gc_count(c->coll, GC_K_REQUEST); /* a persistent one counts at each MPI_Start */
+        return 0;
+    }
+    int code = gc_host_class(rc);
+    gc_p.Comm_call_errhandler(c->comm, code);
+    return code;
 }
 
 static void release(struct req *r, void *h) {
@@ -476,72 +502,4 @@ int MPI_Waitsome(int n, void *reqs, int *outcount, int *indices, void *sts) {
 int MPI_Testsome(int n, void *reqs, int *outcount, int *indices, void *sts) {
     if (!mixed(n, reqs)) return HOSTFN(Testsome)(n, reqs, outcount, indices, sts);
     return some(n, reqs, outcount, indices, sts, 0, 0, NULL);
-}
-
-/* ---- the nonblocking and persistent collectives ---- */
-
-#define NB(req) (&(struct gc_form){.req = (req)})
-#define PERS(info, req) (&(struct gc_form){.persistent = 1, .info = (info), .req = (req)})
-
-int MPI_Iallreduce(const void *s, void *r, int n, H dt, H op, H comm, H *req) {
-    return gc_allreduce_f(s, r, n, dt, op, comm, 0, NB(req));
-}
-int MPI_Iallreduce_c(const void *s, void *r, C64 n, H dt, H op, H comm, H *req) {
-    return gc_allreduce_f(s, r, n, dt, op, comm, 1, NB(req));
-}
-int MPI_Ireduce_scatter_block(const void *s, void *r, int n, H dt, H op, H comm, H *req) {
-    return gc_reduce_scatter_block_f(s, r, n, dt, op, comm, 0, NB(req));
-}
-int MPI_Ireduce_scatter_block_c(const void *s, void *r, C64 n, H dt, H op, H comm, H *req) {
-    return gc_reduce_scatter_block_f(s, r, n, dt, op, comm, 1, NB(req));
-}
-int MPI_Ireduce_scatter(const void *s, void *r, const int *counts, H dt, H op, H comm, H *req) {
-    return gc_reduce_scatter_f(s, r, counts, 0, dt, op, comm, NB(req));
-}
-int MPI_Ireduce_scatter_c(const void *s, void *r, const C64 *counts, H dt, H op, H comm, H *req) {
-    return gc_reduce_scatter_f(s, r, counts, 1, dt, op, comm, NB(req));
-}
-int MPI_Iallgather(const void *s, int sn, H st, void *r, int rn, H rt, H comm, H *req) {
-    return gc_allgather_f(s, sn, st, r, rn, rt, comm, 0, NB(req));
-}
-int MPI_Iallgather_c(const void *s, C64 sn, H st, void *r, C64 rn, H rt, H comm, H *req) {
-    return gc_allgather_f(s, sn, st, r, rn, rt, comm, 1, NB(req));
-}
-int MPI_Allreduce_init(const void *s, void *r, int n, H dt, H op, H comm, H info, H *req) {
-    return gc_allreduce_f(s, r, n, dt, op, comm, 0, PERS(info, req));
-}
-int MPI_Allreduce_init_c(const void *s, void *r, C64 n, H dt, H op, H comm, H info, H *req) {
-    return gc_allreduce_f(s, r, n, dt, op, comm, 1, PERS(info, req));
-}
-int MPI_Reduce_scatter_block_init(const void *s, void *r, int n, H dt, H op, H comm, H info, H *req) {
-    return gc_reduce_scatter_block_f(s, r, n, dt, op, comm, 0, PERS(info, req));
-}
-int MPI_Reduce_scatter_block_init_c(const void *s, void *r, C64 n, H dt, H op, H comm, H info, H *req) {
-    return gc_reduce_scatter_block_f(s, r, n, dt, op, comm, 1, PERS(info, req));
-}
-int MPI_Reduce_scatter_init(const void *s, void *r, const int *counts, H dt, H op, H comm, H info, H *req) {
-    return gc_reduce_scatter_f(s, r, counts, 0, dt, op, comm, PERS(info, req));
-}
-int MPI_Reduce_scatter_init_c(const void *s, void *r, const C64 *counts, H dt, H op, H comm, H info, H *req) {
-    return gc_reduce_scatter_f(s, r, counts, 1, dt, op, comm, PERS(info, req));
-}
-int MPI_Allgather_init(const void *s, int sn, H st, void *r, int rn, H rt, H comm, H info, H *req) {
-    return gc_allgather_f(s, sn, st, r, rn, rt, comm, 0, PERS(info, req));
-}
-int MPI_Allgather_init_c(const void *s, C64 sn, H st, void *r, C64 rn, H rt, H comm, H info, H *req) {
-    return gc_allgather_f(s, sn, st, r, rn, rt, comm, 1, PERS(info, req));
-}
-/* Open MPI 4.1's names of the persistent collectives (its pcollreq
- * extension). */
-int MPIX_Allreduce_init(const void *s, void *r, int n, H dt, H op, H comm, H info, H *req) {
-    return MPI_Allreduce_init(s, r, n, dt, op, comm, info, req);
-}
-int MPIX_Reduce_scatter_block_init(const void *s, void *r, int n, H dt, H op, H comm, H info, H *req) {
-    return MPI_Reduce_scatter_block_init(s, r, n, dt, op, comm, info, req);
-}
-int MPIX_Reduce_scatter_init(const void *s, void *r, const int *counts, H dt, H op, H comm, H info, H *req) {
-    return MPI_Reduce_scatter_init(s, r, counts, dt, op, comm, info, req);
-}
-int MPIX_Allgather_init(const void *s, int sn, H st, void *r, int rn, H rt, H comm, H info, H *req) {
-    return MPI_Allgather_init(s, sn, st, r, rn, rt, comm, info, req);
 }

@@ -1,16 +1,17 @@
 /*
- * The C entry points of libgocoll-preload.so: MPI_Allreduce,
- * MPI_Reduce_scatter, MPI_Reduce_scatter_block, MPI_Allgather and their
- * MPI-4 large-count _c forms. Each decides here, in C, whatever it can
+ * The collectives' entry points of libgocoll-preload.so: MPI_Allreduce,
+ * MPI_Reduce_scatter, MPI_Reduce_scatter_block, MPI_Allgather, their
+ * MPI-4 large-count _c forms, and their nonblocking (MPI_I*) and
+ * persistent (MPI_*_init) forms. Each decides here, in C, whatever it can
  * without Go (entering Go costs about 0.2 us, a small native collective
  * 0.5 us): whether MPI is running, whether the communicator, datatype and
  * op are ones gocoll handles, and, from a per-communicator cache, what the
  * tuner chose last time for this size. Only calls that gocoll runs, the
  * first call of each size, and calls on CUDA device memory (which gocoll
  * runs on its device executor, deciding afresh each time) enter Go.
- * Everything else goes to the host MPI's PMPI_ function. The same code
- * decides the nonblocking and persistent forms (a gc_form; requests.c
- * has their entry points).
+ * Everything else goes to the host MPI's PMPI_ function. The
+ * nonblocking and persistent forms are decided the same way (a gc_form);
+ * those gocoll runs become requests.c's requests (requests.h).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -19,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
+#include "counters.h"
+#include "requests.h"
 #include "_cgo_export.h"
 
 /* For the few small functions of the path a remembered host call takes
@@ -27,46 +30,6 @@
 
 int gc_debug;
 int gc_forced_native[GC_NCOLL];
-uint64_t gc_counters[GC_NCOLL][GC_NCOUNTERS];
-
-/* Each thread that makes calls counts in a block of its own, with plain
- * adds (its only writer), which gc_counter sums with gc_counters: exact,
- * without a locked add per call (on this machine a quarter of what a
- * cached host call spends here). A thread's block outlives it, with its
- * counts; a thread that cannot get one counts in gc_counters, atomically. */
-struct thread_counters {
-    uint64_t n[GC_NCOLL][GC_NCOUNTERS];
-    struct thread_counters *next;
-};
-static struct thread_counters *all_counters;
-static __thread __attribute__((tls_model("initial-exec"))) struct thread_counters *my_counters;
-
-static struct thread_counters *new_counters(void) {
-    struct thread_counters *t = calloc(1, sizeof *t);
-    if (!t) return NULL;
-    t->next = __atomic_load_n(&all_counters, __ATOMIC_RELAXED);
-    while (!__atomic_compare_exchange_n(&all_counters, &t->next, t, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
-    }
-    return my_counters = t;
-}
-
-static ALWAYS_INLINE void count(int coll, int k) {
-    struct thread_counters *t = my_counters;
-    if (t || (t = new_counters()))
-        __atomic_store_n(&t->n[coll][k], __atomic_load_n(&t->n[coll][k], __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
-    else
-        __atomic_fetch_add(&gc_counters[coll][k], 1, __ATOMIC_RELAXED);
-}
-
-void gc_count(int coll, int k) { count(coll, k); }
-
-/* gc_counter is counter k of collective coll, over every thread. */
-uint64_t gc_counter(int coll, int k) {
-    uint64_t n = __atomic_load_n(&gc_counters[coll][k], __ATOMIC_RELAXED);
-    for (struct thread_counters *t = __atomic_load_n(&all_counters, __ATOMIC_ACQUIRE); t; t = t->next)
-        n += __atomic_load_n(&t->n[coll][k], __ATOMIC_RELAXED);
-    return n;
-}
 
 /* Life cycle: waiting for MPI_Init, running, or off for good. */
 enum { S_WAITING = 0, S_RUNNING = 1, S_OFF = 2, S_BADCONFIG = 3 };
@@ -213,8 +176,6 @@ static int start(void) {
     pthread_mutex_unlock(&start_mu);
     return running;
 }
-
-int gc_started(void) { return start(); }
 
 static void empty_cache(struct gc_comm *cs) {
     for (int c = 0; c < GC_NCOLL; c++)
@@ -369,8 +330,8 @@ static int why_device(const struct gc_call *c) {
  * GOCOLL_DEBUG=info, says why (the tuner's choices are logged by the
  * tuner's caller). */
 static void note(const struct gc_call *c, int why, const struct gc_form *f) {
-    count(c->coll, f ? GC_K_REQUEST_HOST : c->cached ? GC_K_HOST_CACHED : GC_K_HOST);
-    if (why == GC_R_TUNED && c->how == 2) count(c->coll, GC_K_FALLBACK);
+    gc_count(c->coll, f ? GC_K_REQUEST_HOST : c->cached ? GC_K_HOST_CACHED : GC_K_HOST);
+    if (why == GC_R_TUNED && c->how == 2) gc_count(c->coll, GC_K_FALLBACK);
     if (gc_debug && why != GC_R_TUNED && state == S_RUNNING)
         gc_go_note(c->coll, c->cs ? c->cs->rank : -1, why);
 }
@@ -390,22 +351,6 @@ static int run(struct gc_call *c) {
 /* fail_call fails a call with MPI_ERR_ARG through the communicator's
  * error handler: GOCOLL_ variables are wrong (reported once, at the
  * first call), or GOCOLL_FALLBACK=error refuses the call (reported). */
-/* run_request makes a request of the call in form f (gc_go_irun) and
- * hands the application its handle: as run. */
-static int run_request(struct gc_call *c, const struct gc_form *f) {
-    int id = 0;
-    int rc = gc_go_irun(c, f->persistent, &id);
-    if (rc < 0) return rc;
-    if (rc == 0) rc = gc_request_new(c, f, id);
-    if (rc == 0) {
-        if (!f->persistent) count(c->coll, GC_K_REQUEST); /* a persistent one counts at each MPI_Start */
-        return 0;
-    }
-    int code = gc_host_class(rc);
-    gc_p.Comm_call_errhandler(c->comm, code);
-    return code;
-}
-
 static int fail_call(H comm) {
     int code = gc_host_class(12); /* MPI_ERR_ARG */
     gc_p.Comm_call_errhandler(comm, code);
@@ -482,10 +427,10 @@ static int engine(const struct gc_call *c) {
 static int ran_engine(struct gc_call *c, int *rc) {
     if ((*rc = engine(c)) == GOCOLL_SHM_DECLINE) return 0;
     c->engine = 1;
-    count(c->coll, GC_K_FAST);
-    if (c->how & GC_HOW_CORRECTED) count(c->coll, GC_K_CORRECTED);
-    if (c->remembered) count(c->coll, GC_K_FAST_MEMO);
-    if (c->cached) count(c->coll, GC_K_CACHED);
+    gc_count(c->coll, GC_K_FAST);
+    if (c->how & GC_HOW_CORRECTED) gc_count(c->coll, GC_K_CORRECTED);
+    if (c->remembered) gc_count(c->coll, GC_K_FAST_MEMO);
+    if (c->cached) gc_count(c->coll, GC_K_CACHED);
     if (*rc > 0) {
         int code = gc_host_class(*rc);
         gc_p.Comm_call_errhandler(c->comm, code);
@@ -507,14 +452,14 @@ static int ran(struct gc_call *c, int *why, int *rc, const struct gc_form *f) {
         return 1;
     }
     if (*why || (*why = why_device(c))) return 0;
-    if (f && !__atomic_load_n(&gc_requests_movable, __ATOMIC_RELAXED)) {
+    if (f && !gc_requests_movable()) {
         *why = GC_R_PROGRESS;
         return 0;
     }
     if (!f && !c->device && c->alg == gc_shm_alg[c->coll] && ran_engine(c, rc)) return 1;
-    if ((*rc = f ? run_request(c, f) : run(c)) >= 0) {
-        if (c->cached) count(c->coll, GC_K_CACHED);
-        if (c->how & GC_HOW_CORRECTED) count(c->coll, GC_K_CORRECTED);
+    if ((*rc = f ? gc_request_run(c, f) : run(c)) >= 0) {
+        if (c->cached) gc_count(c->coll, GC_K_CACHED);
+        if (c->how & GC_HOW_CORRECTED) gc_count(c->coll, GC_K_CORRECTED);
         return 1;
     }
     *why = *rc == -2 ? GC_R_TUNED : GC_R_SETUP;
@@ -571,8 +516,8 @@ static ALWAYS_INLINE int same(const struct memo *m, H comm, H dt, H op) {
 /* hit counts a remembered call (GC_K_MEMO: a host call decided from the
  * cache, as the slow path would have counted it, and one remembered). */
 static ALWAYS_INLINE int hit(const struct memo *m, int coll) {
-    count(coll, GC_K_MEMO);
-    if (m->fallback) count(coll, GC_K_FALLBACK);
+    gc_count(coll, GC_K_MEMO);
+    if (m->fallback) gc_count(coll, GC_K_FALLBACK);
     return 1;
 }
 
@@ -851,56 +796,109 @@ static int allgather(const void *sbuf, C64 scount, H stype, void *rbuf, C64 rcou
 /* ---- the exported C names ---- */
 
 int MPI_Allreduce(const void *sbuf, void *rbuf, int count, H dt, H op, H comm) {
-    return gc_allreduce(sbuf, rbuf, count, dt, op, comm, 0);
+    return allreduce(sbuf, rbuf, count, dt, op, comm, 0, NULL);
 }
 int MPI_Allreduce_c(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm) {
-    return gc_allreduce(sbuf, rbuf, count, dt, op, comm, 1);
+    return allreduce(sbuf, rbuf, count, dt, op, comm, 1, NULL);
 }
 int MPI_Reduce_scatter_block(const void *sbuf, void *rbuf, int count, H dt, H op, H comm) {
-    return gc_reduce_scatter_block(sbuf, rbuf, count, dt, op, comm, 0);
+    return reduce_scatter_block(sbuf, rbuf, count, dt, op, comm, 0, NULL);
 }
 int MPI_Reduce_scatter_block_c(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm) {
-    return gc_reduce_scatter_block(sbuf, rbuf, count, dt, op, comm, 1);
+    return reduce_scatter_block(sbuf, rbuf, count, dt, op, comm, 1, NULL);
 }
 int MPI_Reduce_scatter(const void *sbuf, void *rbuf, const int counts[], H dt, H op, H comm) {
-    return gc_reduce_scatter(sbuf, rbuf, counts, 0, dt, op, comm);
+    return reduce_scatter(sbuf, rbuf, counts, 0, dt, op, comm, NULL);
 }
 int MPI_Reduce_scatter_c(const void *sbuf, void *rbuf, const C64 counts[], H dt, H op, H comm) {
-    return gc_reduce_scatter(sbuf, rbuf, counts, 1, dt, op, comm);
+    return reduce_scatter(sbuf, rbuf, counts, 1, dt, op, comm, NULL);
 }
 int MPI_Allgather(const void *sbuf, int scount, H stype, void *rbuf, int rcount, H rtype, H comm) {
-    return gc_allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, 0);
+    return allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, 0, NULL);
 }
 int MPI_Allgather_c(const void *sbuf, C64 scount, H stype, void *rbuf, C64 rcount, H rtype, H comm) {
-    return gc_allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, 1);
+    return allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, 1, NULL);
 }
 
-/* ---- the entry points' common forms ---- */
+/* The nonblocking and persistent collectives: the same decision, in
+ * form NB or PERS (requests.c completes the requests gocoll makes). */
+#define NB(req) (&(struct gc_form){.req = (req)})
+#define PERS(info, req) (&(struct gc_form){.persistent = 1, .info = (info), .req = (req)})
+
+int MPI_Iallreduce(const void *s, void *r, int n, H dt, H op, H comm, H *req) {
+    return allreduce(s, r, n, dt, op, comm, 0, NB(req));
+}
+int MPI_Iallreduce_c(const void *s, void *r, C64 n, H dt, H op, H comm, H *req) {
+    return allreduce(s, r, n, dt, op, comm, 1, NB(req));
+}
+int MPI_Ireduce_scatter_block(const void *s, void *r, int n, H dt, H op, H comm, H *req) {
+    return reduce_scatter_block(s, r, n, dt, op, comm, 0, NB(req));
+}
+int MPI_Ireduce_scatter_block_c(const void *s, void *r, C64 n, H dt, H op, H comm, H *req) {
+    return reduce_scatter_block(s, r, n, dt, op, comm, 1, NB(req));
+}
+int MPI_Ireduce_scatter(const void *s, void *r, const int *counts, H dt, H op, H comm, H *req) {
+    return reduce_scatter(s, r, counts, 0, dt, op, comm, NB(req));
+}
+int MPI_Ireduce_scatter_c(const void *s, void *r, const C64 *counts, H dt, H op, H comm, H *req) {
+    return reduce_scatter(s, r, counts, 1, dt, op, comm, NB(req));
+}
+int MPI_Iallgather(const void *s, int sn, H st, void *r, int rn, H rt, H comm, H *req) {
+    return allgather(s, sn, st, r, rn, rt, comm, 0, NB(req));
+}
+int MPI_Iallgather_c(const void *s, C64 sn, H st, void *r, C64 rn, H rt, H comm, H *req) {
+    return allgather(s, sn, st, r, rn, rt, comm, 1, NB(req));
+}
+int MPI_Allreduce_init(const void *s, void *r, int n, H dt, H op, H comm, H info, H *req) {
+    return allreduce(s, r, n, dt, op, comm, 0, PERS(info, req));
+}
+int MPI_Allreduce_init_c(const void *s, void *r, C64 n, H dt, H op, H comm, H info, H *req) {
+    return allreduce(s, r, n, dt, op, comm, 1, PERS(info, req));
+}
+int MPI_Reduce_scatter_block_init(const void *s, void *r, int n, H dt, H op, H comm, H info, H *req) {
+    return reduce_scatter_block(s, r, n, dt, op, comm, 0, PERS(info, req));
+}
+int MPI_Reduce_scatter_block_init_c(const void *s, void *r, C64 n, H dt, H op, H comm, H info, H *req) {
+    return reduce_scatter_block(s, r, n, dt, op, comm, 1, PERS(info, req));
+}
+int MPI_Reduce_scatter_init(const void *s, void *r, const int *counts, H dt, H op, H comm, H info, H *req) {
+    return reduce_scatter(s, r, counts, 0, dt, op, comm, PERS(info, req));
+}
+int MPI_Reduce_scatter_init_c(const void *s, void *r, const C64 *counts, H dt, H op, H comm, H info, H *req) {
+    return reduce_scatter(s, r, counts, 1, dt, op, comm, PERS(info, req));
+}
+int MPI_Allgather_init(const void *s, int sn, H st, void *r, int rn, H rt, H comm, H info, H *req) {
+    return allgather(s, sn, st, r, rn, rt, comm, 0, PERS(info, req));
+}
+int MPI_Allgather_init_c(const void *s, C64 sn, H st, void *r, C64 rn, H rt, H comm, H info, H *req) {
+    return allgather(s, sn, st, r, rn, rt, comm, 1, PERS(info, req));
+}
+/* Open MPI 4.1's names of the persistent collectives (its pcollreq
+ * extension). */
+int MPIX_Allreduce_init(const void *s, void *r, int n, H dt, H op, H comm, H info, H *req) {
+    return MPI_Allreduce_init(s, r, n, dt, op, comm, info, req);
+}
+int MPIX_Reduce_scatter_block_init(const void *s, void *r, int n, H dt, H op, H comm, H info, H *req) {
+    return MPI_Reduce_scatter_block_init(s, r, n, dt, op, comm, info, req);
+}
+int MPIX_Reduce_scatter_init(const void *s, void *r, const int *counts, H dt, H op, H comm, H info, H *req) {
+    return MPI_Reduce_scatter_init(s, r, counts, dt, op, comm, info, req);
+}
+int MPIX_Allgather_init(const void *s, int sn, H st, void *r, int rn, H rt, H comm, H info, H *req) {
+    return MPI_Allgather_init(s, sn, st, r, rn, rt, comm, info, req);
+}
+
+/* ---- the Fortran entry points' way in (fortran.c) ---- */
 
 int gc_allreduce(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, int large) {
     return allreduce(sbuf, rbuf, count, dt, op, comm, large, NULL);
 }
-int gc_allreduce_f(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, int large, const struct gc_form *f) {
-    return allreduce(sbuf, rbuf, count, dt, op, comm, large, f);
-}
 int gc_reduce_scatter_block(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, int large) {
     return reduce_scatter_block(sbuf, rbuf, count, dt, op, comm, large, NULL);
-}
-int gc_reduce_scatter_block_f(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, int large,
-                              const struct gc_form *f) {
-    return reduce_scatter_block(sbuf, rbuf, count, dt, op, comm, large, f);
 }
 int gc_reduce_scatter(const void *sbuf, void *rbuf, const void *counts, int counts64, H dt, H op, H comm) {
     return reduce_scatter(sbuf, rbuf, counts, counts64, dt, op, comm, NULL);
 }
-int gc_reduce_scatter_f(const void *sbuf, void *rbuf, const void *counts, int counts64, H dt, H op, H comm,
-                        const struct gc_form *f) {
-    return reduce_scatter(sbuf, rbuf, counts, counts64, dt, op, comm, f);
-}
 int gc_allgather(const void *sbuf, C64 scount, H stype, void *rbuf, C64 rcount, H rtype, H comm, int large) {
     return allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, large, NULL);
-}
-int gc_allgather_f(const void *sbuf, C64 scount, H stype, void *rbuf, C64 rcount, H rtype, H comm, int large,
-                   const struct gc_form *f) {
-    return allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, large, f);
 }
