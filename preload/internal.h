@@ -2,6 +2,15 @@
  * The C half's private declarations: the host MPI's PMPI_ functions and
  * predefined handles, found at run time (pmpi.c), and the entry points'
  * helpers (shim.c, fortran.c). Not seen by Go.
+ *
+ * Names: every C name of this package, its C files' and its Go exports'
+ * (gc_start, gc_run, ... in the .go files), starts with gc_ (the MPI
+ * names aside), as libgocoll.so's start with gocoll_, so that a symbol
+ * says which library it is from. The exceptions: gocoll_test_counter,
+ * which tests look up under that name in either library, and the C
+ * halves both libraries share, which keep their package's prefix:
+ * gocoll_shm_ (intranode/engine), gocoll_cuda_ and gocoll_cu_ (gpu),
+ * gocollLoadWait (internal/loadwait).
  */
 #ifndef GOCOLL_PRELOAD_INTERNAL_H
 #define GOCOLL_PRELOAD_INTERNAL_H

@@ -25,7 +25,7 @@ enum { GC_UNKNOWN = 0, GC_OMPI = 1, GC_MPICH = 2 };
 enum { GC_ALLREDUCE = 0, GC_REDUCE_SCATTER = 1, GC_REDUCE_SCATTER_BLOCK = 2, GC_ALLGATHER = 3, GC_NCOLL = 4 };
 
 /*
- * Why a call went to the host MPI, decided in C (gc_go_note prints them).
+ * Why a call went to the host MPI, decided in C (gc_note_host prints them).
  * GC_R_TUNED is decided in Go (the tuner chose native).
  */
 enum {
@@ -170,7 +170,7 @@ struct gc_call {
 /* What the Go half needs from the C half. */
 extern int gc_flavor;
 extern int gc_debug;
-extern int gc_cuda; /* gocoll's CUDA runtime is on: device buffers are gocoll's (set by gc_go_start) */
+extern int gc_cuda; /* gocoll's CUDA runtime is on: device buffers are gocoll's (set by gc_start) */
 extern int gc_forced_native[GC_NCOLL];
 /* Each collective's index of the shm algorithm (see gc_decision.alg), -1
  * if none or while the engine's C half must not run calls (set by Go). */

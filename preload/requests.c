@@ -105,7 +105,7 @@ static __thread __attribute__((tls_model("initial-exec"))) int in_hook;
 static int progress_hook(void) {
     if (in_hook || !__atomic_load_n(&active_reqs, __ATOMIC_RELAXED)) return 0;
     in_hook = 1;
-    gc_go_progress();
+    gc_progress();
     in_hook = 0;
     return 0;
 }
@@ -146,7 +146,7 @@ static int request_new(const struct gc_call *c, const struct gc_form *f, int id)
     pthread_mutex_unlock(&slots_mu);
     if (!r) {
         fprintf(stderr, "gocoll: more than %d collective requests at once\n", NREQ);
-        gc_go_req_free(id);
+        gc_request_free(id);
         return 16; /* MPI_ERR_INTERN */
     }
     if (!f->persistent) hold(r, 1);
@@ -155,12 +155,12 @@ static int request_new(const struct gc_call *c, const struct gc_form *f, int id)
 }
 
 /* gc_request_run makes a request of a call gocoll runs, in form f
- * (gc_go_irun), and hands the application its handle: MPI_SUCCESS, a
+ * (gc_new_request), and hands the application its handle: MPI_SUCCESS, a
  * host error code (after calling the communicator's error handler), or
  * the Go half's -1 or -2 (the host runs the call), as shim.c's run. */
 int gc_request_run(struct gc_call *c, const struct gc_form *f) {
     int id = 0;
-    int rc = gc_go_irun(c, f->persistent, &id);
+    int rc = gc_new_request(c, f->persistent, &id);
     if (rc < 0) return rc;
     if (rc == 0) rc = request_new(c, f, id);
     if (rc == 0) {
@@ -230,7 +230,7 @@ static int test(struct req *r, void *h, void *st, int *rc) {
         return -1;
     }
     int flag = 0;
-    int cls = gc_go_req_test(r->id, &flag, !r->persistent);
+    int cls = gc_request_test(r->id, &flag, !r->persistent);
     if (!flag) return 0;
     *rc = finished(r, h, cls, st);
     return 1;
@@ -266,7 +266,7 @@ int MPI_Wait(H *req, void *st) {
         empty(st, 0);
         return 0;
     }
-    return finished(r, req, gc_go_req_wait(r->id, !r->persistent), st);
+    return finished(r, req, gc_request_wait(r->id, !r->persistent), st);
 }
 
 int MPI_Test(H *req, int *flag, void *st) {
@@ -280,7 +280,7 @@ int MPI_Test(H *req, int *flag, void *st) {
 int MPI_Request_get_status(H req, int *flag, void *st) {
     struct req *r;
     if (!any_live() || !(r = ours(req))) return HOSTFN(Request_get_status)(req, flag, st);
-    *flag = !r->active || gc_go_req_done(r->id);
+    *flag = !r->active || gc_request_done(r->id);
     if (*flag) empty(st, 0);
     return 0;
 }
@@ -298,7 +298,7 @@ int MPI_Request_free(H *req) {
     if (!any_live() || !req || !(r = ours(rget(req, 0)))) return HOSTFN(Request_free)(req);
     /* An active request still completes (MPI): its buffers may be reused
      * once the program learns that it has. */
-    int cls = gc_go_req_free(r->id);
+    int cls = gc_request_free(r->id);
     release(r, req);
     return cls ? fail(r, cls) : 0;
 }
@@ -307,7 +307,7 @@ int MPI_Start(H *req) {
     struct req *r;
     if (!any_live() || !req || !(r = ours(rget(req, 0)))) return HOSTFN(Start)(req);
     if (!r->persistent) return fail(r, 19);
-    int cls = gc_go_req_start(r->id);
+    int cls = gc_request_start(r->id);
     if (cls) return fail(r, cls);
     hold(r, 1);
     gc_count(r->coll, GC_K_REQUEST);
@@ -351,7 +351,7 @@ static int host_subset(int n, const void *reqs, void *hs, int *at) {
  * per request is what Waitall needs anyway: a later request may be what
  * a peer waits for before it completes an earlier one). Testall
  * completes nothing unless every request is complete: it looks first
- * (PMPI_Request_get_status, gc_go_req_done). */
+ * (PMPI_Request_get_status, gc_request_done). */
 static int all(int n, void *reqs, int *flag, void *sts, int wait) {
     char *done = calloc(n ? n : 1, 1);
     if (!done) return gc_host_class(16);
@@ -362,7 +362,7 @@ static int all(int n, void *reqs, int *flag, void *sts, int wait) {
             struct req *r = ours(rget(reqs, i));
             int f = 1;
             if (r)
-                f = !r->active || gc_go_req_done(r->id);
+                f = !r->active || gc_request_done(r->id);
             else if (rget(reqs, i) != gc_c.request_null && gc_p.Request_get_status(rget(reqs, i), &f, gc_c.status_ignore))
                 f = 1; /* its error comes from PMPI_Test below */
             ready = f;
@@ -433,7 +433,7 @@ static int some(int n, void *reqs, int *outcount, int *indices, void *sts, int w
             if (!r || !r->active) continue;
             active = 1;
             int flag1 = 0;
-            int cls = gc_go_req_test(r->id, &flag1, !r->persistent);
+            int cls = gc_request_test(r->id, &flag1, !r->persistent);
             if (!flag1) continue;
             void *st = one ? sts : status_at(sts, got);
             int code = finished(r, rat(reqs, i), cls, st == gc_c.status_ignore ? NULL : st);

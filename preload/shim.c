@@ -132,7 +132,7 @@ static int comm_delete(H comm, int key, void *val, void *extra) {
     struct gc_comm *cs = val;
     __atomic_fetch_add(&comm_gen, 1, __ATOMIC_ACQ_REL);
     __atomic_fetch_add(&decide_gen, 1, __ATOMIC_ACQ_REL);
-    if (cs && cs->id) gc_go_free(cs->id);
+    if (cs && cs->id) gc_drop_comm(cs->id);
     if (cs) gc_requests_forget(cs);
     free(cs);
     return 0;
@@ -144,7 +144,7 @@ static int self_delete(H comm, int key, void *val, void *extra) {
     (void)comm, (void)key, (void)val, (void)extra;
     __atomic_store_n(&state, S_OFF, __ATOMIC_RELEASE);
     __atomic_fetch_add(&decide_gen, 1, __ATOMIC_ACQ_REL);
-    gc_go_finish();
+    gc_finish();
     return 0;
 }
 
@@ -168,7 +168,7 @@ static int start(void) {
                    gc_p.Comm_set_attr(gc_c.comm_self, self_key, NULL) != 0) {
             fprintf(stderr, "gocoll: cannot create communicator attributes; using the host MPI's collectives\n");
         } else {
-            ns = gc_go_start() == 0 ? S_RUNNING : S_BADCONFIG;
+            ns = gc_start() == 0 ? S_RUNNING : S_BADCONFIG;
         }
         __atomic_store_n(&state, ns, __ATOMIC_RELEASE);
     }
@@ -301,7 +301,7 @@ static inline unsigned cache_slot(int64_t bytes) {
 static int decide(struct gc_call *c) {
     if (gc_cuda && on_device(c)) {
         c->device = 1;
-        c->alg = gc_go_decide(c);
+        c->alg = gc_decide(c);
         if (c->alg < -1) return -1;
         return c->alg < 0 ? GC_R_TUNED : GC_R_NONE;
     }
@@ -309,7 +309,7 @@ static int decide(struct gc_call *c) {
     if (!gc_debug && d->bytes == c->bytes && d->commutative == c->commutative && d->excluded == c->excluded) {
         c->alg = d->alg, c->how = d->how, c->cached = 1;
     } else {
-        c->alg = gc_go_decide(c);
+        c->alg = gc_decide(c);
         if (c->alg < -1) return -1; /* the call must fail (reported) */
         d->bytes = c->bytes, d->commutative = (int8_t)c->commutative, d->alg = (int16_t)c->alg, d->how = (int8_t)c->how;
         d->excluded = (int8_t)c->excluded;
@@ -333,7 +333,7 @@ static void note(const struct gc_call *c, int why, const struct gc_form *f) {
     gc_count(c->coll, f ? GC_K_REQUEST_HOST : c->cached ? GC_K_HOST_CACHED : GC_K_HOST);
     if (why == GC_R_TUNED && c->how == 2) gc_count(c->coll, GC_K_FALLBACK);
     if (gc_debug && why != GC_R_TUNED && state == S_RUNNING)
-        gc_go_note(c->coll, c->cs ? c->cs->rank : -1, why);
+        gc_note_host(c->coll, c->cs ? c->cs->rank : -1, why);
 }
 
 /* run hands the call to Go. It returns MPI_SUCCESS, a host error code
@@ -341,7 +341,7 @@ static void note(const struct gc_call *c, int why, const struct gc_form *f) {
  * not set the communicator up, or -2 when the tuner, asked again once the
  * communicator is set up, gives the call to the host. */
 static int run(struct gc_call *c) {
-    int rc = gc_go_run(c);
+    int rc = gc_run(c);
     if (rc <= 0) return rc;
     int code = gc_host_class(rc);
     gc_p.Comm_call_errhandler(c->comm, code);
@@ -372,12 +372,12 @@ static int missing(const char *name) {
  * message of one step, so a rank whose call goes to Go (a user-defined
  * op, a type the C kernels do not reduce, MPI_Reduce_scatter_c's 64-bit
  * counts) still meets the others. The engine's slow wait goes to Go
- * (gc_go_shm_wait), which sleeps on the segment's futex, watches for dead
+ * (gc_shm_wait), which sleeps on the segment's futex, watches for dead
  * peers and the timeout, and makes the error.
  */
 int gc_shm_alg[GC_NCOLL] = {-1, -1, -1, -1};
 
-static int wait_in_go(struct gocoll_shm *s, int call) { return gc_go_shm_wait((int)s->id, call); }
+static int wait_in_go(struct gocoll_shm *s, int call) { return gc_shm_wait((int)s->id, call); }
 
 void gc_attach_shm(struct gc_comm *cs, void *base, int p, int rank, long slot, long data_off, int crowded) {
     gocoll_shm_init(&cs->shm, base, p, rank, slot, data_off, crowded, wait_in_go, cs->id);
