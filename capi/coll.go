@@ -97,13 +97,13 @@ func reduceArgs(call string, sendbuf unsafe.Pointer, dt C.MPI_Datatype, op C.MPI
 	return e, d, coll.Args{Type: d.base, Mult: d.count, Op: o, InPlace: isInPlace(sendbuf)}, nil
 }
 
-//export go_Allreduce
-func go_Allreduce(sendbuf, recvbuf unsafe.Pointer, count C.int, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) C.int {
+//export gocoll_Allreduce
+func gocoll_Allreduce(sendbuf, recvbuf unsafe.Pointer, count C.int, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) C.int {
 	return allreduce("MPI_Allreduce", nil, sendbuf, recvbuf, int64(count), dt, op, comm)
 }
 
-//export go_Allreduce_c
-func go_Allreduce_c(sendbuf, recvbuf unsafe.Pointer, count C.MPI_Count, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) C.int {
+//export gocoll_Allreduce_c
+func gocoll_Allreduce_c(sendbuf, recvbuf unsafe.Pointer, count C.MPI_Count, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) C.int {
 	return allreduce("MPI_Allreduce", nil, sendbuf, recvbuf, int64(count), dt, op, comm)
 }
 
@@ -127,13 +127,13 @@ func allreduce(call string, f *form, sendbuf, recvbuf unsafe.Pointer, count int6
 	return collective(e, call, f, a, e.c.Allreduce, e.c.Iallreduce, e.c.AllreduceInit)
 }
 
-//export go_Reduce_scatter_block
-func go_Reduce_scatter_block(sendbuf, recvbuf unsafe.Pointer, count C.int, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) C.int {
+//export gocoll_Reduce_scatter_block
+func gocoll_Reduce_scatter_block(sendbuf, recvbuf unsafe.Pointer, count C.int, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) C.int {
 	return reduceScatterBlock("MPI_Reduce_scatter_block", nil, sendbuf, recvbuf, int64(count), dt, op, comm)
 }
 
-//export go_Reduce_scatter_block_c
-func go_Reduce_scatter_block_c(sendbuf, recvbuf unsafe.Pointer, count C.MPI_Count, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) C.int {
+//export gocoll_Reduce_scatter_block_c
+func gocoll_Reduce_scatter_block_c(sendbuf, recvbuf unsafe.Pointer, count C.MPI_Count, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) C.int {
 	return reduceScatterBlock("MPI_Reduce_scatter_block", nil, sendbuf, recvbuf, int64(count), dt, op, comm)
 }
 
@@ -160,13 +160,13 @@ func reduceScatterBlock(call string, f *form, sendbuf, recvbuf unsafe.Pointer, c
 	return collective(e, call, f, a, e.c.ReduceScatterBlock, e.c.IreduceScatterBlock, e.c.ReduceScatterBlockInit)
 }
 
-//export go_Reduce_scatter
-func go_Reduce_scatter(sendbuf, recvbuf unsafe.Pointer, recvcounts *C.int, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) C.int {
+//export gocoll_Reduce_scatter
+func gocoll_Reduce_scatter(sendbuf, recvbuf unsafe.Pointer, recvcounts *C.int, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) C.int {
 	return reduceScatter("MPI_Reduce_scatter", nil, sendbuf, recvbuf, intCounts(recvcounts), recvcounts == nil || isInPlace(unsafe.Pointer(recvcounts)), dt, op, comm)
 }
 
-//export go_Reduce_scatter_c
-func go_Reduce_scatter_c(sendbuf, recvbuf unsafe.Pointer, recvcounts *C.MPI_Count, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) C.int {
+//export gocoll_Reduce_scatter_c
+func gocoll_Reduce_scatter_c(sendbuf, recvbuf unsafe.Pointer, recvcounts *C.MPI_Count, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) C.int {
 	return reduceScatter("MPI_Reduce_scatter", nil, sendbuf, recvbuf, countCounts(recvcounts), recvcounts == nil || isInPlace(unsafe.Pointer(recvcounts)), dt, op, comm)
 }
 
@@ -226,13 +226,13 @@ func gatherTypes(call string, e *commEntry, inPlace bool, scount int64, stype C.
 	return rd, nil
 }
 
-//export go_Allgather
-func go_Allgather(sendbuf unsafe.Pointer, scount C.int, stype C.MPI_Datatype, recvbuf unsafe.Pointer, rcount C.int, rtype C.MPI_Datatype, comm C.MPI_Comm) C.int {
+//export gocoll_Allgather
+func gocoll_Allgather(sendbuf unsafe.Pointer, scount C.int, stype C.MPI_Datatype, recvbuf unsafe.Pointer, rcount C.int, rtype C.MPI_Datatype, comm C.MPI_Comm) C.int {
 	return allgather("MPI_Allgather", nil, sendbuf, int64(scount), stype, recvbuf, int64(rcount), rtype, comm)
 }
 
-//export go_Allgather_c
-func go_Allgather_c(sendbuf unsafe.Pointer, scount C.MPI_Count, stype C.MPI_Datatype, recvbuf unsafe.Pointer, rcount C.MPI_Count, rtype C.MPI_Datatype, comm C.MPI_Comm) C.int {
+//export gocoll_Allgather_c
+func gocoll_Allgather_c(sendbuf unsafe.Pointer, scount C.MPI_Count, stype C.MPI_Datatype, recvbuf unsafe.Pointer, rcount C.MPI_Count, rtype C.MPI_Datatype, comm C.MPI_Comm) C.int {
 	return allgather("MPI_Allgather", nil, sendbuf, int64(scount), stype, recvbuf, int64(rcount), rtype, comm)
 }
 
@@ -258,8 +258,8 @@ func allgather(call string, f *form, sendbuf unsafe.Pointer, scount int64, stype
 	return collective(e, call, f, a, e.c.Allgather, e.c.Iallgather, e.c.AllgatherInit)
 }
 
-//export go_Allgatherv
-func go_Allgatherv(sendbuf unsafe.Pointer, scount C.int, stype C.MPI_Datatype, recvbuf unsafe.Pointer, rcounts, displs *C.int, rtype C.MPI_Datatype, comm C.MPI_Comm) (rc C.int) {
+//export gocoll_Allgatherv
+func gocoll_Allgatherv(sendbuf unsafe.Pointer, scount C.int, stype C.MPI_Datatype, recvbuf unsafe.Pointer, rcounts, displs *C.int, rtype C.MPI_Datatype, comm C.MPI_Comm) (rc C.int) {
 	const call = "MPI_Allgatherv"
 	defer guard(call, &rc)
 	e, err := prologue(call, comm)
@@ -298,8 +298,8 @@ func go_Allgatherv(sendbuf unsafe.Pointer, scount C.int, stype C.MPI_Datatype, r
 	return fail(e, e.c.Allgatherv(a))
 }
 
-//export go_Barrier
-func go_Barrier(comm C.MPI_Comm) (rc C.int) {
+//export gocoll_Barrier
+func gocoll_Barrier(comm C.MPI_Comm) (rc C.int) {
 	const call = "MPI_Barrier"
 	defer guard(call, &rc)
 	e, err := prologue(call, comm)
@@ -309,8 +309,8 @@ func go_Barrier(comm C.MPI_Comm) (rc C.int) {
 	return fail(e, e.c.Barrier())
 }
 
-//export go_Bcast
-func go_Bcast(buf unsafe.Pointer, count C.int, dt C.MPI_Datatype, root C.int, comm C.MPI_Comm) (rc C.int) {
+//export gocoll_Bcast
+func gocoll_Bcast(buf unsafe.Pointer, count C.int, dt C.MPI_Datatype, root C.int, comm C.MPI_Comm) (rc C.int) {
 	const call = "MPI_Bcast"
 	defer guard(call, &rc)
 	e, err := prologue(call, comm)
@@ -334,8 +334,8 @@ func go_Bcast(buf unsafe.Pointer, count C.int, dt C.MPI_Datatype, root C.int, co
 	return fail(e, e.c.Bcast(a))
 }
 
-//export go_Reduce
-func go_Reduce(sendbuf, recvbuf unsafe.Pointer, count C.int, dt C.MPI_Datatype, op C.MPI_Op, root C.int, comm C.MPI_Comm) (rc C.int) {
+//export gocoll_Reduce
+func gocoll_Reduce(sendbuf, recvbuf unsafe.Pointer, count C.int, dt C.MPI_Datatype, op C.MPI_Op, root C.int, comm C.MPI_Comm) (rc C.int) {
 	const call = "MPI_Reduce"
 	defer guard(call, &rc)
 	e, d, a, err := reduceArgs(call, sendbuf, dt, op, comm)
@@ -359,8 +359,8 @@ func go_Reduce(sendbuf, recvbuf unsafe.Pointer, count C.int, dt C.MPI_Datatype, 
 	return fail(e, e.c.Reduce(a))
 }
 
-//export go_Gather
-func go_Gather(sendbuf unsafe.Pointer, scount C.int, stype C.MPI_Datatype, recvbuf unsafe.Pointer, rcount C.int, rtype C.MPI_Datatype, root C.int, comm C.MPI_Comm) (rc C.int) {
+//export gocoll_Gather
+func gocoll_Gather(sendbuf unsafe.Pointer, scount C.int, stype C.MPI_Datatype, recvbuf unsafe.Pointer, rcount C.int, rtype C.MPI_Datatype, root C.int, comm C.MPI_Comm) (rc C.int) {
 	const call = "MPI_Gather"
 	defer guard(call, &rc)
 	e, err := prologue(call, comm)

@@ -13,8 +13,8 @@ import (
 	"github.com/gocoll/gocoll/mpierr"
 )
 
-//export go_Comm_rank
-func go_Comm_rank(comm C.MPI_Comm, rank *C.int) (rc C.int) {
+//export gocoll_Comm_rank
+func gocoll_Comm_rank(comm C.MPI_Comm, rank *C.int) (rc C.int) {
 	const call = "MPI_Comm_rank"
 	defer guard(call, &rc)
 	e, err := prologue(call, comm)
@@ -28,8 +28,8 @@ func go_Comm_rank(comm C.MPI_Comm, rank *C.int) (rc C.int) {
 	return C.MPI_SUCCESS
 }
 
-//export go_Comm_size
-func go_Comm_size(comm C.MPI_Comm, size *C.int) (rc C.int) {
+//export gocoll_Comm_size
+func gocoll_Comm_size(comm C.MPI_Comm, size *C.int) (rc C.int) {
 	const call = "MPI_Comm_size"
 	defer guard(call, &rc)
 	e, err := prologue(call, comm)
@@ -55,8 +55,8 @@ func register(parent *commEntry, c *coll.Comm) *commEntry {
 	return e
 }
 
-//export go_Comm_dup
-func go_Comm_dup(comm C.MPI_Comm, newcomm *C.MPI_Comm) (rc C.int) {
+//export gocoll_Comm_dup
+func gocoll_Comm_dup(comm C.MPI_Comm, newcomm *C.MPI_Comm) (rc C.int) {
 	const call = "MPI_Comm_dup"
 	defer guard(call, &rc)
 	e, err := prologue(call, comm)
@@ -74,8 +74,8 @@ func go_Comm_dup(comm C.MPI_Comm, newcomm *C.MPI_Comm) (rc C.int) {
 	return C.MPI_SUCCESS
 }
 
-//export go_Comm_split
-func go_Comm_split(comm C.MPI_Comm, color, key C.int, newcomm *C.MPI_Comm) (rc C.int) {
+//export gocoll_Comm_split
+func gocoll_Comm_split(comm C.MPI_Comm, color, key C.int, newcomm *C.MPI_Comm) (rc C.int) {
 	const call = "MPI_Comm_split"
 	defer guard(call, &rc)
 	e, err := prologue(call, comm)
@@ -100,8 +100,8 @@ func go_Comm_split(comm C.MPI_Comm, color, key C.int, newcomm *C.MPI_Comm) (rc C
 // splitTypeShared is MPI_COMM_TYPE_SHARED (MPICH ABI).
 const splitTypeShared = C.MPI_COMM_TYPE_SHARED
 
-//export go_Comm_split_type
-func go_Comm_split_type(comm C.MPI_Comm, splitType, key C.int, info C.MPI_Info, newcomm *C.MPI_Comm) (rc C.int) {
+//export gocoll_Comm_split_type
+func gocoll_Comm_split_type(comm C.MPI_Comm, splitType, key C.int, info C.MPI_Info, newcomm *C.MPI_Comm) (rc C.int) {
 	const call = "MPI_Comm_split_type"
 	defer guard(call, &rc)
 	e, err := prologue(call, comm)
@@ -130,8 +130,8 @@ func go_Comm_split_type(comm C.MPI_Comm, splitType, key C.int, info C.MPI_Info, 
 	return C.MPI_SUCCESS
 }
 
-//export go_Comm_free
-func go_Comm_free(comm *C.MPI_Comm) (rc C.int) {
+//export gocoll_Comm_free
+func gocoll_Comm_free(comm *C.MPI_Comm) (rc C.int) {
 	const call = "MPI_Comm_free"
 	defer guard(call, &rc)
 	if comm == nil {
@@ -153,8 +153,8 @@ func go_Comm_free(comm *C.MPI_Comm) (rc C.int) {
 	return C.MPI_SUCCESS
 }
 
-//export go_Comm_compare
-func go_Comm_compare(c1, c2 C.MPI_Comm, result *C.int) (rc C.int) {
+//export gocoll_Comm_compare
+func gocoll_Comm_compare(c1, c2 C.MPI_Comm, result *C.int) (rc C.int) {
 	const call = "MPI_Comm_compare"
 	defer guard(call, &rc)
 	a, err := prologue(call, c1)
@@ -186,8 +186,8 @@ func go_Comm_compare(c1, c2 C.MPI_Comm, result *C.int) (rc C.int) {
 	return C.MPI_SUCCESS
 }
 
-//export go_Comm_set_errhandler
-func go_Comm_set_errhandler(comm C.MPI_Comm, errh C.MPI_Errhandler) (rc C.int) {
+//export gocoll_Comm_set_errhandler
+func gocoll_Comm_set_errhandler(comm C.MPI_Comm, errh C.MPI_Errhandler) (rc C.int) {
 	const call = "MPI_Comm_set_errhandler"
 	defer guard(call, &rc)
 	e, err := prologue(call, comm)
@@ -205,8 +205,8 @@ func go_Comm_set_errhandler(comm C.MPI_Comm, errh C.MPI_Errhandler) (rc C.int) {
 	return C.MPI_SUCCESS
 }
 
-//export go_Comm_get_errhandler
-func go_Comm_get_errhandler(comm C.MPI_Comm, errh *C.MPI_Errhandler) (rc C.int) {
+//export gocoll_Comm_get_errhandler
+func gocoll_Comm_get_errhandler(comm C.MPI_Comm, errh *C.MPI_Errhandler) (rc C.int) {
 	const call = "MPI_Comm_get_errhandler"
 	defer guard(call, &rc)
 	e, err := prologue(call, comm)
@@ -222,8 +222,8 @@ func go_Comm_get_errhandler(comm C.MPI_Comm, errh *C.MPI_Errhandler) (rc C.int) 
 	return C.MPI_SUCCESS
 }
 
-//export go_Error_string
-func go_Error_string(code C.int, str *C.char, resultlen *C.int) (rc C.int) {
+//export gocoll_Error_string
+func gocoll_Error_string(code C.int, str *C.char, resultlen *C.int) (rc C.int) {
 	const call = "MPI_Error_string"
 	defer guard(call, &rc)
 	s, err := errorString(int(code))
@@ -237,8 +237,8 @@ func go_Error_string(code C.int, str *C.char, resultlen *C.int) (rc C.int) {
 	return C.MPI_SUCCESS
 }
 
-//export go_Error_class
-func go_Error_class(code C.int, class *C.int) (rc C.int) {
+//export gocoll_Error_class
+func gocoll_Error_class(code C.int, class *C.int) (rc C.int) {
 	const call = "MPI_Error_class"
 	defer guard(call, &rc)
 	if _, err := errorString(int(code)); err != nil {
@@ -251,8 +251,8 @@ func go_Error_class(code C.int, class *C.int) (rc C.int) {
 	return C.MPI_SUCCESS
 }
 
-//export go_Type_size
-func go_Type_size(dt C.MPI_Datatype, size *C.int) (rc C.int) {
+//export gocoll_Type_size
+func gocoll_Type_size(dt C.MPI_Datatype, size *C.int) (rc C.int) {
 	const call = "MPI_Type_size"
 	defer guard(call, &rc)
 	if err := ready(call); err != nil {
@@ -280,8 +280,8 @@ func lookupTypeAny(call string, dt C.MPI_Datatype) (*datatype, error) {
 	return lookupType(call, dt)
 }
 
-//export go_Type_contiguous
-func go_Type_contiguous(count C.int, old C.MPI_Datatype, newtype *C.MPI_Datatype) (rc C.int) {
+//export gocoll_Type_contiguous
+func gocoll_Type_contiguous(count C.int, old C.MPI_Datatype, newtype *C.MPI_Datatype) (rc C.int) {
 	const call = "MPI_Type_contiguous"
 	defer guard(call, &rc)
 	if err := ready(call); err != nil {
@@ -309,8 +309,8 @@ func go_Type_contiguous(count C.int, old C.MPI_Datatype, newtype *C.MPI_Datatype
 	return C.MPI_SUCCESS
 }
 
-//export go_Type_commit
-func go_Type_commit(dt *C.MPI_Datatype) (rc C.int) {
+//export gocoll_Type_commit
+func gocoll_Type_commit(dt *C.MPI_Datatype) (rc C.int) {
 	const call = "MPI_Type_commit"
 	defer guard(call, &rc)
 	if err := ready(call); err != nil {
@@ -333,8 +333,8 @@ func go_Type_commit(dt *C.MPI_Datatype) (rc C.int) {
 	return C.MPI_SUCCESS
 }
 
-//export go_Type_free
-func go_Type_free(dt *C.MPI_Datatype) (rc C.int) {
+//export gocoll_Type_free
+func gocoll_Type_free(dt *C.MPI_Datatype) (rc C.int) {
 	const call = "MPI_Type_free"
 	defer guard(call, &rc)
 	if err := ready(call); err != nil {
@@ -353,8 +353,8 @@ func go_Type_free(dt *C.MPI_Datatype) (rc C.int) {
 	return C.MPI_SUCCESS
 }
 
-//export go_Op_create
-func go_Op_create(fn unsafe.Pointer, commute C.int, op *C.MPI_Op) (rc C.int) {
+//export gocoll_Op_create
+func gocoll_Op_create(fn unsafe.Pointer, commute C.int, op *C.MPI_Op) (rc C.int) {
 	const call = "MPI_Op_create"
 	defer guard(call, &rc)
 	if err := ready(call); err != nil {
@@ -370,8 +370,8 @@ func go_Op_create(fn unsafe.Pointer, commute C.int, op *C.MPI_Op) (rc C.int) {
 	return C.MPI_SUCCESS
 }
 
-//export go_Op_free
-func go_Op_free(op *C.MPI_Op) (rc C.int) {
+//export gocoll_Op_free
+func gocoll_Op_free(op *C.MPI_Op) (rc C.int) {
 	const call = "MPI_Op_free"
 	defer guard(call, &rc)
 	if err := ready(call); err != nil {
@@ -390,8 +390,8 @@ func go_Op_free(op *C.MPI_Op) (rc C.int) {
 	return C.MPI_SUCCESS
 }
 
-//export go_Op_commutative
-func go_Op_commutative(op C.MPI_Op, commute *C.int) (rc C.int) {
+//export gocoll_Op_commutative
+func gocoll_Op_commutative(op C.MPI_Op, commute *C.int) (rc C.int) {
 	const call = "MPI_Op_commutative"
 	defer guard(call, &rc)
 	if err := ready(call); err != nil {

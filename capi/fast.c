@@ -8,7 +8,7 @@
  * intranode's protocol on the same segment. What is here is the C ABI's
  * side of it: MPI handles to the engine's kinds, ops and segments (with
  * the tables generated from Go into engine_gen.h), the device-buffer
- * test, and the engine's slow wait, which goes to Go (go_fast_wait): it
+ * test, and the engine's slow wait, which goes to Go (gocoll_fast_wait): it
  * sleeps on the futex, watches for dead peers and timeouts, and makes the
  * MPI error that names the call and the rank to blame.
  */
@@ -47,7 +47,7 @@ static struct gocoll_shm *find(MPI_Comm comm, int call) {
     return s && __atomic_load_n(&s->base, __ATOMIC_ACQUIRE) ? s : 0;
 }
 
-static int wait_in_go(struct gocoll_shm *s, int call) { return go_fast_wait((MPI_Comm)s->id, call); }
+static int wait_in_go(struct gocoll_shm *s, int call) { return gocoll_fast_wait((MPI_Comm)s->id, call); }
 
 void gocoll_fast_attach(int comm, void *base, int p, int rank, long slot, long data_off, int crowded) {
     struct gocoll_shm *s = slot_for((MPI_Comm)comm);

@@ -65,8 +65,8 @@ func fastBcast(buf unsafe.Pointer, bytes int64, root C.int, comm C.MPI_Comm) C.i
 	return rc
 }
 
-//export go_fast_wait
-func go_fast_wait(comm C.MPI_Comm, which C.int) (rc C.int) {
+//export gocoll_fast_wait
+func gocoll_fast_wait(comm C.MPI_Comm, which C.int) (rc C.int) {
 	call := counters.Call(which).String()
 	if strings.HasPrefix(call, "call(") {
 		call = "MPI collective (fast path)"

@@ -75,15 +75,15 @@ func ready(call string) error {
 	return nil
 }
 
-//export go_Init
-func go_Init() (rc C.int) {
+//export gocoll_Init
+func gocoll_Init() (rc C.int) {
 	defer guard("MPI_Init", &rc)
 	var provided C.int
-	return go_Init_thread(C.MPI_THREAD_SINGLE, &provided)
+	return gocoll_Init_thread(C.MPI_THREAD_SINGLE, &provided)
 }
 
-//export go_Init_thread
-func go_Init_thread(required C.int, provided *C.int) (rc C.int) {
+//export gocoll_Init_thread
+func gocoll_Init_thread(required C.int, provided *C.int) (rc C.int) {
 	const call = "MPI_Init"
 	defer guard(call, &rc)
 	lib.Lock()
@@ -182,8 +182,8 @@ func initFailed(err error) C.int {
 // MPICH: before MPI_Init (no error handler yet) it ends the process
 // (fail).
 
-//export go_Initialized
-func go_Initialized(flag *C.int) (rc C.int) {
+//export gocoll_Initialized
+func gocoll_Initialized(flag *C.int) (rc C.int) {
 	const call = "MPI_Initialized"
 	defer guard(call, &rc)
 	if flag == nil {
@@ -195,8 +195,8 @@ func go_Initialized(flag *C.int) (rc C.int) {
 	return C.MPI_SUCCESS
 }
 
-//export go_Finalized
-func go_Finalized(flag *C.int) (rc C.int) {
+//export gocoll_Finalized
+func gocoll_Finalized(flag *C.int) (rc C.int) {
 	const call = "MPI_Finalized"
 	defer guard(call, &rc)
 	if flag == nil {
@@ -208,8 +208,8 @@ func go_Finalized(flag *C.int) (rc C.int) {
 	return C.MPI_SUCCESS
 }
 
-//export go_Query_thread
-func go_Query_thread(provided *C.int) (rc C.int) {
+//export gocoll_Query_thread
+func gocoll_Query_thread(provided *C.int) (rc C.int) {
 	const call = "MPI_Query_thread"
 	defer guard(call, &rc)
 	if err := ready(call); err != nil {
@@ -224,8 +224,8 @@ func go_Query_thread(provided *C.int) (rc C.int) {
 	return C.MPI_SUCCESS
 }
 
-//export go_Finalize
-func go_Finalize() (rc C.int) {
+//export gocoll_Finalize
+func gocoll_Finalize() (rc C.int) {
 	const call = "MPI_Finalize"
 	defer guard(call, &rc)
 	if err := ready(call); err != nil {
@@ -257,8 +257,8 @@ func go_Finalize() (rc C.int) {
 	return C.MPI_SUCCESS
 }
 
-//export go_Abort
-func go_Abort(comm C.MPI_Comm, code C.int) (rc C.int) {
+//export gocoll_Abort
+func gocoll_Abort(comm C.MPI_Comm, code C.int) (rc C.int) {
 	defer guard("MPI_Abort", &rc)
 	j := theJob()
 	rank := -1
@@ -273,8 +273,8 @@ func go_Abort(comm C.MPI_Comm, code C.int) (rc C.int) {
 	return 0
 }
 
-//export go_Get_version
-func go_Get_version(version, subversion *C.int) (rc C.int) {
+//export gocoll_Get_version
+func gocoll_Get_version(version, subversion *C.int) (rc C.int) {
 	const call = "MPI_Get_version"
 	defer guard(call, &rc)
 	if version == nil || subversion == nil {
@@ -287,8 +287,8 @@ func go_Get_version(version, subversion *C.int) (rc C.int) {
 // Version is gocoll's version, as MPI_Get_library_version reports it.
 const Version = "0.1"
 
-//export go_Get_library_version
-func go_Get_library_version(version *C.char, resultlen *C.int) (rc C.int) {
+//export gocoll_Get_library_version
+func gocoll_Get_library_version(version *C.char, resultlen *C.int) (rc C.int) {
 	const call = "MPI_Get_library_version"
 	defer guard(call, &rc)
 	if version == nil || resultlen == nil {
@@ -299,8 +299,8 @@ func go_Get_library_version(version *C.char, resultlen *C.int) (rc C.int) {
 	return C.MPI_SUCCESS
 }
 
-//export go_Get_processor_name
-func go_Get_processor_name(name *C.char, resultlen *C.int) (rc C.int) {
+//export gocoll_Get_processor_name
+func gocoll_Get_processor_name(name *C.char, resultlen *C.int) (rc C.int) {
 	const call = "MPI_Get_processor_name"
 	defer guard(call, &rc)
 	if name == nil || resultlen == nil {

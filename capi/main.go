@@ -2,7 +2,7 @@
 // built with go build -buildmode=c-shared. The header is include/mpi.h.
 //
 // The layer is thin on purpose: mpi.c defines the C entry points and
-// forwards each to a go_<Name> function here, which decodes handles,
+// forwards each to a gocoll_<Name> function here, which decodes handles,
 // checks what only the C side can get wrong (NULL pointers, handles), calls
 // package coll or p2p, and turns errors into MPI error codes through the
 // communicator's error handler. No Go pointer ever reaches C, and no Go

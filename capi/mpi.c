@@ -1,9 +1,15 @@
 /*
  * The C entry points of libgocoll.so. Each PMPI_ function is the real one
- * and forwards to its Go implementation (go_<name>, in the .go files of
- * this package); MPI_ is a weak alias of it, so that profiling tools can
+ * and forwards to its Go implementation (gocoll_<Name>, in the .go files
+ * of this package); MPI_ is a weak alias of it, so that profiling tools can
  * interpose MPI_ and still reach PMPI_. Nothing else happens here, except
  * MPI_Wtime/MPI_Wtick, which need no Go.
+ *
+ * Names: every C name of this package, its C files' and its Go exports',
+ * starts with gocoll_ (the MPI names aside), as the preload's start with
+ * gc_, so that a symbol says which library it is from. The C halves both
+ * libraries share keep their package's: gocoll_shm_ (intranode/engine),
+ * gocoll_cuda_ and gocoll_cu_ (gpu), gocollLoadWait (internal/loadwait).
  */
 #define _GNU_SOURCE
 #include <time.h>
@@ -11,8 +17,8 @@
 #include "fast.h"
 #include "_cgo_export.h"
 
-#define PAIR(ret, name, params, args)                   \
-    ret PMPI_##name params { return go_##name args; }   \
+#define PAIR(ret, name, params, args)                     \
+    ret PMPI_##name params { return gocoll_##name args; } \
     ret MPI_##name params __attribute__((weak, alias("PMPI_" #name)));
 
 PAIR(int, Init, (int *argc, char ***argv), ())
@@ -72,7 +78,7 @@ PAIR(int, Get_count, (const MPI_Status *status, MPI_Datatype datatype, int *coun
 #define FAST(ret, name, params, fast, which, args)                           \
     ret PMPI_##name params {                                                  \
         int rc = fast;                                                        \
-        if (rc < 0) return go_##name args;                                    \
+        if (rc < 0) return gocoll_##name args;                                \
         __atomic_fetch_add(&gocoll_fast_calls[which], 1, __ATOMIC_RELAXED);   \
         return rc;                                                            \
     }                                                                         \

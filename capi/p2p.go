@@ -70,8 +70,8 @@ func p2pError(call string, err error) error {
 	return &mpierr.Error{Call: call, Class: class, Msg: "point-to-point message failed", Err: err}
 }
 
-//export go_Send
-func go_Send(buf unsafe.Pointer, count C.int, dt C.MPI_Datatype, dest, tag C.int, comm C.MPI_Comm) (rc C.int) {
+//export gocoll_Send
+func gocoll_Send(buf unsafe.Pointer, count C.int, dt C.MPI_Datatype, dest, tag C.int, comm C.MPI_Comm) (rc C.int) {
 	const call = "MPI_Send"
 	defer guard(call, &rc)
 	e, b, _, err := p2pArgs(call, buf, count, dt, dest, tag, comm, false)
@@ -85,8 +85,8 @@ func go_Send(buf unsafe.Pointer, count C.int, dt C.MPI_Datatype, dest, tag C.int
 	return fail(e, p2pError(call, err))
 }
 
-//export go_Recv
-func go_Recv(buf unsafe.Pointer, count C.int, dt C.MPI_Datatype, src, tag C.int, comm C.MPI_Comm, status *C.MPI_Status) (rc C.int) {
+//export gocoll_Recv
+func gocoll_Recv(buf unsafe.Pointer, count C.int, dt C.MPI_Datatype, src, tag C.int, comm C.MPI_Comm, status *C.MPI_Status) (rc C.int) {
 	const call = "MPI_Recv"
 	defer guard(call, &rc)
 	e, b, _, err := p2pArgs(call, buf, count, dt, src, tag, comm, true)
@@ -103,8 +103,8 @@ func go_Recv(buf unsafe.Pointer, count C.int, dt C.MPI_Datatype, src, tag C.int,
 	return fail(e, err)
 }
 
-//export go_Sendrecv
-func go_Sendrecv(sbuf unsafe.Pointer, scount C.int, stype C.MPI_Datatype, dest, stag C.int,
+//export gocoll_Sendrecv
+func gocoll_Sendrecv(sbuf unsafe.Pointer, scount C.int, stype C.MPI_Datatype, dest, stag C.int,
 	rbuf unsafe.Pointer, rcount C.int, rtype C.MPI_Datatype, src, rtag C.int, comm C.MPI_Comm, status *C.MPI_Status) (rc C.int) {
 	const call = "MPI_Sendrecv"
 	defer guard(call, &rc)
@@ -154,15 +154,15 @@ func addRequest(e *commEntry, r *p2p.Request, elem int) C.MPI_Request {
 	return C.MPI_Request(state.requests.add(&request{r: r, comm: e, elem: elem}))
 }
 
-//export go_Isend
-func go_Isend(buf unsafe.Pointer, count C.int, dt C.MPI_Datatype, dest, tag C.int, comm C.MPI_Comm, req *C.MPI_Request) (rc C.int) {
+//export gocoll_Isend
+func gocoll_Isend(buf unsafe.Pointer, count C.int, dt C.MPI_Datatype, dest, tag C.int, comm C.MPI_Comm, req *C.MPI_Request) (rc C.int) {
 	const call = "MPI_Isend"
 	defer guard(call, &rc)
 	return startRequest(call, false, buf, count, dt, dest, tag, comm, req)
 }
 
-//export go_Irecv
-func go_Irecv(buf unsafe.Pointer, count C.int, dt C.MPI_Datatype, src, tag C.int, comm C.MPI_Comm, req *C.MPI_Request) (rc C.int) {
+//export gocoll_Irecv
+func gocoll_Irecv(buf unsafe.Pointer, count C.int, dt C.MPI_Datatype, src, tag C.int, comm C.MPI_Comm, req *C.MPI_Request) (rc C.int) {
 	const call = "MPI_Irecv"
 	defer guard(call, &rc)
 	return startRequest(call, true, buf, count, dt, src, tag, comm, req)
@@ -215,8 +215,8 @@ func freeRequest(h *C.MPI_Request) {
 // emptyStatus is the status of a null request.
 var emptyStatus = p2p.Status{Source: p2p.AnySource, Tag: p2p.AnyTag}
 
-//export go_Get_count
-func go_Get_count(status *C.MPI_Status, dt C.MPI_Datatype, count *C.int) (rc C.int) {
+//export gocoll_Get_count
+func gocoll_Get_count(status *C.MPI_Status, dt C.MPI_Datatype, count *C.int) (rc C.int) {
 	const call = "MPI_Get_count"
 	defer guard(call, &rc)
 	if status == nil || uintptr(unsafe.Pointer(status)) == statusIgnore || count == nil {

@@ -56,83 +56,83 @@ func collective(e *commEntry, call string, f *form, a coll.Args, blocking func(c
 	return C.MPI_SUCCESS
 }
 
-//export go_Iallreduce
-func go_Iallreduce(sendbuf, recvbuf unsafe.Pointer, count C.int, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm, req *C.MPI_Request) C.int {
+//export gocoll_Iallreduce
+func gocoll_Iallreduce(sendbuf, recvbuf unsafe.Pointer, count C.int, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm, req *C.MPI_Request) C.int {
 	return allreduce("MPI_Iallreduce", &form{req: req}, sendbuf, recvbuf, int64(count), dt, op, comm)
 }
 
-//export go_Iallreduce_c
-func go_Iallreduce_c(sendbuf, recvbuf unsafe.Pointer, count C.MPI_Count, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm, req *C.MPI_Request) C.int {
+//export gocoll_Iallreduce_c
+func gocoll_Iallreduce_c(sendbuf, recvbuf unsafe.Pointer, count C.MPI_Count, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm, req *C.MPI_Request) C.int {
 	return allreduce("MPI_Iallreduce_c", &form{req: req}, sendbuf, recvbuf, int64(count), dt, op, comm)
 }
 
-//export go_Allreduce_init
-func go_Allreduce_init(sendbuf, recvbuf unsafe.Pointer, count C.int, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm, info C.MPI_Info, req *C.MPI_Request) C.int {
+//export gocoll_Allreduce_init
+func gocoll_Allreduce_init(sendbuf, recvbuf unsafe.Pointer, count C.int, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm, info C.MPI_Info, req *C.MPI_Request) C.int {
 	return allreduce("MPI_Allreduce_init", &form{persistent: true, req: req}, sendbuf, recvbuf, int64(count), dt, op, comm)
 }
 
-//export go_Allreduce_init_c
-func go_Allreduce_init_c(sendbuf, recvbuf unsafe.Pointer, count C.MPI_Count, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm, info C.MPI_Info, req *C.MPI_Request) C.int {
+//export gocoll_Allreduce_init_c
+func gocoll_Allreduce_init_c(sendbuf, recvbuf unsafe.Pointer, count C.MPI_Count, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm, info C.MPI_Info, req *C.MPI_Request) C.int {
 	return allreduce("MPI_Allreduce_init_c", &form{persistent: true, req: req}, sendbuf, recvbuf, int64(count), dt, op, comm)
 }
 
-//export go_Ireduce_scatter_block
-func go_Ireduce_scatter_block(sendbuf, recvbuf unsafe.Pointer, count C.int, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm, req *C.MPI_Request) C.int {
+//export gocoll_Ireduce_scatter_block
+func gocoll_Ireduce_scatter_block(sendbuf, recvbuf unsafe.Pointer, count C.int, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm, req *C.MPI_Request) C.int {
 	return reduceScatterBlock("MPI_Ireduce_scatter_block", &form{req: req}, sendbuf, recvbuf, int64(count), dt, op, comm)
 }
 
-//export go_Ireduce_scatter_block_c
-func go_Ireduce_scatter_block_c(sendbuf, recvbuf unsafe.Pointer, count C.MPI_Count, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm, req *C.MPI_Request) C.int {
+//export gocoll_Ireduce_scatter_block_c
+func gocoll_Ireduce_scatter_block_c(sendbuf, recvbuf unsafe.Pointer, count C.MPI_Count, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm, req *C.MPI_Request) C.int {
 	return reduceScatterBlock("MPI_Ireduce_scatter_block_c", &form{req: req}, sendbuf, recvbuf, int64(count), dt, op, comm)
 }
 
-//export go_Reduce_scatter_block_init
-func go_Reduce_scatter_block_init(sendbuf, recvbuf unsafe.Pointer, count C.int, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm, info C.MPI_Info, req *C.MPI_Request) C.int {
+//export gocoll_Reduce_scatter_block_init
+func gocoll_Reduce_scatter_block_init(sendbuf, recvbuf unsafe.Pointer, count C.int, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm, info C.MPI_Info, req *C.MPI_Request) C.int {
 	return reduceScatterBlock("MPI_Reduce_scatter_block_init", &form{persistent: true, req: req}, sendbuf, recvbuf, int64(count), dt, op, comm)
 }
 
-//export go_Reduce_scatter_block_init_c
-func go_Reduce_scatter_block_init_c(sendbuf, recvbuf unsafe.Pointer, count C.MPI_Count, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm, info C.MPI_Info, req *C.MPI_Request) C.int {
+//export gocoll_Reduce_scatter_block_init_c
+func gocoll_Reduce_scatter_block_init_c(sendbuf, recvbuf unsafe.Pointer, count C.MPI_Count, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm, info C.MPI_Info, req *C.MPI_Request) C.int {
 	return reduceScatterBlock("MPI_Reduce_scatter_block_init_c", &form{persistent: true, req: req}, sendbuf, recvbuf, int64(count), dt, op, comm)
 }
 
-//export go_Ireduce_scatter
-func go_Ireduce_scatter(sendbuf, recvbuf unsafe.Pointer, recvcounts *C.int, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm, req *C.MPI_Request) C.int {
+//export gocoll_Ireduce_scatter
+func gocoll_Ireduce_scatter(sendbuf, recvbuf unsafe.Pointer, recvcounts *C.int, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm, req *C.MPI_Request) C.int {
 	return reduceScatter("MPI_Ireduce_scatter", &form{req: req}, sendbuf, recvbuf, intCounts(recvcounts), recvcounts == nil || isInPlace(unsafe.Pointer(recvcounts)), dt, op, comm)
 }
 
-//export go_Ireduce_scatter_c
-func go_Ireduce_scatter_c(sendbuf, recvbuf unsafe.Pointer, recvcounts *C.MPI_Count, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm, req *C.MPI_Request) C.int {
+//export gocoll_Ireduce_scatter_c
+func gocoll_Ireduce_scatter_c(sendbuf, recvbuf unsafe.Pointer, recvcounts *C.MPI_Count, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm, req *C.MPI_Request) C.int {
 	return reduceScatter("MPI_Ireduce_scatter_c", &form{req: req}, sendbuf, recvbuf, countCounts(recvcounts), recvcounts == nil || isInPlace(unsafe.Pointer(recvcounts)), dt, op, comm)
 }
 
-//export go_Reduce_scatter_init
-func go_Reduce_scatter_init(sendbuf, recvbuf unsafe.Pointer, recvcounts *C.int, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm, info C.MPI_Info, req *C.MPI_Request) C.int {
+//export gocoll_Reduce_scatter_init
+func gocoll_Reduce_scatter_init(sendbuf, recvbuf unsafe.Pointer, recvcounts *C.int, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm, info C.MPI_Info, req *C.MPI_Request) C.int {
 	return reduceScatter("MPI_Reduce_scatter_init", &form{persistent: true, req: req}, sendbuf, recvbuf, intCounts(recvcounts), recvcounts == nil || isInPlace(unsafe.Pointer(recvcounts)), dt, op, comm)
 }
 
-//export go_Reduce_scatter_init_c
-func go_Reduce_scatter_init_c(sendbuf, recvbuf unsafe.Pointer, recvcounts *C.MPI_Count, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm, info C.MPI_Info, req *C.MPI_Request) C.int {
+//export gocoll_Reduce_scatter_init_c
+func gocoll_Reduce_scatter_init_c(sendbuf, recvbuf unsafe.Pointer, recvcounts *C.MPI_Count, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm, info C.MPI_Info, req *C.MPI_Request) C.int {
 	return reduceScatter("MPI_Reduce_scatter_init_c", &form{persistent: true, req: req}, sendbuf, recvbuf, countCounts(recvcounts), recvcounts == nil || isInPlace(unsafe.Pointer(recvcounts)), dt, op, comm)
 }
 
-//export go_Iallgather
-func go_Iallgather(sendbuf unsafe.Pointer, scount C.int, stype C.MPI_Datatype, recvbuf unsafe.Pointer, rcount C.int, rtype C.MPI_Datatype, comm C.MPI_Comm, req *C.MPI_Request) C.int {
+//export gocoll_Iallgather
+func gocoll_Iallgather(sendbuf unsafe.Pointer, scount C.int, stype C.MPI_Datatype, recvbuf unsafe.Pointer, rcount C.int, rtype C.MPI_Datatype, comm C.MPI_Comm, req *C.MPI_Request) C.int {
 	return allgather("MPI_Iallgather", &form{req: req}, sendbuf, int64(scount), stype, recvbuf, int64(rcount), rtype, comm)
 }
 
-//export go_Iallgather_c
-func go_Iallgather_c(sendbuf unsafe.Pointer, scount C.MPI_Count, stype C.MPI_Datatype, recvbuf unsafe.Pointer, rcount C.MPI_Count, rtype C.MPI_Datatype, comm C.MPI_Comm, req *C.MPI_Request) C.int {
+//export gocoll_Iallgather_c
+func gocoll_Iallgather_c(sendbuf unsafe.Pointer, scount C.MPI_Count, stype C.MPI_Datatype, recvbuf unsafe.Pointer, rcount C.MPI_Count, rtype C.MPI_Datatype, comm C.MPI_Comm, req *C.MPI_Request) C.int {
 	return allgather("MPI_Iallgather_c", &form{req: req}, sendbuf, int64(scount), stype, recvbuf, int64(rcount), rtype, comm)
 }
 
-//export go_Allgather_init
-func go_Allgather_init(sendbuf unsafe.Pointer, scount C.int, stype C.MPI_Datatype, recvbuf unsafe.Pointer, rcount C.int, rtype C.MPI_Datatype, comm C.MPI_Comm, info C.MPI_Info, req *C.MPI_Request) C.int {
+//export gocoll_Allgather_init
+func gocoll_Allgather_init(sendbuf unsafe.Pointer, scount C.int, stype C.MPI_Datatype, recvbuf unsafe.Pointer, rcount C.int, rtype C.MPI_Datatype, comm C.MPI_Comm, info C.MPI_Info, req *C.MPI_Request) C.int {
 	return allgather("MPI_Allgather_init", &form{persistent: true, req: req}, sendbuf, int64(scount), stype, recvbuf, int64(rcount), rtype, comm)
 }
 
-//export go_Allgather_init_c
-func go_Allgather_init_c(sendbuf unsafe.Pointer, scount C.MPI_Count, stype C.MPI_Datatype, recvbuf unsafe.Pointer, rcount C.MPI_Count, rtype C.MPI_Datatype, comm C.MPI_Comm, info C.MPI_Info, req *C.MPI_Request) C.int {
+//export gocoll_Allgather_init_c
+func gocoll_Allgather_init_c(sendbuf unsafe.Pointer, scount C.MPI_Count, stype C.MPI_Datatype, recvbuf unsafe.Pointer, rcount C.MPI_Count, rtype C.MPI_Datatype, comm C.MPI_Comm, info C.MPI_Info, req *C.MPI_Request) C.int {
 	return allgather("MPI_Allgather_init_c", &form{persistent: true, req: req}, sendbuf, int64(scount), stype, recvbuf, int64(rcount), rtype, comm)
 }
 
@@ -208,8 +208,8 @@ func retire(q *request, h *C.MPI_Request) {
 	freeRequest(h)
 }
 
-//export go_Wait
-func go_Wait(req *C.MPI_Request, status *C.MPI_Status) (rc C.int) {
+//export gocoll_Wait
+func gocoll_Wait(req *C.MPI_Request, status *C.MPI_Status) (rc C.int) {
 	const call = "MPI_Wait"
 	defer guard(call, &rc)
 	if err := ready(call); err != nil {
@@ -233,8 +233,8 @@ func go_Wait(req *C.MPI_Request, status *C.MPI_Status) (rc C.int) {
 	return fail(q.comm, err)
 }
 
-//export go_Test
-func go_Test(req *C.MPI_Request, flag *C.int, status *C.MPI_Status) (rc C.int) {
+//export gocoll_Test
+func gocoll_Test(req *C.MPI_Request, flag *C.int, status *C.MPI_Status) (rc C.int) {
 	const call = "MPI_Test"
 	defer guard(call, &rc)
 	if err := ready(call); err != nil {
@@ -278,8 +278,8 @@ func requestArray(call string, count C.int, reqs *C.MPI_Request) ([]C.MPI_Reques
 	return unsafe.Slice(reqs, int(count)), nil
 }
 
-//export go_Waitall
-func go_Waitall(count C.int, reqs *C.MPI_Request, statuses *C.MPI_Status) (rc C.int) {
+//export gocoll_Waitall
+func gocoll_Waitall(count C.int, reqs *C.MPI_Request, statuses *C.MPI_Status) (rc C.int) {
 	const call = "MPI_Waitall"
 	defer guard(call, &rc)
 	hs, err := requestArray(call, count, reqs)
@@ -356,8 +356,8 @@ func go_Waitall(count C.int, reqs *C.MPI_Request, statuses *C.MPI_Status) (rc C.
 	return fail(errComm, firstErr)
 }
 
-//export go_Testall
-func go_Testall(count C.int, reqs *C.MPI_Request, flag *C.int, statuses *C.MPI_Status) (rc C.int) {
+//export gocoll_Testall
+func gocoll_Testall(count C.int, reqs *C.MPI_Request, flag *C.int, statuses *C.MPI_Status) (rc C.int) {
 	const call = "MPI_Testall"
 	defer guard(call, &rc)
 	hs, err := requestArray(call, count, reqs)
@@ -380,18 +380,18 @@ func go_Testall(count C.int, reqs *C.MPI_Request, flag *C.int, statuses *C.MPI_S
 	}
 	// All complete: complete them as Waitall does.
 	*flag = 1
-	return go_Waitall(count, reqs, statuses)
+	return gocoll_Waitall(count, reqs, statuses)
 }
 
-//export go_Waitany
-func go_Waitany(count C.int, reqs *C.MPI_Request, index *C.int, status *C.MPI_Status) (rc C.int) {
+//export gocoll_Waitany
+func gocoll_Waitany(count C.int, reqs *C.MPI_Request, index *C.int, status *C.MPI_Status) (rc C.int) {
 	const call = "MPI_Waitany"
 	defer guard(call, &rc)
 	return anyOf(call, true, count, reqs, index, nil, status)
 }
 
-//export go_Testany
-func go_Testany(count C.int, reqs *C.MPI_Request, index, flag *C.int, status *C.MPI_Status) (rc C.int) {
+//export gocoll_Testany
+func gocoll_Testany(count C.int, reqs *C.MPI_Request, index, flag *C.int, status *C.MPI_Status) (rc C.int) {
 	const call = "MPI_Testany"
 	defer guard(call, &rc)
 	if flag == nil {
@@ -452,8 +452,8 @@ func anyOf(call string, wait bool, count C.int, reqs *C.MPI_Request, index, flag
 	}
 }
 
-//export go_Start
-func go_Start(req *C.MPI_Request) (rc C.int) {
+//export gocoll_Start
+func gocoll_Start(req *C.MPI_Request) (rc C.int) {
 	const call = "MPI_Start"
 	defer guard(call, &rc)
 	if err := ready(call); err != nil {
@@ -465,8 +465,8 @@ func go_Start(req *C.MPI_Request) (rc C.int) {
 	return start(call, *req)
 }
 
-//export go_Startall
-func go_Startall(count C.int, reqs *C.MPI_Request) (rc C.int) {
+//export gocoll_Startall
+func gocoll_Startall(count C.int, reqs *C.MPI_Request) (rc C.int) {
 	const call = "MPI_Startall"
 	defer guard(call, &rc)
 	hs, err := requestArray(call, count, reqs)
@@ -499,8 +499,8 @@ func start(call string, h C.MPI_Request) C.int {
 	return C.MPI_SUCCESS
 }
 
-//export go_Request_free
-func go_Request_free(req *C.MPI_Request) (rc C.int) {
+//export gocoll_Request_free
+func gocoll_Request_free(req *C.MPI_Request) (rc C.int) {
 	const call = "MPI_Request_free"
 	defer guard(call, &rc)
 	if err := ready(call); err != nil {

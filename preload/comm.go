@@ -240,12 +240,12 @@ func (st *commState) attachEngine() {
 	C.gc_attach_shm(st.cs, lay.Base, C.int(lay.P), C.int(lay.Rank), C.long(lay.Slot), C.long(lay.DataOffset), C.int(crowded))
 }
 
-// gc_go_shm_wait finishes a step the engine's C half stopped waiting for
+// gc_shm_wait finishes a step the engine's C half stopped waiting for
 // on communicator id's segment: 0, or gocoll's MPI error class after
 // saying what went wrong (a dead or stalled peer, the timeout).
 //
-//export gc_go_shm_wait
-func gc_go_shm_wait(id, call C.int) (rc C.int) {
+//export gc_shm_wait
+func gc_shm_wait(id, call C.int) (rc C.int) {
 	name := counters.Call(call).String()
 	defer func() {
 		if v := recover(); v != nil {

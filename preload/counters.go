@@ -15,7 +15,7 @@ import (
 
 // Which path each call took is package counters' table, as in
 // libgocoll.so: coll counts the calls gocoll runs and their algorithms,
-// gc_go_run the fallbacks among them (coll sees the preload's choice as
+// gc_run the fallbacks among them (coll sees the preload's choice as
 // forced), and the C half, in gc_counters (preload.h), the calls it hands
 // to the host MPI, the fallbacks among those, the decisions served from
 // the cache and the calls the shared-memory engine's C half ran; those

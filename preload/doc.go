@@ -33,7 +33,7 @@
 //	device.c     whether a buffer is CUDA device memory
 //	preload.h    what C and Go share (gc_handle, gc_call, the communicator state); internal.h the C half's own
 //	exports.map  the only symbols the library exports
-//	entry.go     the Go half's exported entry points (gc_go_*)
+//	entry.go     the Go half's exported entry points (gc_start, gc_decide, gc_run, ...)
 //	comm.go      a communicator's state: private communicator, transports, engine, setup agreement
 //	config.go    the GOCOLL_ variables, the tuner with the host as a candidate, the device tuner
 //	handles.go   predefined datatypes and ops of both ABIs

@@ -42,13 +42,13 @@ func internal(where string, v any) C.int {
 	return C.int(mpierr.Intern)
 }
 
-// gc_go_start reads the configuration and registers the host's
+// gc_start reads the configuration and registers the host's
 // predefined datatypes and ops with the C half, at the first collective
 // call after MPI_Init. It returns 0, or -1 after printing what is wrong
 // with the environment.
 //
-//export gc_go_start
-func gc_go_start() (rc C.int) {
+//export gc_start
+func gc_start() (rc C.int) {
 	defer func() {
 		if v := recover(); v != nil {
 			rc = -internal("starting", v)
@@ -142,7 +142,7 @@ func gc_go_start() (rc C.int) {
 // query is the tuner's view of a call. Whether the ranks share a host
 // (and so a segment for the shm algorithms) is known once the
 // communicator is set up; before, at its first calls, the tuner assumes
-// they do, and asks again after the setup (gc_go_run), so that a
+// they do, and asks again after the setup (gc_run), so that a
 // communicator whose rules favour the shm algorithms gets set up at all.
 // Either way every rank asks the same question. The node map too is
 // known once the communicator is set up (nil before).
@@ -156,15 +156,15 @@ func query(c *C.struct_gc_call, shared bool, nodes *algorithms.NodeMap) tuner.Qu
 	}
 }
 
-// gc_go_decide asks the tuner about a call: the index of gocoll's
+// gc_decide asks the tuner about a call: the index of gocoll's
 // algorithm, -1 for the host MPI (c.how set either way: the C half counts
 // fallbacks to the host), -2 when the call must fail
 // (GOCOLL_FALLBACK=error), after saying why. A device call (c.device) is
 // asked of the device tuner, which never answers native nor an shm
 // algorithm.
 //
-//export gc_go_decide
-func gc_go_decide(c *C.struct_gc_call) (rc C.int) {
+//export gc_decide
+func gc_decide(c *C.struct_gc_call) (rc C.int) {
 	defer func() {
 		if v := recover(); v != nil {
 			internal("choosing an algorithm", v)
@@ -244,11 +244,11 @@ var reasons = [...]string{
 	C.GC_R_PROGRESS:  "a request nothing would move while the program blocks in the host MPI (no progress hook in the host: set GOCOLL_PROGRESS_THREAD=1 at MPI_THREAD_MULTIPLE)",
 }
 
-// gc_go_note prints why the C half handed a call to the host MPI
+// gc_note_host prints why the C half handed a call to the host MPI
 // (GOCOLL_DEBUG=info).
 //
-//export gc_go_note
-func gc_go_note(coll, rank, why C.int) {
+//export gc_note_host
+func gc_note_host(coll, rank, why C.int) {
 	defer func() {
 		if v := recover(); v != nil {
 			internal("logging", v)
@@ -261,14 +261,14 @@ func gc_go_note(coll, rank, why C.int) {
 	fmt.Fprintf(os.Stderr, "gocoll: rank %d: %s -> host MPI (%s)\n", int(rank), algorithms.Collective(coll), reason)
 }
 
-// gc_go_run runs a call with gocoll: 0, an MPI error class (gocoll's
+// gc_run runs a call with gocoll: 0, an MPI error class (gocoll's
 // values; the C half maps them to the host's and calls the error
 // handler), -1 when the communicator cannot be set up and the host must
 // run the call (and every later one on it), or -2 when, the communicator
 // now set up, the tuner gives this call to the host after all.
 //
-//export gc_go_run
-func gc_go_run(c *C.struct_gc_call) (rc C.int) {
+//export gc_run
+func gc_run(c *C.struct_gc_call) (rc C.int) {
 	cl := algorithms.Collective(c.coll)
 	defer func() {
 		if v := recover(); v != nil {
@@ -296,7 +296,7 @@ func gc_go_run(c *C.struct_gc_call) (rc C.int) {
 // prepare readies a call that gocoll runs (blocking, or as a request,
 // form " nonblocking" or " persistent" for the debug line):
 // the communicator's state and coll's arguments, ok; or, not ok, what
-// gc_go_run returns (-1: the communicator cannot be set up, -2: the
+// gc_run returns (-1: the communicator cannot be set up, -2: the
 // tuner gives the call to the host after all, or an error class).
 func prepare(c *C.struct_gc_call, form string) (st *commState, a coll.Args, rc C.int, ok bool) {
 	cl := algorithms.Collective(c.coll)
@@ -482,10 +482,10 @@ func userOp(c *C.struct_gc_call) coll.Op {
 	}}
 }
 
-// gc_go_free drops the state of a communicator being freed.
+// gc_drop_comm drops the state of a communicator being freed.
 //
-//export gc_go_free
-func gc_go_free(id C.int) {
+//export gc_drop_comm
+func gc_drop_comm(id C.int) {
 	defer func() {
 		if v := recover(); v != nil {
 			internal("MPI_Comm_free", v)
@@ -494,10 +494,10 @@ func gc_go_free(id C.int) {
 	free(id)
 }
 
-// gc_go_finish runs at MPI_Finalize.
+// gc_finish runs at MPI_Finalize.
 //
-//export gc_go_finish
-func gc_go_finish() {
+//export gc_finish
+func gc_finish() {
 	defer func() {
 		if v := recover(); v != nil {
 			internal("MPI_Finalize", v)

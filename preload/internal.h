@@ -2,6 +2,15 @@
  * The C half's private declarations: the host MPI's PMPI_ functions and
  * predefined handles, found at run time (pmpi.c), and the entry points'
  * helpers (shim.c, fortran.c). Not seen by Go.
+ *
+ * Names: every C name of this package, its C files' and its Go exports'
+ * (gc_start, gc_run, ... in the .go files), starts with gc_ (the MPI
+ * names aside), as libgocoll.so's start with gocoll_, so that a symbol
+ * says which library it is from. The exceptions: gocoll_test_counter,
+ * which tests look up under that name in either library, and the C
+ * halves both libraries share, which keep their package's prefix:
+ * gocoll_shm_ (intranode/engine), gocoll_cuda_ and gocoll_cu_ (gpu),
+ * gocollLoadWait (internal/loadwait).
  */
 #ifndef GOCOLL_PRELOAD_INTERNAL_H
 #define GOCOLL_PRELOAD_INTERNAL_H
@@ -119,25 +128,11 @@ int gc_lookup_functions(void); /* looks once; 0 when the host MPI was found */
 int gc_lookup_handles(void);   /* once MPI is initialized */
 H gc_fix(H h);                 /* masks an MPICH handle to its 32 bits */
 
-/* shim.c: the common implementation of each collective. */
+/* shim.c: the blocking collectives, for the Fortran entry points. */
 int gc_allreduce(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, int large);
 int gc_reduce_scatter(const void *sbuf, void *rbuf, const void *counts, int counts64, H dt, H op, H comm);
 int gc_reduce_scatter_block(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, int large);
 int gc_allgather(const void *sbuf, C64 scount, H stype, void *rbuf, C64 rcount, H rtype, H comm, int large);
-/* The same as nonblocking or persistent calls (form f). */
-int gc_allreduce_f(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, int large, const struct gc_form *f);
-int gc_reduce_scatter_f(const void *sbuf, void *rbuf, const void *counts, int counts64, H dt, H op, H comm,
-                        const struct gc_form *f);
-int gc_reduce_scatter_block_f(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, int large,
-                              const struct gc_form *f);
-int gc_allgather_f(const void *sbuf, C64 scount, H stype, void *rbuf, C64 rcount, H rtype, H comm, int large,
-                   const struct gc_form *f);
-void gc_count(int coll, int k);
-int gc_started(void); /* starts gocoll if MPI runs: whether it runs */
-
-/* requests.c: a gocoll request of call c (its Go id), in a slot. */
-int gc_request_new(const struct gc_call *c, const struct gc_form *f, int id);
-void gc_requests_forget(struct gc_comm *cs); /* cs is being freed */
 
 /* device.c: whether a pointer is CUDA device memory. */
 int gc_is_device(const void *p);

@@ -25,7 +25,7 @@ enum { GC_UNKNOWN = 0, GC_OMPI = 1, GC_MPICH = 2 };
 enum { GC_ALLREDUCE = 0, GC_REDUCE_SCATTER = 1, GC_REDUCE_SCATTER_BLOCK = 2, GC_ALLGATHER = 3, GC_NCOLL = 4 };
 
 /*
- * Why a call went to the host MPI, decided in C (gc_go_note prints them).
+ * Why a call went to the host MPI, decided in C (gc_note_host prints them).
  * GC_R_TUNED is decided in Go (the tuner chose native).
  */
 enum {
@@ -68,7 +68,7 @@ enum {
  * "<call>.fast_remembered" by gocoll_test_counter), GC_K_CORRECTED
  * calls gocoll ran because the host is excluded on their (op, datatype)
  * (GC_HOW_CORRECTED, below; package counters' Corrected). Each thread
- * counts in a block of its own (shim.c); gc_counter sums them with
+ * counts in a block of its own (counters.c); gc_counter sums them with
  * gc_counters, where the Go tests set values.
  */
 enum { GC_K_HOST = 0, GC_K_HOST_CACHED = 1, GC_K_CACHED = 2, GC_K_FALLBACK = 3, GC_K_MEMO = 4, GC_K_FAST = 5,
@@ -170,7 +170,7 @@ struct gc_call {
 /* What the Go half needs from the C half. */
 extern int gc_flavor;
 extern int gc_debug;
-extern int gc_cuda; /* gocoll's CUDA runtime is on: device buffers are gocoll's (set by gc_go_start) */
+extern int gc_cuda; /* gocoll's CUDA runtime is on: device buffers are gocoll's (set by gc_start) */
 extern int gc_forced_native[GC_NCOLL];
 /* Each collective's index of the shm algorithm (see gc_decision.alg), -1
  * if none or while the engine's C half must not run calls (set by Go). */
@@ -208,7 +208,6 @@ int gc_errhandler_returns(gc_handle comm);
 int gc_world_rank(void);
 int gc_thread_level(void); /* the host's MPI_Query_thread, -1 if unknown */
 void gc_register_progress(int thread); /* requests.c: who moves gocoll's requests */
-extern int gc_requests_movable;        /* requests.c: 1 once something does */
 int gc_large_p2p(void);
 const char *gc_library_version(void);
 

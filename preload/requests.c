@@ -1,8 +1,9 @@
 /*
- * The nonblocking and persistent collectives' entry points, and the
- * completion calls that must tell gocoll's requests from the host's.
+ * gocoll's requests: the nonblocking and persistent calls that shim.c
+ * gives gocoll (requests.h), and the completion calls that must tell
+ * gocoll's requests from the host's.
  *
- * A call that gocoll runs as a request (shim.c, run_request) gets a slot
+ * A call that gocoll runs as a request (gc_request_run) gets a slot
  * here, which holds the Go half's request id, and the application a
  * handle the host never makes: on Open MPI (MPI_Request a pointer) the
  * slot's address; on MPICH (an int) GC_MPICH_REQ | slot, whose handle
@@ -20,6 +21,8 @@
 #include <string.h>
 #include <time.h>
 #include "internal.h"
+#include "counters.h"
+#include "requests.h"
 #include "_cgo_export.h"
 
 #define NREQ 4096
@@ -93,25 +96,28 @@ static void hold(struct req *r, int on) {
  * Otherwise (MPICH, which offers no such hook, without the thread) the
  * nonblocking and persistent forms go to the host (GC_R_PROGRESS).
  */
-int gc_requests_movable;
+static int movable;
+
+int gc_requests_movable(void) { return __atomic_load_n(&movable, __ATOMIC_RELAXED); }
+
 static __thread __attribute__((tls_model("initial-exec"))) int in_hook;
 
 static int progress_hook(void) {
     if (in_hook || !__atomic_load_n(&active_reqs, __ATOMIC_RELAXED)) return 0;
     in_hook = 1;
-    gc_go_progress();
+    gc_progress();
     in_hook = 0;
     return 0;
 }
 
 void gc_register_progress(int thread) {
     if (thread) {
-        __atomic_store_n(&gc_requests_movable, 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&movable, 1, __ATOMIC_RELEASE);
         return;
     }
     if (gc_flavor != GC_OMPI) return;
     int (*reg)(int (*)(void)) = (int (*)(int (*)(void)))dlsym(RTLD_DEFAULT, "opal_progress_register");
-    if (reg && reg(progress_hook) == 0) __atomic_store_n(&gc_requests_movable, 1, __ATOMIC_RELEASE);
+    if (reg && reg(progress_hook) == 0) __atomic_store_n(&movable, 1, __ATOMIC_RELEASE);
 }
 
 /* gc_requests_forget drops a communicator's state, being freed, from
@@ -126,7 +132,9 @@ void gc_requests_forget(struct gc_comm *cs) {
     pthread_mutex_unlock(&slots_mu);
 }
 
-int gc_request_new(const struct gc_call *c, const struct gc_form *f, int id) {
+/* request_new puts Go's request id of call c in a slot and hands the
+ * application its handle: 0, or an MPI error class. */
+static int request_new(const struct gc_call *c, const struct gc_form *f, int id) {
     pthread_mutex_lock(&slots_mu);
     struct req *r = NULL;
     for (int i = 0; i < NREQ && !r; i++)
@@ -138,12 +146,30 @@ int gc_request_new(const struct gc_call *c, const struct gc_form *f, int id) {
     pthread_mutex_unlock(&slots_mu);
     if (!r) {
         fprintf(stderr, "gocoll: more than %d collective requests at once\n", NREQ);
-        gc_go_req_free(id);
+        gc_request_free(id);
         return 16; /* MPI_ERR_INTERN */
     }
     if (!f->persistent) hold(r, 1);
     rset(f->req, 0, handle(r));
     return 0;
+}
+
+/* gc_request_run makes a request of a call gocoll runs, in form f
+ * (gc_new_request), and hands the application its handle: MPI_SUCCESS, a
+ * host error code (after calling the communicator's error handler), or
+ * the Go half's -1 or -2 (the host runs the call), as shim.c's run. */
+int gc_request_run(struct gc_call *c, const struct gc_form *f) {
+    int id = 0;
+    int rc = gc_new_request(c, f->persistent, &id);
+    if (rc < 0) return rc;
+    if (rc == 0) rc = request_new(c, f, id);
+    if (rc == 0) {
+        if (!f->persistent) gc_count(c->coll, GC_K_REQUEST); /* a persistent one counts at each MPI_Start */
+        return 0;
+    }
+    int code = gc_host_class(rc);
+    gc_p.Comm_call_errhandler(c->comm, code);
+    return code;
 }
 
 static void release(struct req *r, void *h) {
@@ -204,7 +230,7 @@ static int test(struct req *r, void *h, void *st, int *rc) {
         return -1;
     }
     int flag = 0;
-    int cls = gc_go_req_test(r->id, &flag, !r->persistent);
+    int cls = gc_request_test(r->id, &flag, !r->persistent);
     if (!flag) return 0;
     *rc = finished(r, h, cls, st);
     return 1;
@@ -240,7 +266,7 @@ int MPI_Wait(H *req, void *st) {
         empty(st, 0);
         return 0;
     }
-    return finished(r, req, gc_go_req_wait(r->id, !r->persistent), st);
+    return finished(r, req, gc_request_wait(r->id, !r->persistent), st);
 }
 
 int MPI_Test(H *req, int *flag, void *st) {
@@ -254,7 +280,7 @@ int MPI_Test(H *req, int *flag, void *st) {
 int MPI_Request_get_status(H req, int *flag, void *st) {
     struct req *r;
     if (!any_live() || !(r = ours(req))) return HOSTFN(Request_get_status)(req, flag, st);
-    *flag = !r->active || gc_go_req_done(r->id);
+    *flag = !r->active || gc_request_done(r->id);
     if (*flag) empty(st, 0);
     return 0;
 }
@@ -272,7 +298,7 @@ int MPI_Request_free(H *req) {
     if (!any_live() || !req || !(r = ours(rget(req, 0)))) return HOSTFN(Request_free)(req);
     /* An active request still completes (MPI): its buffers may be reused
      * once the program learns that it has. */
-    int cls = gc_go_req_free(r->id);
+    int cls = gc_request_free(r->id);
     release(r, req);
     return cls ? fail(r, cls) : 0;
 }
@@ -281,7 +307,7 @@ int MPI_Start(H *req) {
     struct req *r;
     if (!any_live() || !req || !(r = ours(rget(req, 0)))) return HOSTFN(Start)(req);
     if (!r->persistent) return fail(r, 19);
-    int cls = gc_go_req_start(r->id);
+    int cls = gc_request_start(r->id);
     if (cls) return fail(r, cls);
     hold(r, 1);
     gc_count(r->coll, GC_K_REQUEST);
@@ -325,7 +351,7 @@ static int host_subset(int n, const void *reqs, void *hs, int *at) {
  * per request is what Waitall needs anyway: a later request may be what
  * a peer waits for before it completes an earlier one). Testall
  * completes nothing unless every request is complete: it looks first
- * (PMPI_Request_get_status, gc_go_req_done). */
+ * (PMPI_Request_get_status, gc_request_done). */
 static int all(int n, void *reqs, int *flag, void *sts, int wait) {
     char *done = calloc(n ? n : 1, 1);
     if (!done) return gc_host_class(16);
@@ -336,7 +362,7 @@ static int all(int n, void *reqs, int *flag, void *sts, int wait) {
             struct req *r = ours(rget(reqs, i));
             int f = 1;
             if (r)
-                f = !r->active || gc_go_req_done(r->id);
+                f = !r->active || gc_request_done(r->id);
             else if (rget(reqs, i) != gc_c.request_null && gc_p.Request_get_status(rget(reqs, i), &f, gc_c.status_ignore))
                 f = 1; /* its error comes from PMPI_Test below */
             ready = f;
@@ -407,7 +433,7 @@ static int some(int n, void *reqs, int *outcount, int *indices, void *sts, int w
             if (!r || !r->active) continue;
             active = 1;
             int flag1 = 0;
-            int cls = gc_go_req_test(r->id, &flag1, !r->persistent);
+            int cls = gc_request_test(r->id, &flag1, !r->persistent);
             if (!flag1) continue;
             void *st = one ? sts : status_at(sts, got);
             int code = finished(r, rat(reqs, i), cls, st == gc_c.status_ignore ? NULL : st);
@@ -476,72 +502,4 @@ int MPI_Waitsome(int n, void *reqs, int *outcount, int *indices, void *sts) {
 int MPI_Testsome(int n, void *reqs, int *outcount, int *indices, void *sts) {
     if (!mixed(n, reqs)) return HOSTFN(Testsome)(n, reqs, outcount, indices, sts);
     return some(n, reqs, outcount, indices, sts, 0, 0, NULL);
-}
-
-/* ---- the nonblocking and persistent collectives ---- */
-
-#define NB(req) (&(struct gc_form){.req = (req)})
-#define PERS(info, req) (&(struct gc_form){.persistent = 1, .info = (info), .req = (req)})
-
-int MPI_Iallreduce(const void *s, void *r, int n, H dt, H op, H comm, H *req) {
-    return gc_allreduce_f(s, r, n, dt, op, comm, 0, NB(req));
-}
-int MPI_Iallreduce_c(const void *s, void *r, C64 n, H dt, H op, H comm, H *req) {
-    return gc_allreduce_f(s, r, n, dt, op, comm, 1, NB(req));
-}
-int MPI_Ireduce_scatter_block(const void *s, void *r, int n, H dt, H op, H comm, H *req) {
-    return gc_reduce_scatter_block_f(s, r, n, dt, op, comm, 0, NB(req));
-}
-int MPI_Ireduce_scatter_block_c(const void *s, void *r, C64 n, H dt, H op, H comm, H *req) {
-    return gc_reduce_scatter_block_f(s, r, n, dt, op, comm, 1, NB(req));
-}
-int MPI_Ireduce_scatter(const void *s, void *r, const int *counts, H dt, H op, H comm, H *req) {
-    return gc_reduce_scatter_f(s, r, counts, 0, dt, op, comm, NB(req));
-}
-int MPI_Ireduce_scatter_c(const void *s, void *r, const C64 *counts, H dt, H op, H comm, H *req) {
-    return gc_reduce_scatter_f(s, r, counts, 1, dt, op, comm, NB(req));
-}
-int MPI_Iallgather(const void *s, int sn, H st, void *r, int rn, H rt, H comm, H *req) {
-    return gc_allgather_f(s, sn, st, r, rn, rt, comm, 0, NB(req));
-}
-int MPI_Iallgather_c(const void *s, C64 sn, H st, void *r, C64 rn, H rt, H comm, H *req) {
-    return gc_allgather_f(s, sn, st, r, rn, rt, comm, 1, NB(req));
-}
-int MPI_Allreduce_init(const void *s, void *r, int n, H dt, H op, H comm, H info, H *req) {
-    return gc_allreduce_f(s, r, n, dt, op, comm, 0, PERS(info, req));
-}
-int MPI_Allreduce_init_c(const void *s, void *r, C64 n, H dt, H op, H comm, H info, H *req) {
-    return gc_allreduce_f(s, r, n, dt, op, comm, 1, PERS(info, req));
-}
-int MPI_Reduce_scatter_block_init(const void *s, void *r, int n, H dt, H op, H comm, H info, H *req) {
-    return gc_reduce_scatter_block_f(s, r, n, dt, op, comm, 0, PERS(info, req));
-}
-int MPI_Reduce_scatter_block_init_c(const void *s, void *r, C64 n, H dt, H op, H comm, H info, H *req) {
-    return gc_reduce_scatter_block_f(s, r, n, dt, op, comm, 1, PERS(info, req));
-}
-int MPI_Reduce_scatter_init(const void *s, void *r, const int *counts, H dt, H op, H comm, H info, H *req) {
-    return gc_reduce_scatter_f(s, r, counts, 0, dt, op, comm, PERS(info, req));
-}
-int MPI_Reduce_scatter_init_c(const void *s, void *r, const C64 *counts, H dt, H op, H comm, H info, H *req) {
-    return gc_reduce_scatter_f(s, r, counts, 1, dt, op, comm, PERS(info, req));
-}
-int MPI_Allgather_init(const void *s, int sn, H st, void *r, int rn, H rt, H comm, H info, H *req) {
-    return gc_allgather_f(s, sn, st, r, rn, rt, comm, 0, PERS(info, req));
-}
-int MPI_Allgather_init_c(const void *s, C64 sn, H st, void *r, C64 rn, H rt, H comm, H info, H *req) {
-    return gc_allgather_f(s, sn, st, r, rn, rt, comm, 1, PERS(info, req));
-}
-/* Open MPI 4.1's names of the persistent collectives (its pcollreq
- * extension). */
-int MPIX_Allreduce_init(const void *s, void *r, int n, H dt, H op, H comm, H info, H *req) {
-    return MPI_Allreduce_init(s, r, n, dt, op, comm, info, req);
-}
-int MPIX_Reduce_scatter_block_init(const void *s, void *r, int n, H dt, H op, H comm, H info, H *req) {
-    return MPI_Reduce_scatter_block_init(s, r, n, dt, op, comm, info, req);
-}
-int MPIX_Reduce_scatter_init(const void *s, void *r, const int *counts, H dt, H op, H comm, H info, H *req) {
-    return MPI_Reduce_scatter_init(s, r, counts, dt, op, comm, info, req);
-}
-int MPIX_Allgather_init(const void *s, int sn, H st, void *r, int rn, H rt, H comm, H info, H *req) {
-    return MPI_Allgather_init(s, sn, st, r, rn, rt, comm, info, req);
 }

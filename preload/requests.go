@@ -42,12 +42,10 @@ func dropRequest(id C.int) {
 	requests.Unlock()
 }
 
-// gc_go_irun makes a request of a call that gocoll runs: nonblocking
-// (started now) or persistent (started by MPI_Start). It returns as
-// gc_go_run does, *id set on success.
+// gc_progress moves gocoll's requests on (the C half's progress hook).
 //
-//export gc_go_progress
-func gc_go_progress() {
+//export gc_progress
+func gc_progress() {
 	defer func() {
 		if v := recover(); v != nil {
 			internal("moving requests", v)
@@ -56,8 +54,12 @@ func gc_go_progress() {
 	coll.Progress()
 }
 
-//export gc_go_irun
-func gc_go_irun(c *C.struct_gc_call, persistent C.int, id *C.int) (rc C.int) {
+// gc_new_request makes a request of a call that gocoll runs: nonblocking
+// (started now) or persistent (started by MPI_Start). It returns as
+// gc_run does, *id set on success.
+//
+//export gc_new_request
+func gc_new_request(c *C.struct_gc_call, persistent C.int, id *C.int) (rc C.int) {
 	cl := algorithms.Collective(c.coll)
 	defer func() {
 		if v := recover(); v != nil {
@@ -110,12 +112,12 @@ func gc_go_irun(c *C.struct_gc_call, persistent C.int, id *C.int) (rc C.int) {
 	return 0
 }
 
-// gc_go_req_test moves requests on and sets *flag when request id is
+// gc_request_test moves requests on and sets *flag when request id is
 // complete (then inactive; dropped if drop, a nonblocking one), returning
 // its error class.
 //
-//export gc_go_req_test
-func gc_go_req_test(id C.int, flag *C.int, drop C.int) (rc C.int) {
+//export gc_request_test
+func gc_request_test(id C.int, flag *C.int, drop C.int) (rc C.int) {
 	defer func() {
 		if v := recover(); v != nil {
 			*flag = 1
@@ -139,10 +141,10 @@ func gc_go_req_test(id C.int, flag *C.int, drop C.int) (rc C.int) {
 	return q.st.result(err)
 }
 
-// gc_go_req_wait completes request id: as gc_go_req_test, done.
+// gc_request_wait completes request id: as gc_request_test, done.
 //
-//export gc_go_req_wait
-func gc_go_req_wait(id C.int, drop C.int) (rc C.int) {
+//export gc_request_wait
+func gc_request_wait(id C.int, drop C.int) (rc C.int) {
 	defer func() {
 		if v := recover(); v != nil {
 			rc = internal("MPI_Wait", v)
@@ -159,11 +161,11 @@ func gc_go_req_wait(id C.int, drop C.int) (rc C.int) {
 	return q.st.result(err)
 }
 
-// gc_go_req_done moves requests on and reports, completing nothing,
+// gc_request_done moves requests on and reports, completing nothing,
 // whether request id is complete (MPI_Testall, MPI_Request_get_status).
 //
-//export gc_go_req_done
-func gc_go_req_done(id C.int) (rc C.int) {
+//export gc_request_done
+func gc_request_done(id C.int) (rc C.int) {
 	defer func() {
 		if v := recover(); v != nil {
 			rc = 1
@@ -183,10 +185,10 @@ func gc_go_req_done(id C.int) (rc C.int) {
 	return 0
 }
 
-// gc_go_req_start starts the persistent request id.
+// gc_request_start starts the persistent request id.
 //
-//export gc_go_req_start
-func gc_go_req_start(id C.int) (rc C.int) {
+//export gc_request_start
+func gc_request_start(id C.int) (rc C.int) {
 	defer func() {
 		if v := recover(); v != nil {
 			rc = internal("MPI_Start", v)
@@ -199,11 +201,11 @@ func gc_go_req_start(id C.int) (rc C.int) {
 	return q.st.result(q.r.Start())
 }
 
-// gc_go_req_free drops request id, completing it first if active (MPI:
+// gc_request_free drops request id, completing it first if active (MPI:
 // a freed active request still completes).
 //
-//export gc_go_req_free
-func gc_go_req_free(id C.int) (rc C.int) {
+//export gc_request_free
+func gc_request_free(id C.int) (rc C.int) {
 	defer func() {
 		if v := recover(); v != nil {
 			rc = internal("MPI_Request_free", v)

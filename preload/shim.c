@@ -1,16 +1,17 @@
 /*
- * The C entry points of libgocoll-preload.so: MPI_Allreduce,
- * MPI_Reduce_scatter, MPI_Reduce_scatter_block, MPI_Allgather and their
- * MPI-4 large-count _c forms. Each decides here, in C, whatever it can
+ * The collectives' entry points of libgocoll-preload.so: MPI_Allreduce,
+ * MPI_Reduce_scatter, MPI_Reduce_scatter_block, MPI_Allgather, their
+ * MPI-4 large-count _c forms, and their nonblocking (MPI_I*) and
+ * persistent (MPI_*_init) forms. Each decides here, in C, whatever it can
  * without Go (entering Go costs about 0.2 us, a small native collective
  * 0.5 us): whether MPI is running, whether the communicator, datatype and
  * op are ones gocoll handles, and, from a per-communicator cache, what the
  * tuner chose last time for this size. Only calls that gocoll runs, the
  * first call of each size, and calls on CUDA device memory (which gocoll
  * runs on its device executor, deciding afresh each time) enter Go.
- * Everything else goes to the host MPI's PMPI_ function. The same code
- * decides the nonblocking and persistent forms (a gc_form; requests.c
- * has their entry points).
+ * Everything else goes to the host MPI's PMPI_ function. The
+ * nonblocking and persistent forms are decided the same way (a gc_form);
+ * those gocoll runs become requests.c's requests (requests.h).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -19,50 +20,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
+#include "counters.h"
+#include "requests.h"
 #include "_cgo_export.h"
+
+/* For the few small functions of the path a remembered host call takes
+ * (below): inlined whatever the compiler's size heuristics say. */
+#define ALWAYS_INLINE inline __attribute__((always_inline))
 
 int gc_debug;
 int gc_forced_native[GC_NCOLL];
-uint64_t gc_counters[GC_NCOLL][GC_NCOUNTERS];
-
-/* Each thread that makes calls counts in a block of its own, with plain
- * adds (its only writer), which gc_counter sums with gc_counters: exact,
- * without a locked add per call (on this machine a quarter of what a
- * cached host call spends here). A thread's block outlives it, with its
- * counts; a thread that cannot get one counts in gc_counters, atomically. */
-struct thread_counters {
-    uint64_t n[GC_NCOLL][GC_NCOUNTERS];
-    struct thread_counters *next;
-};
-static struct thread_counters *all_counters;
-static __thread __attribute__((tls_model("initial-exec"))) struct thread_counters *my_counters;
-
-static struct thread_counters *new_counters(void) {
-    struct thread_counters *t = calloc(1, sizeof *t);
-    if (!t) return NULL;
-    t->next = __atomic_load_n(&all_counters, __ATOMIC_RELAXED);
-    while (!__atomic_compare_exchange_n(&all_counters, &t->next, t, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
-    }
-    return my_counters = t;
-}
-
-static inline void count(int coll, int k) {
-    struct thread_counters *t = my_counters;
-    if (t || (t = new_counters()))
-        __atomic_store_n(&t->n[coll][k], __atomic_load_n(&t->n[coll][k], __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
-    else
-        __atomic_fetch_add(&gc_counters[coll][k], 1, __ATOMIC_RELAXED);
-}
-
-void gc_count(int coll, int k) { count(coll, k); }
-
-/* gc_counter is counter k of collective coll, over every thread. */
-uint64_t gc_counter(int coll, int k) {
-    uint64_t n = __atomic_load_n(&gc_counters[coll][k], __ATOMIC_RELAXED);
-    for (struct thread_counters *t = __atomic_load_n(&all_counters, __ATOMIC_ACQUIRE); t; t = t->next)
-        n += __atomic_load_n(&t->n[coll][k], __ATOMIC_RELAXED);
-    return n;
-}
 
 /* Life cycle: waiting for MPI_Init, running, or off for good. */
 enum { S_WAITING = 0, S_RUNNING = 1, S_OFF = 2, S_BADCONFIG = 3 };
@@ -165,7 +132,7 @@ static int comm_delete(H comm, int key, void *val, void *extra) {
     struct gc_comm *cs = val;
     __atomic_fetch_add(&comm_gen, 1, __ATOMIC_ACQ_REL);
     __atomic_fetch_add(&decide_gen, 1, __ATOMIC_ACQ_REL);
-    if (cs && cs->id) gc_go_free(cs->id);
+    if (cs && cs->id) gc_drop_comm(cs->id);
     if (cs) gc_requests_forget(cs);
     free(cs);
     return 0;
@@ -177,7 +144,7 @@ static int self_delete(H comm, int key, void *val, void *extra) {
     (void)comm, (void)key, (void)val, (void)extra;
     __atomic_store_n(&state, S_OFF, __ATOMIC_RELEASE);
     __atomic_fetch_add(&decide_gen, 1, __ATOMIC_ACQ_REL);
-    gc_go_finish();
+    gc_finish();
     return 0;
 }
 
@@ -201,7 +168,7 @@ static int start(void) {
                    gc_p.Comm_set_attr(gc_c.comm_self, self_key, NULL) != 0) {
             fprintf(stderr, "gocoll: cannot create communicator attributes; using the host MPI's collectives\n");
         } else {
-            ns = gc_go_start() == 0 ? S_RUNNING : S_BADCONFIG;
+            ns = gc_start() == 0 ? S_RUNNING : S_BADCONFIG;
         }
         __atomic_store_n(&state, ns, __ATOMIC_RELEASE);
     }
@@ -209,8 +176,6 @@ static int start(void) {
     pthread_mutex_unlock(&start_mu);
     return running;
 }
-
-int gc_started(void) { return start(); }
 
 static void empty_cache(struct gc_comm *cs) {
     for (int c = 0; c < GC_NCOLL; c++)
@@ -336,7 +301,7 @@ static inline unsigned cache_slot(int64_t bytes) {
 static int decide(struct gc_call *c) {
     if (gc_cuda && on_device(c)) {
         c->device = 1;
-        c->alg = gc_go_decide(c);
+        c->alg = gc_decide(c);
         if (c->alg < -1) return -1;
         return c->alg < 0 ? GC_R_TUNED : GC_R_NONE;
     }
@@ -344,7 +309,7 @@ static int decide(struct gc_call *c) {
     if (!gc_debug && d->bytes == c->bytes && d->commutative == c->commutative && d->excluded == c->excluded) {
         c->alg = d->alg, c->how = d->how, c->cached = 1;
     } else {
-        c->alg = gc_go_decide(c);
+        c->alg = gc_decide(c);
         if (c->alg < -1) return -1; /* the call must fail (reported) */
         d->bytes = c->bytes, d->commutative = (int8_t)c->commutative, d->alg = (int16_t)c->alg, d->how = (int8_t)c->how;
         d->excluded = (int8_t)c->excluded;
@@ -365,10 +330,10 @@ static int why_device(const struct gc_call *c) {
  * GOCOLL_DEBUG=info, says why (the tuner's choices are logged by the
  * tuner's caller). */
 static void note(const struct gc_call *c, int why, const struct gc_form *f) {
-    count(c->coll, f ? GC_K_REQUEST_HOST : c->cached ? GC_K_HOST_CACHED : GC_K_HOST);
-    if (why == GC_R_TUNED && c->how == 2) count(c->coll, GC_K_FALLBACK);
+    gc_count(c->coll, f ? GC_K_REQUEST_HOST : c->cached ? GC_K_HOST_CACHED : GC_K_HOST);
+    if (why == GC_R_TUNED && c->how == 2) gc_count(c->coll, GC_K_FALLBACK);
     if (gc_debug && why != GC_R_TUNED && state == S_RUNNING)
-        gc_go_note(c->coll, c->cs ? c->cs->rank : -1, why);
+        gc_note_host(c->coll, c->cs ? c->cs->rank : -1, why);
 }
 
 /* run hands the call to Go. It returns MPI_SUCCESS, a host error code
@@ -376,7 +341,7 @@ static void note(const struct gc_call *c, int why, const struct gc_form *f) {
  * not set the communicator up, or -2 when the tuner, asked again once the
  * communicator is set up, gives the call to the host. */
 static int run(struct gc_call *c) {
-    int rc = gc_go_run(c);
+    int rc = gc_run(c);
     if (rc <= 0) return rc;
     int code = gc_host_class(rc);
     gc_p.Comm_call_errhandler(c->comm, code);
@@ -386,22 +351,6 @@ static int run(struct gc_call *c) {
 /* fail_call fails a call with MPI_ERR_ARG through the communicator's
  * error handler: GOCOLL_ variables are wrong (reported once, at the
  * first call), or GOCOLL_FALLBACK=error refuses the call (reported). */
-/* run_request makes a request of the call in form f (gc_go_irun) and
- * hands the application its handle: as run. */
-static int run_request(struct gc_call *c, const struct gc_form *f) {
-    int id = 0;
-    int rc = gc_go_irun(c, f->persistent, &id);
-    if (rc < 0) return rc;
-    if (rc == 0) rc = gc_request_new(c, f, id);
-    if (rc == 0) {
-        if (!f->persistent) count(c->coll, GC_K_REQUEST); /* a persistent one counts at each MPI_Start */
-        return 0;
-    }
-    int code = gc_host_class(rc);
-    gc_p.Comm_call_errhandler(c->comm, code);
-    return code;
-}
-
 static int fail_call(H comm) {
     int code = gc_host_class(12); /* MPI_ERR_ARG */
     gc_p.Comm_call_errhandler(comm, code);
@@ -423,12 +372,12 @@ static int missing(const char *name) {
  * message of one step, so a rank whose call goes to Go (a user-defined
  * op, a type the C kernels do not reduce, MPI_Reduce_scatter_c's 64-bit
  * counts) still meets the others. The engine's slow wait goes to Go
- * (gc_go_shm_wait), which sleeps on the segment's futex, watches for dead
+ * (gc_shm_wait), which sleeps on the segment's futex, watches for dead
  * peers and the timeout, and makes the error.
  */
 int gc_shm_alg[GC_NCOLL] = {-1, -1, -1, -1};
 
-static int wait_in_go(struct gocoll_shm *s, int call) { return gc_go_shm_wait((int)s->id, call); }
+static int wait_in_go(struct gocoll_shm *s, int call) { return gc_shm_wait((int)s->id, call); }
 
 void gc_attach_shm(struct gc_comm *cs, void *base, int p, int rank, long slot, long data_off, int crowded) {
     gocoll_shm_init(&cs->shm, base, p, rank, slot, data_off, crowded, wait_in_go, cs->id);
@@ -478,10 +427,10 @@ static int engine(const struct gc_call *c) {
 static int ran_engine(struct gc_call *c, int *rc) {
     if ((*rc = engine(c)) == GOCOLL_SHM_DECLINE) return 0;
     c->engine = 1;
-    count(c->coll, GC_K_FAST);
-    if (c->how & GC_HOW_CORRECTED) count(c->coll, GC_K_CORRECTED);
-    if (c->remembered) count(c->coll, GC_K_FAST_MEMO);
-    if (c->cached) count(c->coll, GC_K_CACHED);
+    gc_count(c->coll, GC_K_FAST);
+    if (c->how & GC_HOW_CORRECTED) gc_count(c->coll, GC_K_CORRECTED);
+    if (c->remembered) gc_count(c->coll, GC_K_FAST_MEMO);
+    if (c->cached) gc_count(c->coll, GC_K_CACHED);
     if (*rc > 0) {
         int code = gc_host_class(*rc);
         gc_p.Comm_call_errhandler(c->comm, code);
@@ -503,14 +452,14 @@ static int ran(struct gc_call *c, int *why, int *rc, const struct gc_form *f) {
         return 1;
     }
     if (*why || (*why = why_device(c))) return 0;
-    if (f && !__atomic_load_n(&gc_requests_movable, __ATOMIC_RELAXED)) {
+    if (f && !gc_requests_movable()) {
         *why = GC_R_PROGRESS;
         return 0;
     }
     if (!f && !c->device && c->alg == gc_shm_alg[c->coll] && ran_engine(c, rc)) return 1;
-    if ((*rc = f ? run_request(c, f) : run(c)) >= 0) {
-        if (c->cached) count(c->coll, GC_K_CACHED);
-        if (c->how & GC_HOW_CORRECTED) count(c->coll, GC_K_CORRECTED);
+    if ((*rc = f ? gc_request_run(c, f) : run(c)) >= 0) {
+        if (c->cached) gc_count(c->coll, GC_K_CACHED);
+        if (c->how & GC_HOW_CORRECTED) gc_count(c->coll, GC_K_CORRECTED);
         return 1;
     }
     *why = *rc == -2 ? GC_R_TUNED : GC_R_SETUP;
@@ -559,42 +508,97 @@ struct memo {
 static __thread __attribute__((tls_model("initial-exec"))) struct memo memos[GC_NCOLL][MEMOS];
 
 /* same: whether a call's handles are the remembered ones, still valid. */
-static inline int same(const struct memo *m, H comm, H dt, H op) {
+static ALWAYS_INLINE int same(const struct memo *m, H comm, H dt, H op) {
     return !(((comm ^ m->comm) | (dt ^ m->dt) | (op ^ m->op)) & m->mask) &&
            m->gen == __atomic_load_n(&decide_gen, __ATOMIC_ACQUIRE);
 }
 
 /* hit counts a remembered call (GC_K_MEMO: a host call decided from the
  * cache, as the slow path would have counted it, and one remembered). */
-static inline int hit(const struct memo *m, int coll) {
-    count(coll, GC_K_MEMO);
-    if (m->fallback) count(coll, GC_K_FALLBACK);
+static ALWAYS_INLINE int hit(const struct memo *m, int coll) {
+    gc_count(coll, GC_K_MEMO);
+    if (m->fallback) gc_count(coll, GC_K_FALLBACK);
     return 1;
 }
 
-/* recall returns the thread's remembered call with these arguments, or
- * NULL. */
-static inline const struct memo *recall(int coll, H comm, H dt, H op, int64_t n) {
-    for (int i = 0; i < MEMOS; i++) {
-        const struct memo *m = &memos[coll][i];
-        if (n == m->n && same(m, comm, dt, op)) return m;
-    }
-    return NULL;
-}
-
 /* remember keeps a call the tuner gave the host (why GC_R_TUNED) or the
- * engine ran (c->engine), decided while decide_gen was gen. dt is the
- * datatype the size is counted in, op 0 for allgather. */
-static void remember(const struct gc_call *c, int why, H dt, H op, int64_t n, uint64_t gen) {
+ * engine ran (c->engine), decided while decide_gen was gen, by its
+ * datatype c->dt (allgather: the receive type), its op c->mpiop (0 for
+ * allgather) and its count n. */
+static void remember(const struct gc_call *c, int why, int64_t n, uint64_t gen) {
     if ((why != GC_R_TUNED && !c->engine) || gc_debug || gc_cuda || c->device || !c->cs ||
         (c->coll != GC_ALLGATHER && c->op <= 0))
         return;
     struct memo *m = memos[c->coll];
     memmove(m + 1, m, (MEMOS - 1) * sizeof *m); /* the older one goes */
-    m->comm = c->comm, m->dt = dt, m->op = op, m->n = n, m->gen = gen;
+    m->comm = c->comm, m->dt = c->dt, m->op = c->mpiop, m->n = n, m->gen = gen;
     m->mask = gc_flavor == GC_MPICH ? 0xffffffffu : ~(H)0;
     m->size = c->cs->size, m->fallback = c->how == 2, m->how = c->how;
     m->engine = c->engine, m->type = c->type, m->elem = c->elem, m->op_code = c->op, m->cs = c->cs;
+}
+
+/* ---- the collectives ---- */
+
+/*
+ * Every collective, blocking (f NULL) or as a request (form f), goes
+ * through one skeleton (collective, below): recall the thread's memo (a
+ * remembered host call goes straight to the host, a remembered engine
+ * call to the engine); start gocoll; check the communicator, then the
+ * collective's own arguments (its datatypes, op, counts and buffers,
+ * which give the call's size); let the tuner decide and run the call if
+ * gocoll takes it; else remember and count the host call and hand it to
+ * the host. A request never uses the thread's memos nor the engine's C
+ * half, and counts its host calls apart (GC_K_REQUEST_HOST).
+ *
+ * A call's arguments travel as one struct args; the parts that differ
+ * between the collectives are the small functions that read it (args_match,
+ * why_args, host). The skeleton is always inlined into each collective's
+ * entry, with a constant coll, so their switches fold away: a remembered
+ * host call costs the loads and compares of its memo, its counter and
+ * the host call (a tail call), as when each collective had its own copy
+ * of the skeleton.
+ */
+struct args {
+    int coll;
+    int large;          /* the _c form: MPI_Count counts (reduce-scatter: its counts are int64_t) */
+    const void *sbuf;
+    void *rbuf;
+    C64 count;          /* allreduce: count; _block: recvcount; allgather: recvcount; reduce-scatter: 0 */
+    const void *counts; /* reduce-scatter's recvcounts */
+    H dt, op, comm;     /* allgather: dt is the receive type, op 0 */
+    C64 scount;         /* allgather's send count and type */
+    H stype;
+    const struct gc_form *f;
+};
+
+/* sum is the total of a reduce-scatter's n recvcounts. */
+static ALWAYS_INLINE int64_t sum(const void *counts, int counts64, int n) {
+    int64_t t = 0;
+    if (counts64)
+        for (int i = 0; i < n; i++) t += ((const int64_t *)counts)[i];
+    else
+        for (int i = 0; i < n; i++) t += ((const int *)counts)[i];
+    return t;
+}
+
+/* args_match: whether a call is remembered call m. A reduce-scatter's
+ * counts are read only once the communicator is known to be m's: the
+ * array has one per rank. */
+static ALWAYS_INLINE int args_match(const struct memo *m, const struct args *a) {
+    if (a->coll == GC_REDUCE_SCATTER)
+        return a->counts && same(m, a->comm, a->dt, a->op) && sum(a->counts, a->large, m->size) == m->n;
+    return a->count == m->n && same(m, a->comm, a->dt, a->op);
+}
+
+/* recall returns the thread's remembered call that a blocking call
+ * matches, or NULL. */
+static ALWAYS_INLINE const struct memo *recall(const struct args *a) {
+    if (a->f) return NULL;
+    for (int i = 0; i < MEMOS; i++) {
+        const struct memo *m = &memos[a->coll][i];
+        if (args_match(m, a)) return m;
+    }
+    return NULL;
 }
 
 /*
@@ -623,259 +627,278 @@ static int ran_remembered(const struct memo *m, const struct gc_call *call, H co
     return !on_device(&c) && ran_engine(&c, rc);
 }
 
+/* sends_as_remembered: an allgather is remembered by its receive side;
+ * the engine runs it again only if it sends in place or as it receives. */
+static ALWAYS_INLINE int sends_as_remembered(const struct args *a) {
+    return a->coll != GC_ALLGATHER || a->sbuf == gc_c.in_place || (a->stype == a->dt && a->scount == a->count);
+}
+
 /* ran_done returns the result of a call gocoll ran, remembering it
  * first if the engine ran it (the arguments as remember's). */
-static inline int ran_done(const struct gc_call *c, int rc, H dt, H op, int64_t n, uint64_t gen) {
-    if (c->engine && rc == 0) remember(c, GC_R_NONE, dt, op, n, gen);
+static inline int ran_done(const struct gc_call *c, int rc, int64_t n, uint64_t gen) {
+    if (c->engine && rc == 0) remember(c, GC_R_NONE, n, gen);
     return rc;
 }
 
-/* ---- the host's nonblocking and persistent forms ---- */
-
-/* H4 calls the host's nonblocking form (In) or persistent form (Init) of
- * a collective, or says that the host has none. */
-#define H4(In, Init, ...)                                                                                   \
-    (f->persistent ? (HOST(Init) ? HOST(Init)(__VA_ARGS__, f->info, f->req) : missing("MPI_" #Init))       \
-                   : (HOST(In) ? HOST(In)(__VA_ARGS__, f->req) : missing("MPI_" #In)))
-
-static int host_allreduce(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, int large, const struct gc_form *f) {
-    if (large) return H4(Iallreduce_c, Allreduce_init_c, sbuf, rbuf, count, dt, op, comm);
-    return H4(Iallreduce, Allreduce_init, sbuf, rbuf, (int)count, dt, op, comm);
+/* bad_buffers: whether a call that sends and receives count elements
+ * (allgather: receives) has a buffer the host must report (a negative
+ * count, MPI_IN_PLACE as the receive buffer, a NULL buffer with data). */
+static inline int bad_buffers(const struct gc_call *c, int64_t count) {
+    return count < 0 || c->rbuf == gc_c.in_place || (count > 0 && (!c->rbuf || (!c->inplace && !c->sbuf)));
 }
 
-static int host_reduce_scatter_block(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, int large,
-                                     const struct gc_form *f) {
-    if (large) return H4(Ireduce_scatter_block_c, Reduce_scatter_block_init_c, sbuf, rbuf, count, dt, op, comm);
-    return H4(Ireduce_scatter_block, Reduce_scatter_block_init, sbuf, rbuf, (int)count, dt, op, comm);
+/* The checks of each collective's own arguments, once its communicator
+ * is known (c->cs): GC_R_NONE with c->bytes set (the size the tuner
+ * sees), or why the host runs the call. */
+
+static inline int why_allreduce(struct gc_call *c, const struct args *a) {
+    int why = why_reduce(c, a->dt, a->op);
+    if (why) return why;
+    c->bytes = a->count * c->elem;
+    return bad_buffers(c, a->count) ? GC_R_BUFFER : GC_R_NONE;
 }
 
-static int host_reduce_scatter(const void *sbuf, void *rbuf, const void *counts, int counts64, H dt, H op, H comm,
-                               const struct gc_form *f) {
-    if (counts64) return H4(Ireduce_scatter_c, Reduce_scatter_init_c, sbuf, rbuf, counts, dt, op, comm);
-    return H4(Ireduce_scatter, Reduce_scatter_init, sbuf, rbuf, counts, dt, op, comm);
+static inline int why_reduce_scatter_block(struct gc_call *c, const struct args *a) {
+    int why = why_reduce(c, a->dt, a->op);
+    if (why) return why;
+    c->bytes = a->count * c->elem * c->cs->size;
+    return bad_buffers(c, a->count) ? GC_R_BUFFER : GC_R_NONE;
 }
 
-static int host_allgather(const void *sbuf, C64 scount, H stype, void *rbuf, C64 rcount, H rtype, H comm, int large,
+/* why_reduce_scatter also sets *total, the sum of the recvcounts (the
+ * count the call is remembered by). */
+static inline int why_reduce_scatter(struct gc_call *c, const struct args *a, int64_t *total) {
+    int why = why_reduce(c, a->dt, a->op);
+    if (why) return why;
+    int64_t mine = 0;
+    int bad = !a->counts;
+    for (int i = 0; !bad && i < c->cs->size; i++) {
+        int64_t n = a->large ? ((const int64_t *)a->counts)[i] : ((const int *)a->counts)[i];
+        if (n < 0) bad = 1;
+        *total += n;
+        if (i == c->cs->rank) mine = n;
+    }
+    c->bytes = *total * c->elem;
+    if (bad || c->rbuf == gc_c.in_place || (mine > 0 && !c->rbuf) || (*total > 0 && c->inplace && !c->rbuf) ||
+        (*total > 0 && !c->inplace && !c->sbuf))
+        return GC_R_BUFFER;
+    return GC_R_NONE;
+}
+
+static inline int why_allgather(struct gc_call *c, const struct args *a) {
+    int st = 0, ssize = 0;
+    c->dt = a->dt;
+    if (!type_of(a->dt, &c->type, &c->elem) || (!c->inplace && !type_of(a->stype, &st, &ssize)))
+        return GC_R_DATATYPE;
+    if (!c->inplace && a->scount * ssize != a->count * c->elem) return GC_R_SIZES;
+    c->bytes = a->count * c->elem * c->cs->size;
+    return bad_buffers(c, a->count) || (!c->inplace && a->scount < 0) ? GC_R_BUFFER : GC_R_NONE;
+}
+
+/* why_args checks a call's own arguments (above); *n is the count it is
+ * remembered by. */
+static ALWAYS_INLINE int why_args(struct gc_call *c, const struct args *a, int64_t *n) {
+    switch (a->coll) {
+    case GC_ALLREDUCE: return why_allreduce(c, a);
+    case GC_REDUCE_SCATTER_BLOCK: return why_reduce_scatter_block(c, a);
+    case GC_REDUCE_SCATTER: return why_reduce_scatter(c, a, n);
+    default: return why_allgather(c, a);
+    }
+}
+
+/* CALL calls the host's blocking (Fn), nonblocking (In) or persistent
+ * (Init) form of a collective, as a call of form f is, or says that the
+ * host has none. */
+#define CALL1(fn, ...) (HOST(fn) ? HOST(fn)(__VA_ARGS__) : missing("MPI_" #fn))
+#define CALL(Fn, In, Init, ...)                                                                             \
+    (!f ? CALL1(Fn, __VA_ARGS__)                                                                            \
+        : f->persistent ? CALL1(Init, __VA_ARGS__, f->info, f->req) : CALL1(In, __VA_ARGS__, f->req))
+
+/* host hands a call to the host MPI, in its form. */
+static ALWAYS_INLINE int host(const struct args *a) {
+    const struct gc_form *f = a->f;
+    switch (a->coll) {
+    case GC_ALLREDUCE:
+        if (a->large)
+            return CALL(Allreduce_c, Iallreduce_c, Allreduce_init_c, a->sbuf, a->rbuf, a->count, a->dt, a->op, a->comm);
+        return CALL(Allreduce, Iallreduce, Allreduce_init, a->sbuf, a->rbuf, (int)a->count, a->dt, a->op, a->comm);
+    case GC_REDUCE_SCATTER_BLOCK:
+        if (a->large)
+            return CALL(Reduce_scatter_block_c, Ireduce_scatter_block_c, Reduce_scatter_block_init_c, a->sbuf, a->rbuf,
+                        a->count, a->dt, a->op, a->comm);
+        return CALL(Reduce_scatter_block, Ireduce_scatter_block, Reduce_scatter_block_init, a->sbuf, a->rbuf,
+                    (int)a->count, a->dt, a->op, a->comm);
+    case GC_REDUCE_SCATTER:
+        if (a->large)
+            return CALL(Reduce_scatter_c, Ireduce_scatter_c, Reduce_scatter_init_c, a->sbuf, a->rbuf, a->counts, a->dt,
+                        a->op, a->comm);
+        return CALL(Reduce_scatter, Ireduce_scatter, Reduce_scatter_init, a->sbuf, a->rbuf, a->counts, a->dt, a->op,
+                    a->comm);
+    default:
+        if (a->large)
+            return CALL(Allgather_c, Iallgather_c, Allgather_init_c, a->sbuf, a->scount, a->stype, a->rbuf, a->count,
+                        a->dt, a->comm);
+        return CALL(Allgather, Iallgather, Allgather_init, a->sbuf, (int)a->scount, a->stype, a->rbuf, (int)a->count,
+                    a->dt, a->comm);
+    }
+}
+
+/* collective is the skeleton every collective runs through (above). */
+static ALWAYS_INLINE int collective(struct args a) {
+    const struct memo *m = recall(&a);
+    if (m && !m->engine && hit(m, a.coll)) return host(&a);
+    struct gc_call c = {.coll = a.coll, .sbuf = a.sbuf, .rbuf = a.rbuf, .count = a.count, .counts = a.counts,
+                        .counts64 = a.coll == GC_REDUCE_SCATTER && a.large, .commutative = a.coll == GC_ALLGATHER};
+    int why = GC_R_NOT_READY, rc;
+    if (m && sends_as_remembered(&a) && ran_remembered(m, &c, a.comm, &rc)) return rc;
+    int64_t n = a.count; /* the count the call is remembered by (reduce-scatter: set by why_args) */
+    uint64_t gen = __atomic_load_n(&decide_gen, __ATOMIC_ACQUIRE);
+    if (start()) {
+        a.dt = gc_fix(a.dt), a.comm = gc_fix(a.comm);
+        if (a.coll == GC_ALLGATHER)
+            a.stype = gc_fix(a.stype);
+        else
+            a.op = gc_fix(a.op);
+        c.inplace = a.sbuf == gc_c.in_place;
+        if (!(why = why_comm(&c, a.comm)) && !(why = why_args(&c, &a, &n)) && ran(&c, &why, &rc, a.f))
+            return ran_done(&c, rc, n, gen);
+    } else if (state == S_BADCONFIG) {
+        return fail_call(gc_fix(a.comm));
+    }
+    if (!a.f) remember(&c, why, n, gen);
+    note(&c, why, a.f);
+    return host(&a);
+}
+
+static int allreduce(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, int large, const struct gc_form *f) {
+    return collective((struct args){.coll = GC_ALLREDUCE, .large = large, .sbuf = sbuf, .rbuf = rbuf, .count = count,
+                                    .dt = dt, .op = op, .comm = comm, .f = f});
+}
+
+static int reduce_scatter_block(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, int large,
+                                const struct gc_form *f) {
+    return collective((struct args){.coll = GC_REDUCE_SCATTER_BLOCK, .large = large, .sbuf = sbuf, .rbuf = rbuf,
+                                    .count = count, .dt = dt, .op = op, .comm = comm, .f = f});
+}
+
+static int reduce_scatter(const void *sbuf, void *rbuf, const void *counts, int counts64, H dt, H op, H comm,
                           const struct gc_form *f) {
-    if (large) return H4(Iallgather_c, Allgather_init_c, sbuf, scount, stype, rbuf, rcount, rtype, comm);
-    return H4(Iallgather, Allgather_init, sbuf, (int)scount, stype, rbuf, (int)rcount, rtype, comm);
+    return collective((struct args){.coll = GC_REDUCE_SCATTER, .large = counts64, .sbuf = sbuf, .rbuf = rbuf,
+                                    .counts = counts, .dt = dt, .op = op, .comm = comm, .f = f});
 }
 
-/* ---- the collectives ---- */
-
-/* The four collectives, blocking (f NULL) or as a request (form f): a
- * request never uses the thread's memos nor the engine's C half, and
- * counts its host calls apart (GC_K_REQUEST_HOST). */
-static inline int allreduce(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, int large, const struct gc_form *f) {
-    const struct memo *m = f ? NULL : recall(GC_ALLREDUCE, comm, dt, op, count);
-    if (m && !m->engine && hit(m, GC_ALLREDUCE)) goto host;
-    struct gc_call c = {.coll = GC_ALLREDUCE, .sbuf = sbuf, .rbuf = rbuf, .count = count};
-    int why = GC_R_NOT_READY, rc;
-    if (m && ran_remembered(m, &c, comm, &rc)) return rc;
-    uint64_t gen = __atomic_load_n(&decide_gen, __ATOMIC_ACQUIRE);
-    if (start()) {
-        dt = gc_fix(dt), op = gc_fix(op), comm = gc_fix(comm);
-        c.inplace = sbuf == gc_c.in_place;
-        if (!(why = why_comm(&c, comm)) && !(why = why_reduce(&c, dt, op))) {
-            c.bytes = count * c.elem;
-            if (count < 0 || rbuf == gc_c.in_place || (count > 0 && (!rbuf || (!c.inplace && !sbuf))))
-                why = GC_R_BUFFER;
-            else if (ran(&c, &why, &rc, f)) return ran_done(&c, rc, c.dt, c.mpiop, count, gen);
-        }
-    } else if (state == S_BADCONFIG) {
-        return fail_call(gc_fix(comm));
-    }
-    if (!f) remember(&c, why, c.dt, c.mpiop, count, gen);
-    note(&c, why, f);
-host:
-    if (f) return host_allreduce(sbuf, rbuf, count, dt, op, comm, large, f);
-    if (large) return HOST(Allreduce_c) ? HOST(Allreduce_c)(sbuf, rbuf, count, dt, op, comm) : missing("MPI_Allreduce_c");
-    return HOST(Allreduce) ? HOST(Allreduce)(sbuf, rbuf, (int)count, dt, op, comm) : missing("MPI_Allreduce");
-}
-
-static inline int reduce_scatter_block(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, int large,
-                                       const struct gc_form *f) {
-    const struct memo *m = f ? NULL : recall(GC_REDUCE_SCATTER_BLOCK, comm, dt, op, count);
-    if (m && !m->engine && hit(m, GC_REDUCE_SCATTER_BLOCK)) goto host;
-    struct gc_call c = {.coll = GC_REDUCE_SCATTER_BLOCK, .sbuf = sbuf, .rbuf = rbuf, .count = count};
-    int why = GC_R_NOT_READY, rc;
-    if (m && ran_remembered(m, &c, comm, &rc)) return rc;
-    uint64_t gen = __atomic_load_n(&decide_gen, __ATOMIC_ACQUIRE);
-    if (start()) {
-        dt = gc_fix(dt), op = gc_fix(op), comm = gc_fix(comm);
-        c.inplace = sbuf == gc_c.in_place;
-        if (!(why = why_comm(&c, comm)) && !(why = why_reduce(&c, dt, op))) {
-            c.bytes = count * c.elem * c.cs->size;
-            if (count < 0 || rbuf == gc_c.in_place || (count > 0 && (!rbuf || (!c.inplace && !sbuf))))
-                why = GC_R_BUFFER;
-            else if (ran(&c, &why, &rc, f)) return ran_done(&c, rc, c.dt, c.mpiop, count, gen);
-        }
-    } else if (state == S_BADCONFIG) {
-        return fail_call(gc_fix(comm));
-    }
-    if (!f) remember(&c, why, c.dt, c.mpiop, count, gen);
-    note(&c, why, f);
-host:
-    if (f) return host_reduce_scatter_block(sbuf, rbuf, count, dt, op, comm, large, f);
-    if (large)
-        return HOST(Reduce_scatter_block_c) ? HOST(Reduce_scatter_block_c)(sbuf, rbuf, count, dt, op, comm)
-                                            : missing("MPI_Reduce_scatter_block_c");
-    return HOST(Reduce_scatter_block) ? HOST(Reduce_scatter_block)(sbuf, rbuf, (int)count, dt, op, comm)
-                                      : missing("MPI_Reduce_scatter_block");
-}
-
-/* sum is the total of a reduce-scatter's n recvcounts. */
-static inline int64_t sum(const void *counts, int counts64, int n) {
-    int64_t t = 0;
-    if (counts64)
-        for (int i = 0; i < n; i++) t += ((const int64_t *)counts)[i];
-    else
-        for (int i = 0; i < n; i++) t += ((const int *)counts)[i];
-    return t;
-}
-
-static inline int reduce_scatter(const void *sbuf, void *rbuf, const void *counts, int counts64, H dt, H op, H comm,
-                                 const struct gc_form *f) {
-    /* The counts are read only once the communicator is known: the
-     * array has one per rank. */
-    const struct memo *m = NULL;
-    for (int i = 0; !f && counts && !m && i < MEMOS; i++)
-        if (same(&memos[GC_REDUCE_SCATTER][i], comm, dt, op) &&
-            sum(counts, counts64, memos[GC_REDUCE_SCATTER][i].size) == memos[GC_REDUCE_SCATTER][i].n)
-            m = &memos[GC_REDUCE_SCATTER][i];
-    if (m && !m->engine && hit(m, GC_REDUCE_SCATTER)) goto host;
-    struct gc_call c = {.coll = GC_REDUCE_SCATTER, .sbuf = sbuf, .rbuf = rbuf, .counts = counts, .counts64 = counts64};
-    int why = GC_R_NOT_READY, rc;
-    if (m && ran_remembered(m, &c, comm, &rc)) return rc;
-    int64_t total = 0;
-    uint64_t gen = __atomic_load_n(&decide_gen, __ATOMIC_ACQUIRE);
-    if (start()) {
-        dt = gc_fix(dt), op = gc_fix(op), comm = gc_fix(comm);
-        c.inplace = sbuf == gc_c.in_place;
-        if (!(why = why_comm(&c, comm)) && !(why = why_reduce(&c, dt, op))) {
-            int64_t mine = 0;
-            int bad = !counts;
-            for (int i = 0; !bad && i < c.cs->size; i++) {
-                int64_t n = counts64 ? ((const int64_t *)counts)[i] : ((const int *)counts)[i];
-                if (n < 0) bad = 1;
-                total += n;
-                if (i == c.cs->rank) mine = n;
-            }
-            c.bytes = total * c.elem;
-            if (bad || rbuf == gc_c.in_place || (mine > 0 && !rbuf) || (total > 0 && c.inplace && !rbuf) ||
-                (total > 0 && !c.inplace && !sbuf))
-                why = GC_R_BUFFER;
-            else if (ran(&c, &why, &rc, f)) return ran_done(&c, rc, c.dt, c.mpiop, total, gen);
-        }
-    } else if (state == S_BADCONFIG) {
-        return fail_call(gc_fix(comm));
-    }
-    if (!f) remember(&c, why, c.dt, c.mpiop, total, gen);
-    note(&c, why, f);
-host:
-    if (f) return host_reduce_scatter(sbuf, rbuf, counts, counts64, dt, op, comm, f);
-    if (counts64)
-        return HOST(Reduce_scatter_c) ? HOST(Reduce_scatter_c)(sbuf, rbuf, counts, dt, op, comm)
-                                      : missing("MPI_Reduce_scatter_c");
-    return HOST(Reduce_scatter) ? HOST(Reduce_scatter)(sbuf, rbuf, counts, dt, op, comm) : missing("MPI_Reduce_scatter");
-}
-
-static inline int allgather(const void *sbuf, C64 scount, H stype, void *rbuf, C64 rcount, H rtype, H comm, int large,
-                            const struct gc_form *f) {
-    const struct memo *m = f ? NULL : recall(GC_ALLGATHER, comm, rtype, 0, rcount);
-    if (m && !m->engine && hit(m, GC_ALLGATHER)) goto host;
-    struct gc_call c = {.coll = GC_ALLGATHER, .sbuf = sbuf, .rbuf = rbuf, .count = rcount, .commutative = 1};
-    int why = GC_R_NOT_READY, rc;
-    /* The engine's calls are remembered by the receive side: the send
-     * side must be in place or the same. */
-    if (m && (sbuf == gc_c.in_place || (stype == rtype && scount == rcount)) && ran_remembered(m, &c, comm, &rc))
-        return rc;
-    uint64_t gen = __atomic_load_n(&decide_gen, __ATOMIC_ACQUIRE);
-    if (start()) {
-        stype = gc_fix(stype), rtype = gc_fix(rtype), comm = gc_fix(comm);
-        c.inplace = sbuf == gc_c.in_place;
-        if (!(why = why_comm(&c, comm))) {
-            int st = 0, ssize = 0;
-            c.dt = rtype;
-            if (!type_of(rtype, &c.type, &c.elem) || (!c.inplace && !type_of(stype, &st, &ssize)))
-                why = GC_R_DATATYPE;
-            else if (!c.inplace && scount * ssize != rcount * c.elem)
-                why = GC_R_SIZES;
-            else {
-                c.bytes = rcount * c.elem * c.cs->size;
-                if (rcount < 0 || (!c.inplace && scount < 0) || rbuf == gc_c.in_place ||
-                    (rcount > 0 && (!rbuf || (!c.inplace && !sbuf))))
-                    why = GC_R_BUFFER;
-                else if (ran(&c, &why, &rc, f)) return ran_done(&c, rc, c.dt, 0, rcount, gen);
-            }
-        }
-    } else if (state == S_BADCONFIG) {
-        return fail_call(gc_fix(comm));
-    }
-    if (!f) remember(&c, why, c.dt, 0, rcount, gen);
-    note(&c, why, f);
-host:
-    if (f) return host_allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, large, f);
-    if (large)
-        return HOST(Allgather_c) ? HOST(Allgather_c)(sbuf, scount, stype, rbuf, rcount, rtype, comm)
-                                 : missing("MPI_Allgather_c");
-    return HOST(Allgather) ? HOST(Allgather)(sbuf, (int)scount, stype, rbuf, (int)rcount, rtype, comm)
-                           : missing("MPI_Allgather");
+static int allgather(const void *sbuf, C64 scount, H stype, void *rbuf, C64 rcount, H rtype, H comm, int large,
+                     const struct gc_form *f) {
+    return collective((struct args){.coll = GC_ALLGATHER, .large = large, .sbuf = sbuf, .rbuf = rbuf, .count = rcount,
+                                    .dt = rtype, .comm = comm, .scount = scount, .stype = stype, .f = f});
 }
 
 /* ---- the exported C names ---- */
 
 int MPI_Allreduce(const void *sbuf, void *rbuf, int count, H dt, H op, H comm) {
-    return gc_allreduce(sbuf, rbuf, count, dt, op, comm, 0);
+    return allreduce(sbuf, rbuf, count, dt, op, comm, 0, NULL);
 }
 int MPI_Allreduce_c(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm) {
-    return gc_allreduce(sbuf, rbuf, count, dt, op, comm, 1);
+    return allreduce(sbuf, rbuf, count, dt, op, comm, 1, NULL);
 }
 int MPI_Reduce_scatter_block(const void *sbuf, void *rbuf, int count, H dt, H op, H comm) {
-    return gc_reduce_scatter_block(sbuf, rbuf, count, dt, op, comm, 0);
+    return reduce_scatter_block(sbuf, rbuf, count, dt, op, comm, 0, NULL);
 }
 int MPI_Reduce_scatter_block_c(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm) {
-    return gc_reduce_scatter_block(sbuf, rbuf, count, dt, op, comm, 1);
+    return reduce_scatter_block(sbuf, rbuf, count, dt, op, comm, 1, NULL);
 }
 int MPI_Reduce_scatter(const void *sbuf, void *rbuf, const int counts[], H dt, H op, H comm) {
-    return gc_reduce_scatter(sbuf, rbuf, counts, 0, dt, op, comm);
+    return reduce_scatter(sbuf, rbuf, counts, 0, dt, op, comm, NULL);
 }
 int MPI_Reduce_scatter_c(const void *sbuf, void *rbuf, const C64 counts[], H dt, H op, H comm) {
-    return gc_reduce_scatter(sbuf, rbuf, counts, 1, dt, op, comm);
+    return reduce_scatter(sbuf, rbuf, counts, 1, dt, op, comm, NULL);
 }
 int MPI_Allgather(const void *sbuf, int scount, H stype, void *rbuf, int rcount, H rtype, H comm) {
-    return gc_allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, 0);
+    return allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, 0, NULL);
 }
 int MPI_Allgather_c(const void *sbuf, C64 scount, H stype, void *rbuf, C64 rcount, H rtype, H comm) {
-    return gc_allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, 1);
+    return allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, 1, NULL);
 }
 
-/* ---- the entry points' common forms ---- */
+/* The nonblocking and persistent collectives: the same decision, in
+ * form NB or PERS (requests.c completes the requests gocoll makes). */
+#define NB(req) (&(struct gc_form){.req = (req)})
+#define PERS(info, req) (&(struct gc_form){.persistent = 1, .info = (info), .req = (req)})
+
+int MPI_Iallreduce(const void *s, void *r, int n, H dt, H op, H comm, H *req) {
+    return allreduce(s, r, n, dt, op, comm, 0, NB(req));
+}
+int MPI_Iallreduce_c(const void *s, void *r, C64 n, H dt, H op, H comm, H *req) {
+    return allreduce(s, r, n, dt, op, comm, 1, NB(req));
+}
+int MPI_Ireduce_scatter_block(const void *s, void *r, int n, H dt, H op, H comm, H *req) {
+    return reduce_scatter_block(s, r, n, dt, op, comm, 0, NB(req));
+}
+int MPI_Ireduce_scatter_block_c(const void *s, void *r, C64 n, H dt, H op, H comm, H *req) {
+    return reduce_scatter_block(s, r, n, dt, op, comm, 1, NB(req));
+}
+int MPI_Ireduce_scatter(const void *s, void *r, const int *counts, H dt, H op, H comm, H *req) {
+    return reduce_scatter(s, r, counts, 0, dt, op, comm, NB(req));
+}
+int MPI_Ireduce_scatter_c(const void *s, void *r, const C64 *counts, H dt, H op, H comm, H *req) {
+    return reduce_scatter(s, r, counts, 1, dt, op, comm, NB(req));
+}
+int MPI_Iallgather(const void *s, int sn, H st, void *r, int rn, H rt, H comm, H *req) {
+    return allgather(s, sn, st, r, rn, rt, comm, 0, NB(req));
+}
+int MPI_Iallgather_c(const void *s, C64 sn, H st, void *r, C64 rn, H rt, H comm, H *req) {
+    return allgather(s, sn, st, r, rn, rt, comm, 1, NB(req));
+}
+int MPI_Allreduce_init(const void *s, void *r, int n, H dt, H op, H comm, H info, H *req) {
+    return allreduce(s, r, n, dt, op, comm, 0, PERS(info, req));
+}
+int MPI_Allreduce_init_c(const void *s, void *r, C64 n, H dt, H op, H comm, H info, H *req) {
+    return allreduce(s, r, n, dt, op, comm, 1, PERS(info, req));
+}
+int MPI_Reduce_scatter_block_init(const void *s, void *r, int n, H dt, H op, H comm, H info, H *req) {
+    return reduce_scatter_block(s, r, n, dt, op, comm, 0, PERS(info, req));
+}
+int MPI_Reduce_scatter_block_init_c(const void *s, void *r, C64 n, H dt, H op, H comm, H info, H *req) {
+    return reduce_scatter_block(s, r, n, dt, op, comm, 1, PERS(info, req));
+}
+int MPI_Reduce_scatter_init(const void *s, void *r, const int *counts, H dt, H op, H comm, H info, H *req) {
+    return reduce_scatter(s, r, counts, 0, dt, op, comm, PERS(info, req));
+}
+int MPI_Reduce_scatter_init_c(const void *s, void *r, const C64 *counts, H dt, H op, H comm, H info, H *req) {
+    return reduce_scatter(s, r, counts, 1, dt, op, comm, PERS(info, req));
+}
+int MPI_Allgather_init(const void *s, int sn, H st, void *r, int rn, H rt, H comm, H info, H *req) {
+    return allgather(s, sn, st, r, rn, rt, comm, 0, PERS(info, req));
+}
+int MPI_Allgather_init_c(const void *s, C64 sn, H st, void *r, C64 rn, H rt, H comm, H info, H *req) {
+    return allgather(s, sn, st, r, rn, rt, comm, 1, PERS(info, req));
+}
+/* Open MPI 4.1's names of the persistent collectives (its pcollreq
+ * extension). */
+int MPIX_Allreduce_init(const void *s, void *r, int n, H dt, H op, H comm, H info, H *req) {
+    return MPI_Allreduce_init(s, r, n, dt, op, comm, info, req);
+}
+int MPIX_Reduce_scatter_block_init(const void *s, void *r, int n, H dt, H op, H comm, H info, H *req) {
+    return MPI_Reduce_scatter_block_init(s, r, n, dt, op, comm, info, req);
+}
+int MPIX_Reduce_scatter_init(const void *s, void *r, const int *counts, H dt, H op, H comm, H info, H *req) {
+    return MPI_Reduce_scatter_init(s, r, counts, dt, op, comm, info, req);
+}
+int MPIX_Allgather_init(const void *s, int sn, H st, void *r, int rn, H rt, H comm, H info, H *req) {
+    return MPI_Allgather_init(s, sn, st, r, rn, rt, comm, info, req);
+}
+
+/* ---- the Fortran entry points' way in (fortran.c) ---- */
 
 int gc_allreduce(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, int large) {
     return allreduce(sbuf, rbuf, count, dt, op, comm, large, NULL);
 }
-int gc_allreduce_f(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, int large, const struct gc_form *f) {
-    return allreduce(sbuf, rbuf, count, dt, op, comm, large, f);
-}
 int gc_reduce_scatter_block(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, int large) {
     return reduce_scatter_block(sbuf, rbuf, count, dt, op, comm, large, NULL);
-}
-int gc_reduce_scatter_block_f(const void *sbuf, void *rbuf, C64 count, H dt, H op, H comm, int large,
-                              const struct gc_form *f) {
-    return reduce_scatter_block(sbuf, rbuf, count, dt, op, comm, large, f);
 }
 int gc_reduce_scatter(const void *sbuf, void *rbuf, const void *counts, int counts64, H dt, H op, H comm) {
     return reduce_scatter(sbuf, rbuf, counts, counts64, dt, op, comm, NULL);
 }
-int gc_reduce_scatter_f(const void *sbuf, void *rbuf, const void *counts, int counts64, H dt, H op, H comm,
-                        const struct gc_form *f) {
-    return reduce_scatter(sbuf, rbuf, counts, counts64, dt, op, comm, f);
-}
 int gc_allgather(const void *sbuf, C64 scount, H stype, void *rbuf, C64 rcount, H rtype, H comm, int large) {
     return allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, large, NULL);
-}
-int gc_allgather_f(const void *sbuf, C64 scount, H stype, void *rbuf, C64 rcount, H rtype, H comm, int large,
-                   const struct gc_form *f) {
-    return allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, large, f);
 }
