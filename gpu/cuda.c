@@ -37,41 +37,41 @@ enum {
 typedef void *P; /* CUcontext, CUstream, CUevent, CUmodule, CUfunction */
 
 static struct {
-    gc_curesult (*GetErrorName)(gc_curesult, const char **);
-    gc_curesult (*GetErrorString)(gc_curesult, const char **);
-    gc_curesult (*Init)(unsigned);
-    gc_curesult (*DeviceGetCount)(int *);
-    gc_curesult (*DeviceGet)(int *, int);
-    gc_curesult (*DeviceGetPCIBusId)(char *, int, int);
-    gc_curesult (*DeviceGetByPCIBusId)(int *, const char *);
-    gc_curesult (*DeviceCanAccessPeer)(int *, int, int);
-    gc_curesult (*DevicePrimaryCtxGetState)(int, unsigned *, int *);
-    gc_curesult (*DevicePrimaryCtxRetain)(P *, int);
-    gc_curesult (*DevicePrimaryCtxRelease)(int);
-    gc_curesult (*CtxGetCurrent)(P *);
-    gc_curesult (*CtxSetCurrent)(P);
-    gc_curesult (*PointerGetAttributes)(unsigned, int *, void **, gc_cuptr);
-    gc_curesult (*MemAlloc)(gc_cuptr *, size_t);
-    gc_curesult (*MemFree)(gc_cuptr);
-    gc_curesult (*MemHostAlloc)(void **, size_t, unsigned);
-    gc_curesult (*MemFreeHost)(void *);
-    gc_curesult (*MemcpyAsync)(gc_cuptr, gc_cuptr, size_t, P);
-    gc_curesult (*StreamCreate)(P *, unsigned);
-    gc_curesult (*StreamDestroy)(P);
-    gc_curesult (*StreamWaitEvent)(P, P, unsigned);
-    gc_curesult (*EventCreate)(P *, unsigned);
-    gc_curesult (*EventDestroy)(P);
-    gc_curesult (*EventRecord)(P, P);
-    gc_curesult (*EventQuery)(P);
-    gc_curesult (*EventSynchronize)(P);
-    gc_curesult (*ModuleLoadDataEx)(P *, const void *, unsigned, int *, void **);
-    gc_curesult (*ModuleGetFunction)(P *, P, const char *);
-    gc_curesult (*ModuleUnload)(P);
-    gc_curesult (*LaunchKernel)(P, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, P, void **,
+    gocoll_curesult (*GetErrorName)(gocoll_curesult, const char **);
+    gocoll_curesult (*GetErrorString)(gocoll_curesult, const char **);
+    gocoll_curesult (*Init)(unsigned);
+    gocoll_curesult (*DeviceGetCount)(int *);
+    gocoll_curesult (*DeviceGet)(int *, int);
+    gocoll_curesult (*DeviceGetPCIBusId)(char *, int, int);
+    gocoll_curesult (*DeviceGetByPCIBusId)(int *, const char *);
+    gocoll_curesult (*DeviceCanAccessPeer)(int *, int, int);
+    gocoll_curesult (*DevicePrimaryCtxGetState)(int, unsigned *, int *);
+    gocoll_curesult (*DevicePrimaryCtxRetain)(P *, int);
+    gocoll_curesult (*DevicePrimaryCtxRelease)(int);
+    gocoll_curesult (*CtxGetCurrent)(P *);
+    gocoll_curesult (*CtxSetCurrent)(P);
+    gocoll_curesult (*PointerGetAttributes)(unsigned, int *, void **, gocoll_cuptr);
+    gocoll_curesult (*MemAlloc)(gocoll_cuptr *, size_t);
+    gocoll_curesult (*MemFree)(gocoll_cuptr);
+    gocoll_curesult (*MemHostAlloc)(void **, size_t, unsigned);
+    gocoll_curesult (*MemFreeHost)(void *);
+    gocoll_curesult (*MemcpyAsync)(gocoll_cuptr, gocoll_cuptr, size_t, P);
+    gocoll_curesult (*StreamCreate)(P *, unsigned);
+    gocoll_curesult (*StreamDestroy)(P);
+    gocoll_curesult (*StreamWaitEvent)(P, P, unsigned);
+    gocoll_curesult (*EventCreate)(P *, unsigned);
+    gocoll_curesult (*EventDestroy)(P);
+    gocoll_curesult (*EventRecord)(P, P);
+    gocoll_curesult (*EventQuery)(P);
+    gocoll_curesult (*EventSynchronize)(P);
+    gocoll_curesult (*ModuleLoadDataEx)(P *, const void *, unsigned, int *, void **);
+    gocoll_curesult (*ModuleGetFunction)(P *, P, const char *);
+    gocoll_curesult (*ModuleUnload)(P);
+    gocoll_curesult (*LaunchKernel)(P, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, P, void **,
                                 void **);
-    gc_curesult (*IpcGetMemHandle)(gc_ipc_handle *, gc_cuptr);
-    gc_curesult (*IpcOpenMemHandle)(gc_cuptr *, gc_ipc_handle, unsigned);
-    gc_curesult (*IpcCloseMemHandle)(gc_cuptr);
+    gocoll_curesult (*IpcGetMemHandle)(gocoll_ipc_handle *, gocoll_cuptr);
+    gocoll_curesult (*IpcOpenMemHandle)(gocoll_cuptr *, gocoll_ipc_handle, unsigned);
+    gocoll_curesult (*IpcCloseMemHandle)(gocoll_cuptr);
 } cu;
 
 /* The symbols, each with the names to try in order: the versioned name
@@ -162,77 +162,77 @@ int gocoll_cuda_is_device(const void *p) {
     unsigned long long type = 0, managed = 0;
     int attrs[2] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED};
     void *data[2] = {&type, &managed};
-    if (cu.PointerGetAttributes(2, attrs, data, (gc_cuptr)(uintptr_t)p) != 0) return 0;
+    if (cu.PointerGetAttributes(2, attrs, data, (gocoll_cuptr)(uintptr_t)p) != 0) return 0;
     type &= 0xffffffffu, managed &= 0xffffffffu;
     return type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_UNIFIED || managed != 0;
 }
 
-const char *gocoll_cu_error_name(gc_curesult r) {
+const char *gocoll_cu_error_name(gocoll_curesult r) {
     const char *s = NULL;
     if (cu.GetErrorName && cu.GetErrorName(r, &s) != 0) s = NULL;
     return s;
 }
 
-const char *gocoll_cu_error_string(gc_curesult r) {
+const char *gocoll_cu_error_string(gocoll_curesult r) {
     const char *s = NULL;
     if (cu.GetErrorString && cu.GetErrorString(r, &s) != 0) s = NULL;
     return s;
 }
 
-gc_curesult gocoll_cu_init(void) { return cu.Init(0); }
-gc_curesult gocoll_cu_device_count(int *n) { return cu.DeviceGetCount(n); }
+gocoll_curesult gocoll_cu_init(void) { return cu.Init(0); }
+gocoll_curesult gocoll_cu_device_count(int *n) { return cu.DeviceGetCount(n); }
 
-gc_curesult gocoll_cu_device_pci_bus_id(int ordinal, char *buf, int len) {
+gocoll_curesult gocoll_cu_device_pci_bus_id(int ordinal, char *buf, int len) {
     int dev = 0;
-    gc_curesult r = cu.DeviceGet(&dev, ordinal);
+    gocoll_curesult r = cu.DeviceGet(&dev, ordinal);
     return r ? r : cu.DeviceGetPCIBusId(buf, len, dev);
 }
 
-gc_curesult gocoll_cu_device_by_pci_bus_id(const char *id, int *ordinal) {
+gocoll_curesult gocoll_cu_device_by_pci_bus_id(const char *id, int *ordinal) {
     /* CUdevice values are ordinals on every driver so far. */
     return cu.DeviceGetByPCIBusId(ordinal, id);
 }
 
-gc_curesult gocoll_cu_can_access_peer(int ordinal, int peer, int *can) {
+gocoll_curesult gocoll_cu_can_access_peer(int ordinal, int peer, int *can) {
     int d = 0, q = 0;
-    gc_curesult r = cu.DeviceGet(&d, ordinal);
+    gocoll_curesult r = cu.DeviceGet(&d, ordinal);
     if (!r) r = cu.DeviceGet(&q, peer);
     return r ? r : cu.DeviceCanAccessPeer(can, d, q);
 }
 
-gc_curesult gocoll_cu_primary_ctx_active(int ordinal, int *active) {
+gocoll_curesult gocoll_cu_primary_ctx_active(int ordinal, int *active) {
     int dev = 0;
     unsigned flags = 0;
-    gc_curesult r = cu.DeviceGet(&dev, ordinal);
+    gocoll_curesult r = cu.DeviceGet(&dev, ordinal);
     return r ? r : cu.DevicePrimaryCtxGetState(dev, &flags, active);
 }
 
-gc_curesult gocoll_cu_primary_ctx_retain(int ordinal, uintptr_t *ctx) {
+gocoll_curesult gocoll_cu_primary_ctx_retain(int ordinal, uintptr_t *ctx) {
     int dev = 0;
     P c = NULL;
-    gc_curesult r = cu.DeviceGet(&dev, ordinal);
+    gocoll_curesult r = cu.DeviceGet(&dev, ordinal);
     if (!r) r = cu.DevicePrimaryCtxRetain(&c, dev);
     *ctx = (uintptr_t)c;
     return r;
 }
 
-gc_curesult gocoll_cu_primary_ctx_release(int ordinal) {
+gocoll_curesult gocoll_cu_primary_ctx_release(int ordinal) {
     int dev = 0;
-    gc_curesult r = cu.DeviceGet(&dev, ordinal);
+    gocoll_curesult r = cu.DeviceGet(&dev, ordinal);
     return r ? r : cu.DevicePrimaryCtxRelease(dev);
 }
 
-gc_curesult gocoll_cu_ctx_get_current(uintptr_t *ctx) {
+gocoll_curesult gocoll_cu_ctx_get_current(uintptr_t *ctx) {
     P c = NULL;
-    gc_curesult r = cu.CtxGetCurrent(&c);
+    gocoll_curesult r = cu.CtxGetCurrent(&c);
     *ctx = (uintptr_t)c;
     return r;
 }
 
-gc_curesult gocoll_cu_ctx_set_current(uintptr_t ctx) { return cu.CtxSetCurrent((P)ctx); }
+gocoll_curesult gocoll_cu_ctx_set_current(uintptr_t ctx) { return cu.CtxSetCurrent((P)ctx); }
 
-gc_curesult gocoll_cu_pointer_attributes(gc_cuptr p, unsigned *type, unsigned *managed, uintptr_t *ctx, int *dev,
-                                         unsigned long long *buffer_id, gc_cuptr *start, size_t *size) {
+gocoll_curesult gocoll_cu_pointer_attributes(gocoll_cuptr p, unsigned *type, unsigned *managed, uintptr_t *ctx, int *dev,
+                                         unsigned long long *buffer_id, gocoll_cuptr *start, size_t *size) {
     /* Every value lands in a zeroed 8-byte slot, whatever its C type. */
     unsigned long long v[7] = {0};
     int attrs[7] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
@@ -240,82 +240,82 @@ gc_curesult gocoll_cu_pointer_attributes(gc_cuptr p, unsigned *type, unsigned *m
                     CU_POINTER_ATTRIBUTE_BUFFER_ID, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
                     CU_POINTER_ATTRIBUTE_RANGE_SIZE};
     void *data[7] = {&v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6]};
-    gc_curesult r = cu.PointerGetAttributes(7, attrs, data, p);
+    gocoll_curesult r = cu.PointerGetAttributes(7, attrs, data, p);
     *type = (unsigned)(v[0] & 0xffffffffu), *managed = (unsigned)(v[1] & 0xffffffffu);
     *ctx = (uintptr_t)v[2], *dev = (int)(v[3] & 0xffffffffu), *buffer_id = v[4];
-    *start = (gc_cuptr)v[5], *size = (size_t)v[6];
+    *start = (gocoll_cuptr)v[5], *size = (size_t)v[6];
     return r;
 }
 
-gc_curesult gocoll_cu_mem_alloc(size_t n, gc_cuptr *p) { return cu.MemAlloc(p, n); }
-gc_curesult gocoll_cu_mem_free(gc_cuptr p) { return cu.MemFree(p); }
+gocoll_curesult gocoll_cu_mem_alloc(size_t n, gocoll_cuptr *p) { return cu.MemAlloc(p, n); }
+gocoll_curesult gocoll_cu_mem_free(gocoll_cuptr p) { return cu.MemFree(p); }
 
-gc_curesult gocoll_cu_mem_host_alloc(size_t n, uintptr_t *p) {
+gocoll_curesult gocoll_cu_mem_host_alloc(size_t n, uintptr_t *p) {
     void *q = NULL;
-    gc_curesult r = cu.MemHostAlloc(&q, n, CU_MEMHOSTALLOC_PORTABLE);
+    gocoll_curesult r = cu.MemHostAlloc(&q, n, CU_MEMHOSTALLOC_PORTABLE);
     *p = (uintptr_t)q;
     return r;
 }
 
-gc_curesult gocoll_cu_mem_free_host(uintptr_t p) { return cu.MemFreeHost((void *)p); }
+gocoll_curesult gocoll_cu_mem_free_host(uintptr_t p) { return cu.MemFreeHost((void *)p); }
 
-gc_curesult gocoll_cu_memcpy_async(gc_cuptr dst, gc_cuptr src, size_t n, uintptr_t stream) {
+gocoll_curesult gocoll_cu_memcpy_async(gocoll_cuptr dst, gocoll_cuptr src, size_t n, uintptr_t stream) {
     return cu.MemcpyAsync(dst, src, n, (P)stream);
 }
 
-gc_curesult gocoll_cu_stream_create(uintptr_t *s) {
+gocoll_curesult gocoll_cu_stream_create(uintptr_t *s) {
     P q = NULL;
-    gc_curesult r = cu.StreamCreate(&q, CU_STREAM_NON_BLOCKING);
+    gocoll_curesult r = cu.StreamCreate(&q, CU_STREAM_NON_BLOCKING);
     *s = (uintptr_t)q;
     return r;
 }
 
-gc_curesult gocoll_cu_stream_destroy(uintptr_t s) { return cu.StreamDestroy((P)s); }
-gc_curesult gocoll_cu_stream_wait_event(uintptr_t s, uintptr_t e) { return cu.StreamWaitEvent((P)s, (P)e, 0); }
+gocoll_curesult gocoll_cu_stream_destroy(uintptr_t s) { return cu.StreamDestroy((P)s); }
+gocoll_curesult gocoll_cu_stream_wait_event(uintptr_t s, uintptr_t e) { return cu.StreamWaitEvent((P)s, (P)e, 0); }
 
-gc_curesult gocoll_cu_event_create(uintptr_t *e) {
+gocoll_curesult gocoll_cu_event_create(uintptr_t *e) {
     P q = NULL;
-    gc_curesult r = cu.EventCreate(&q, CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC);
+    gocoll_curesult r = cu.EventCreate(&q, CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC);
     *e = (uintptr_t)q;
     return r;
 }
 
-gc_curesult gocoll_cu_event_destroy(uintptr_t e) { return cu.EventDestroy((P)e); }
-gc_curesult gocoll_cu_event_record(uintptr_t e, uintptr_t s) { return cu.EventRecord((P)e, (P)s); }
-gc_curesult gocoll_cu_event_query(uintptr_t e) { return cu.EventQuery((P)e); }
-gc_curesult gocoll_cu_event_synchronize(uintptr_t e) { return cu.EventSynchronize((P)e); }
+gocoll_curesult gocoll_cu_event_destroy(uintptr_t e) { return cu.EventDestroy((P)e); }
+gocoll_curesult gocoll_cu_event_record(uintptr_t e, uintptr_t s) { return cu.EventRecord((P)e, (P)s); }
+gocoll_curesult gocoll_cu_event_query(uintptr_t e) { return cu.EventQuery((P)e); }
+gocoll_curesult gocoll_cu_event_synchronize(uintptr_t e) { return cu.EventSynchronize((P)e); }
 
-gc_curesult gocoll_cu_module_load(const char *ptx, uintptr_t *mod, char *log, int loglen) {
+gocoll_curesult gocoll_cu_module_load(const char *ptx, uintptr_t *mod, char *log, int loglen) {
     P m = NULL;
     int opts[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
     void *vals[2] = {log, (void *)(uintptr_t)loglen};
     if (loglen > 0) log[0] = 0;
-    gc_curesult r = cu.ModuleLoadDataEx(&m, ptx, 2, opts, vals);
+    gocoll_curesult r = cu.ModuleLoadDataEx(&m, ptx, 2, opts, vals);
     *mod = (uintptr_t)m;
     return r;
 }
 
-gc_curesult gocoll_cu_module_get_function(uintptr_t mod, const char *name, uintptr_t *f) {
+gocoll_curesult gocoll_cu_module_get_function(uintptr_t mod, const char *name, uintptr_t *f) {
     P q = NULL;
-    gc_curesult r = cu.ModuleGetFunction(&q, (P)mod, name);
+    gocoll_curesult r = cu.ModuleGetFunction(&q, (P)mod, name);
     *f = (uintptr_t)q;
     return r;
 }
 
-gc_curesult gocoll_cu_module_unload(uintptr_t mod) { return cu.ModuleUnload((P)mod); }
+gocoll_curesult gocoll_cu_module_unload(uintptr_t mod) { return cu.ModuleUnload((P)mod); }
 
-gc_curesult gocoll_cu_launch(uintptr_t f, unsigned grid, unsigned block, uintptr_t stream, gc_cuptr dst, gc_cuptr a,
-                             gc_cuptr b, unsigned long long n) {
+gocoll_curesult gocoll_cu_launch(uintptr_t f, unsigned grid, unsigned block, uintptr_t stream, gocoll_cuptr dst, gocoll_cuptr a,
+                             gocoll_cuptr b, unsigned long long n) {
     /* The kernel's parameters, in the order of its .param list (see
      * kernels.go): the driver copies them at launch. */
     void *params[4] = {&dst, &a, &b, &n};
     return cu.LaunchKernel((P)f, grid, 1, 1, block, 1, 1, 0, (P)stream, params, NULL);
 }
 
-gc_curesult gocoll_cu_ipc_get(gc_cuptr base, gc_ipc_handle *h) { return cu.IpcGetMemHandle(h, base); }
+gocoll_curesult gocoll_cu_ipc_get(gocoll_cuptr base, gocoll_ipc_handle *h) { return cu.IpcGetMemHandle(h, base); }
 
-gc_curesult gocoll_cu_ipc_open(const gc_ipc_handle *h, gc_cuptr *p) {
+gocoll_curesult gocoll_cu_ipc_open(const gocoll_ipc_handle *h, gocoll_cuptr *p) {
     return cu.IpcOpenMemHandle(p, *h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
 }
 
-gc_curesult gocoll_cu_ipc_close(gc_cuptr p) { return cu.IpcCloseMemHandle(p); }
+gocoll_curesult gocoll_cu_ipc_close(gocoll_cuptr p) { return cu.IpcCloseMemHandle(p); }

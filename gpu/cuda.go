@@ -29,7 +29,7 @@ func Load() (Driver, error) {
 }
 
 // check turns a CUresult into an error.
-func check(call string, r C.gc_curesult) error {
+func check(call string, r C.gocoll_curesult) error {
 	if r == 0 {
 		return nil
 	}
@@ -107,22 +107,22 @@ func (cudaDriver) PointerAttributes(ptr uintptr) (PointerAttrs, error) {
 		ctx          C.uintptr_t
 		dev          C.int
 		id           C.ulonglong
-		start        C.gc_cuptr
+		start        C.gocoll_cuptr
 		size         C.size_t
 	)
-	err := check("cuPointerGetAttributes", C.gocoll_cu_pointer_attributes(C.gc_cuptr(ptr), &typ, &managed, &ctx, &dev, &id, &start, &size))
+	err := check("cuPointerGetAttributes", C.gocoll_cu_pointer_attributes(C.gocoll_cuptr(ptr), &typ, &managed, &ctx, &dev, &id, &start, &size))
 	return PointerAttrs{Type: MemoryType(typ), Managed: managed != 0, Context: Context(ctx), Device: int(dev),
 		BufferID: uint64(id), Start: uintptr(start), Size: int(size)}, err
 }
 
 func (cudaDriver) MemAlloc(size int) (uintptr, error) {
-	var p C.gc_cuptr
+	var p C.gocoll_cuptr
 	err := check("cuMemAlloc", C.gocoll_cu_mem_alloc(C.size_t(size), &p))
 	return uintptr(p), err
 }
 
 func (cudaDriver) MemFree(ptr uintptr) error {
-	return check("cuMemFree", C.gocoll_cu_mem_free(C.gc_cuptr(ptr)))
+	return check("cuMemFree", C.gocoll_cu_mem_free(C.gocoll_cuptr(ptr)))
 }
 
 func (cudaDriver) MemHostAlloc(size int) (uintptr, error) {
@@ -136,7 +136,7 @@ func (cudaDriver) MemFreeHost(ptr uintptr) error {
 }
 
 func (cudaDriver) MemcpyAsync(dst, src uintptr, n int, s Stream) error {
-	return check("cuMemcpyAsync", C.gocoll_cu_memcpy_async(C.gc_cuptr(dst), C.gc_cuptr(src), C.size_t(n), C.uintptr_t(s)))
+	return check("cuMemcpyAsync", C.gocoll_cu_memcpy_async(C.gocoll_cuptr(dst), C.gocoll_cuptr(src), C.size_t(n), C.uintptr_t(s)))
 }
 
 func (cudaDriver) StreamCreate() (Stream, error) {
@@ -207,23 +207,23 @@ func (cudaDriver) ModuleUnload(m Module) error {
 
 func (cudaDriver) LaunchKernel(f Function, grid, block int, s Stream, dst, a, b uintptr, n int) error {
 	return check("cuLaunchKernel", C.gocoll_cu_launch(C.uintptr_t(f), C.unsigned(grid), C.unsigned(block), C.uintptr_t(s),
-		C.gc_cuptr(dst), C.gc_cuptr(a), C.gc_cuptr(b), C.ulonglong(n)))
+		C.gocoll_cuptr(dst), C.gocoll_cuptr(a), C.gocoll_cuptr(b), C.ulonglong(n)))
 }
 
 func (cudaDriver) IpcGetMemHandle(base uintptr) (IPCHandle, error) {
-	var h C.gc_ipc_handle
-	err := check("cuIpcGetMemHandle", C.gocoll_cu_ipc_get(C.gc_cuptr(base), &h))
+	var h C.gocoll_ipc_handle
+	err := check("cuIpcGetMemHandle", C.gocoll_cu_ipc_get(C.gocoll_cuptr(base), &h))
 	return *(*IPCHandle)(unsafe.Pointer(&h)), err
 }
 
 func (cudaDriver) IpcOpenMemHandle(h IPCHandle) (uintptr, error) {
-	var ch C.gc_ipc_handle
+	var ch C.gocoll_ipc_handle
 	*(*IPCHandle)(unsafe.Pointer(&ch)) = h
-	var p C.gc_cuptr
+	var p C.gocoll_cuptr
 	err := check("cuIpcOpenMemHandle", C.gocoll_cu_ipc_open(&ch, &p))
 	return uintptr(p), err
 }
 
 func (cudaDriver) IpcCloseMemHandle(ptr uintptr) error {
-	return check("cuIpcCloseMemHandle", C.gocoll_cu_ipc_close(C.gc_cuptr(ptr)))
+	return check("cuIpcCloseMemHandle", C.gocoll_cu_ipc_close(C.gocoll_cuptr(ptr)))
 }

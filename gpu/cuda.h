@@ -11,9 +11,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef int gc_curesult;                 /* CUresult */
-typedef unsigned long long gc_cuptr;     /* CUdeviceptr */
-typedef struct { char reserved[64]; } gc_ipc_handle; /* CUipcMemHandle */
+typedef int gocoll_curesult;                 /* CUresult */
+typedef unsigned long long gocoll_cuptr;     /* CUdeviceptr */
+typedef struct { char reserved[64]; } gocoll_ipc_handle; /* CUipcMemHandle */
 
 /* Loads libcuda.so.1 and every entry point gocoll needs. Returns 0, or -1
  * with a message in err naming what is missing. Safe to call again. */
@@ -30,40 +30,40 @@ int gocoll_cuda_is_device(const void *p);
 
 /* Thin wrappers: each calls one driver entry point through the pointer
  * that gocoll_cuda_load found, and returns its CUresult. */
-const char *gocoll_cu_error_name(gc_curesult r);
-const char *gocoll_cu_error_string(gc_curesult r);
-gc_curesult gocoll_cu_init(void);
-gc_curesult gocoll_cu_device_count(int *n);
-gc_curesult gocoll_cu_device_pci_bus_id(int dev, char *buf, int len);
-gc_curesult gocoll_cu_device_by_pci_bus_id(const char *id, int *dev);
-gc_curesult gocoll_cu_can_access_peer(int dev, int peer, int *can);
-gc_curesult gocoll_cu_primary_ctx_active(int dev, int *active);
-gc_curesult gocoll_cu_primary_ctx_retain(int dev, uintptr_t *ctx);
-gc_curesult gocoll_cu_primary_ctx_release(int dev);
-gc_curesult gocoll_cu_ctx_get_current(uintptr_t *ctx);
-gc_curesult gocoll_cu_ctx_set_current(uintptr_t ctx);
-gc_curesult gocoll_cu_pointer_attributes(gc_cuptr p, unsigned *type, unsigned *managed, uintptr_t *ctx,
-                                         int *dev, unsigned long long *buffer_id, gc_cuptr *start, size_t *size);
-gc_curesult gocoll_cu_mem_alloc(size_t n, gc_cuptr *p);
-gc_curesult gocoll_cu_mem_free(gc_cuptr p);
-gc_curesult gocoll_cu_mem_host_alloc(size_t n, uintptr_t *p);
-gc_curesult gocoll_cu_mem_free_host(uintptr_t p);
-gc_curesult gocoll_cu_memcpy_async(gc_cuptr dst, gc_cuptr src, size_t n, uintptr_t stream);
-gc_curesult gocoll_cu_stream_create(uintptr_t *s);
-gc_curesult gocoll_cu_stream_destroy(uintptr_t s);
-gc_curesult gocoll_cu_stream_wait_event(uintptr_t s, uintptr_t e);
-gc_curesult gocoll_cu_event_create(uintptr_t *e);
-gc_curesult gocoll_cu_event_destroy(uintptr_t e);
-gc_curesult gocoll_cu_event_record(uintptr_t e, uintptr_t s);
-gc_curesult gocoll_cu_event_query(uintptr_t e);
-gc_curesult gocoll_cu_event_synchronize(uintptr_t e);
-gc_curesult gocoll_cu_module_load(const char *ptx, uintptr_t *mod, char *log, int loglen);
-gc_curesult gocoll_cu_module_get_function(uintptr_t mod, const char *name, uintptr_t *f);
-gc_curesult gocoll_cu_module_unload(uintptr_t mod);
-gc_curesult gocoll_cu_launch(uintptr_t f, unsigned grid, unsigned block, uintptr_t stream,
-                             gc_cuptr dst, gc_cuptr a, gc_cuptr b, unsigned long long n);
-gc_curesult gocoll_cu_ipc_get(gc_cuptr base, gc_ipc_handle *h);
-gc_curesult gocoll_cu_ipc_open(const gc_ipc_handle *h, gc_cuptr *p);
-gc_curesult gocoll_cu_ipc_close(gc_cuptr p);
+const char *gocoll_cu_error_name(gocoll_curesult r);
+const char *gocoll_cu_error_string(gocoll_curesult r);
+gocoll_curesult gocoll_cu_init(void);
+gocoll_curesult gocoll_cu_device_count(int *n);
+gocoll_curesult gocoll_cu_device_pci_bus_id(int dev, char *buf, int len);
+gocoll_curesult gocoll_cu_device_by_pci_bus_id(const char *id, int *dev);
+gocoll_curesult gocoll_cu_can_access_peer(int dev, int peer, int *can);
+gocoll_curesult gocoll_cu_primary_ctx_active(int dev, int *active);
+gocoll_curesult gocoll_cu_primary_ctx_retain(int dev, uintptr_t *ctx);
+gocoll_curesult gocoll_cu_primary_ctx_release(int dev);
+gocoll_curesult gocoll_cu_ctx_get_current(uintptr_t *ctx);
+gocoll_curesult gocoll_cu_ctx_set_current(uintptr_t ctx);
+gocoll_curesult gocoll_cu_pointer_attributes(gocoll_cuptr p, unsigned *type, unsigned *managed, uintptr_t *ctx,
+                                         int *dev, unsigned long long *buffer_id, gocoll_cuptr *start, size_t *size);
+gocoll_curesult gocoll_cu_mem_alloc(size_t n, gocoll_cuptr *p);
+gocoll_curesult gocoll_cu_mem_free(gocoll_cuptr p);
+gocoll_curesult gocoll_cu_mem_host_alloc(size_t n, uintptr_t *p);
+gocoll_curesult gocoll_cu_mem_free_host(uintptr_t p);
+gocoll_curesult gocoll_cu_memcpy_async(gocoll_cuptr dst, gocoll_cuptr src, size_t n, uintptr_t stream);
+gocoll_curesult gocoll_cu_stream_create(uintptr_t *s);
+gocoll_curesult gocoll_cu_stream_destroy(uintptr_t s);
+gocoll_curesult gocoll_cu_stream_wait_event(uintptr_t s, uintptr_t e);
+gocoll_curesult gocoll_cu_event_create(uintptr_t *e);
+gocoll_curesult gocoll_cu_event_destroy(uintptr_t e);
+gocoll_curesult gocoll_cu_event_record(uintptr_t e, uintptr_t s);
+gocoll_curesult gocoll_cu_event_query(uintptr_t e);
+gocoll_curesult gocoll_cu_event_synchronize(uintptr_t e);
+gocoll_curesult gocoll_cu_module_load(const char *ptx, uintptr_t *mod, char *log, int loglen);
+gocoll_curesult gocoll_cu_module_get_function(uintptr_t mod, const char *name, uintptr_t *f);
+gocoll_curesult gocoll_cu_module_unload(uintptr_t mod);
+gocoll_curesult gocoll_cu_launch(uintptr_t f, unsigned grid, unsigned block, uintptr_t stream,
+                             gocoll_cuptr dst, gocoll_cuptr a, gocoll_cuptr b, unsigned long long n);
+gocoll_curesult gocoll_cu_ipc_get(gocoll_cuptr base, gocoll_ipc_handle *h);
+gocoll_curesult gocoll_cu_ipc_open(const gocoll_ipc_handle *h, gocoll_cuptr *p);
+gocoll_curesult gocoll_cu_ipc_close(gocoll_cuptr p);
 
 #endif

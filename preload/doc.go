@@ -25,8 +25,11 @@
 //
 // # Where to look
 //
-//	shim.c       the collectives' entry points, the decision cache, the fast path
-//	requests.c   nonblocking and persistent forms, request handles, Wait/Test and friends
+//	shim.c       every collective entry point (blocking, nonblocking, persistent) through
+//	             one skeleton, the decision cache, the thread's memos, the engine's C half
+//	requests.c   request handles, Wait/Test and friends (requests.h: what shim.c calls;
+//	             it never calls back)
+//	counters.c   the path counters (counters.h: the inline count on the hot path)
 //	pmpi.c       finding the host library, its PMPI_ functions, handles, constants, status and error layouts
 //	ahead.c      the load-time check that the program's MPI_Allreduce is this library's
 //	fortran.c    the Fortran names Open MPI's bindings call
