@@ -49,25 +49,48 @@ func cbuf(call, arg string, p unsafe.Pointer, n int64) ([]byte, error) {
 // errors) from a C pointer to n bytes, classified here, once per call:
 // host memory as Go bytes, CUDA memory by address (Args.SendDevice,
 // RecvDevice), which nothing reads with the CPU.
-func (e *commEntry) send(a *coll.Args, call, arg string, p unsafe.Pointer, n int64) error {
-	return e.place(call, arg, p, n, &a.Send, &a.SendDevice)
+// Where the C fast path asked the driver already (pl, may be nil), its
+// answer is taken instead.
+func (e *commEntry) send(a *coll.Args, call, arg string, p unsafe.Pointer, n int64, pl *C.struct_gocoll_placed) error {
+	return e.place(call, arg, p, n, &a.Send, &a.SendDevice, pl)
 }
 
-func (e *commEntry) recv(a *coll.Args, call, arg string, p unsafe.Pointer, n int64) error {
-	return e.place(call, arg, p, n, &a.Recv, &a.RecvDevice)
+func (e *commEntry) recv(a *coll.Args, call, arg string, p unsafe.Pointer, n int64, pl *C.struct_gocoll_placed) error {
+	return e.place(call, arg, p, n, &a.Recv, &a.RecvDevice, pl)
 }
 
-func (e *commEntry) place(call, arg string, p unsafe.Pointer, n int64, host *[]byte, dev *gpu.Buffer) error {
+func (e *commEntry) place(call, arg string, p unsafe.Pointer, n int64, host *[]byte, dev *gpu.Buffer, pl *C.struct_gocoll_placed) error {
 	b, err := cbuf(call, arg, p, n)
 	if err != nil || len(b) == 0 {
 		return err
 	}
-	if m := e.c.Memory(uintptr(p)); m.OnDevice() {
+	m, asked := placed(pl, p)
+	if !asked {
+		m = e.c.Memory(uintptr(p))
+	}
+	if m.OnDevice() {
 		*dev = gpu.Buffer{Ptr: uintptr(p), Len: int(n), Mem: m}
 		return nil
 	}
 	*host = b
 	return nil
+}
+
+// placed is where the fast path found the buffer at p, if it asked.
+func placed(pl *C.struct_gocoll_placed, p unsafe.Pointer) (gpu.Memory, bool) {
+	if pl == nil || pl.asked == 0 {
+		return gpu.Memory{}, false
+	}
+	for i := range 2 {
+		if pl.ptr[i] != p {
+			continue
+		}
+		if pl.dev[i] == 0 {
+			return gpu.Memory{}, true
+		}
+		return gpu.AttrsOf(unsafe.Pointer(&pl.attrs[i])).Memory(uintptr(p)), true
+	}
+	return gpu.Memory{}, false
 }
 
 func checkCount(call, arg string, n int64) error {
@@ -98,16 +121,16 @@ func reduceArgs(call string, sendbuf unsafe.Pointer, dt C.MPI_Datatype, op C.MPI
 }
 
 //export gocoll_Allreduce
-func gocoll_Allreduce(sendbuf, recvbuf unsafe.Pointer, count C.int, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) C.int {
-	return allreduce("MPI_Allreduce", nil, sendbuf, recvbuf, int64(count), dt, op, comm)
+func gocoll_Allreduce(sendbuf, recvbuf unsafe.Pointer, count C.int, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm, pl *C.struct_gocoll_placed) C.int {
+	return allreduce("MPI_Allreduce", nil, pl, sendbuf, recvbuf, int64(count), dt, op, comm)
 }
 
 //export gocoll_Allreduce_c
 func gocoll_Allreduce_c(sendbuf, recvbuf unsafe.Pointer, count C.MPI_Count, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) C.int {
-	return allreduce("MPI_Allreduce", nil, sendbuf, recvbuf, int64(count), dt, op, comm)
+	return allreduce("MPI_Allreduce", nil, nil, sendbuf, recvbuf, int64(count), dt, op, comm)
 }
 
-func allreduce(call string, f *form, sendbuf, recvbuf unsafe.Pointer, count int64, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) (rc C.int) {
+func allreduce(call string, f *form, pl *C.struct_gocoll_placed, sendbuf, recvbuf unsafe.Pointer, count int64, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) (rc C.int) {
 	defer guard(call, &rc)
 	e, d, a, err := reduceArgs(call, sendbuf, dt, op, comm)
 	if err == nil {
@@ -118,8 +141,8 @@ func allreduce(call string, f *form, sendbuf, recvbuf unsafe.Pointer, count int6
 	}
 	n := count * int64(d.size())
 	a.Count = int(count)
-	if err = e.recv(&a, call, "recvbuf", recvbuf, n); err == nil && !a.InPlace {
-		err = e.send(&a, call, "sendbuf", sendbuf, n)
+	if err = e.recv(&a, call, "recvbuf", recvbuf, n, pl); err == nil && !a.InPlace {
+		err = e.send(&a, call, "sendbuf", sendbuf, n, pl)
 	}
 	if err != nil {
 		return rejected(e, call, err)
@@ -128,16 +151,16 @@ func allreduce(call string, f *form, sendbuf, recvbuf unsafe.Pointer, count int6
 }
 
 //export gocoll_Reduce_scatter_block
-func gocoll_Reduce_scatter_block(sendbuf, recvbuf unsafe.Pointer, count C.int, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) C.int {
-	return reduceScatterBlock("MPI_Reduce_scatter_block", nil, sendbuf, recvbuf, int64(count), dt, op, comm)
+func gocoll_Reduce_scatter_block(sendbuf, recvbuf unsafe.Pointer, count C.int, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm, pl *C.struct_gocoll_placed) C.int {
+	return reduceScatterBlock("MPI_Reduce_scatter_block", nil, pl, sendbuf, recvbuf, int64(count), dt, op, comm)
 }
 
 //export gocoll_Reduce_scatter_block_c
 func gocoll_Reduce_scatter_block_c(sendbuf, recvbuf unsafe.Pointer, count C.MPI_Count, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) C.int {
-	return reduceScatterBlock("MPI_Reduce_scatter_block", nil, sendbuf, recvbuf, int64(count), dt, op, comm)
+	return reduceScatterBlock("MPI_Reduce_scatter_block", nil, nil, sendbuf, recvbuf, int64(count), dt, op, comm)
 }
 
-func reduceScatterBlock(call string, f *form, sendbuf, recvbuf unsafe.Pointer, count int64, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) (rc C.int) {
+func reduceScatterBlock(call string, f *form, pl *C.struct_gocoll_placed, sendbuf, recvbuf unsafe.Pointer, count int64, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) (rc C.int) {
 	defer guard(call, &rc)
 	e, d, a, err := reduceArgs(call, sendbuf, dt, op, comm)
 	if err == nil {
@@ -150,9 +173,9 @@ func reduceScatterBlock(call string, f *form, sendbuf, recvbuf unsafe.Pointer, c
 	total := mine * int64(e.c.Size())
 	a.Count = int(count)
 	if a.InPlace {
-		err = e.recv(&a, call, "recvbuf", recvbuf, total)
-	} else if err = e.recv(&a, call, "recvbuf", recvbuf, mine); err == nil {
-		err = e.send(&a, call, "sendbuf", sendbuf, total)
+		err = e.recv(&a, call, "recvbuf", recvbuf, total, pl)
+	} else if err = e.recv(&a, call, "recvbuf", recvbuf, mine, pl); err == nil {
+		err = e.send(&a, call, "sendbuf", sendbuf, total, pl)
 	}
 	if err != nil {
 		return rejected(e, call, err)
@@ -161,16 +184,16 @@ func reduceScatterBlock(call string, f *form, sendbuf, recvbuf unsafe.Pointer, c
 }
 
 //export gocoll_Reduce_scatter
-func gocoll_Reduce_scatter(sendbuf, recvbuf unsafe.Pointer, recvcounts *C.int, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) C.int {
-	return reduceScatter("MPI_Reduce_scatter", nil, sendbuf, recvbuf, intCounts(recvcounts), recvcounts == nil || isInPlace(unsafe.Pointer(recvcounts)), dt, op, comm)
+func gocoll_Reduce_scatter(sendbuf, recvbuf unsafe.Pointer, recvcounts *C.int, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm, pl *C.struct_gocoll_placed) C.int {
+	return reduceScatter("MPI_Reduce_scatter", nil, pl, sendbuf, recvbuf, intCounts(recvcounts), recvcounts == nil || isInPlace(unsafe.Pointer(recvcounts)), dt, op, comm)
 }
 
 //export gocoll_Reduce_scatter_c
 func gocoll_Reduce_scatter_c(sendbuf, recvbuf unsafe.Pointer, recvcounts *C.MPI_Count, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) C.int {
-	return reduceScatter("MPI_Reduce_scatter", nil, sendbuf, recvbuf, countCounts(recvcounts), recvcounts == nil || isInPlace(unsafe.Pointer(recvcounts)), dt, op, comm)
+	return reduceScatter("MPI_Reduce_scatter", nil, nil, sendbuf, recvbuf, countCounts(recvcounts), recvcounts == nil || isInPlace(unsafe.Pointer(recvcounts)), dt, op, comm)
 }
 
-func reduceScatter(call string, f *form, sendbuf, recvbuf unsafe.Pointer, counts func(int) []int64, nullCounts bool, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) (rc C.int) {
+func reduceScatter(call string, f *form, pl *C.struct_gocoll_placed, sendbuf, recvbuf unsafe.Pointer, counts func(int) []int64, nullCounts bool, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm) (rc C.int) {
 	defer guard(call, &rc)
 	e, d, a, err := reduceArgs(call, sendbuf, dt, op, comm)
 	if err == nil && nullCounts {
@@ -190,9 +213,9 @@ func reduceScatter(call string, f *form, sendbuf, recvbuf unsafe.Pointer, counts
 	}
 	size := int64(d.size())
 	if a.InPlace {
-		err = e.recv(&a, call, "recvbuf", recvbuf, total*size)
-	} else if err = e.recv(&a, call, "recvbuf", recvbuf, int64(a.Counts[e.c.Rank()])*size); err == nil {
-		err = e.send(&a, call, "sendbuf", sendbuf, total*size)
+		err = e.recv(&a, call, "recvbuf", recvbuf, total*size, pl)
+	} else if err = e.recv(&a, call, "recvbuf", recvbuf, int64(a.Counts[e.c.Rank()])*size, pl); err == nil {
+		err = e.send(&a, call, "sendbuf", sendbuf, total*size, pl)
 	}
 	if err != nil {
 		return rejected(e, call, err)
@@ -227,16 +250,16 @@ func gatherTypes(call string, e *commEntry, inPlace bool, scount int64, stype C.
 }
 
 //export gocoll_Allgather
-func gocoll_Allgather(sendbuf unsafe.Pointer, scount C.int, stype C.MPI_Datatype, recvbuf unsafe.Pointer, rcount C.int, rtype C.MPI_Datatype, comm C.MPI_Comm) C.int {
-	return allgather("MPI_Allgather", nil, sendbuf, int64(scount), stype, recvbuf, int64(rcount), rtype, comm)
+func gocoll_Allgather(sendbuf unsafe.Pointer, scount C.int, stype C.MPI_Datatype, recvbuf unsafe.Pointer, rcount C.int, rtype C.MPI_Datatype, comm C.MPI_Comm, pl *C.struct_gocoll_placed) C.int {
+	return allgather("MPI_Allgather", nil, pl, sendbuf, int64(scount), stype, recvbuf, int64(rcount), rtype, comm)
 }
 
 //export gocoll_Allgather_c
 func gocoll_Allgather_c(sendbuf unsafe.Pointer, scount C.MPI_Count, stype C.MPI_Datatype, recvbuf unsafe.Pointer, rcount C.MPI_Count, rtype C.MPI_Datatype, comm C.MPI_Comm) C.int {
-	return allgather("MPI_Allgather", nil, sendbuf, int64(scount), stype, recvbuf, int64(rcount), rtype, comm)
+	return allgather("MPI_Allgather", nil, nil, sendbuf, int64(scount), stype, recvbuf, int64(rcount), rtype, comm)
 }
 
-func allgather(call string, f *form, sendbuf unsafe.Pointer, scount int64, stype C.MPI_Datatype, recvbuf unsafe.Pointer, rcount int64, rtype C.MPI_Datatype, comm C.MPI_Comm) (rc C.int) {
+func allgather(call string, f *form, pl *C.struct_gocoll_placed, sendbuf unsafe.Pointer, scount int64, stype C.MPI_Datatype, recvbuf unsafe.Pointer, rcount int64, rtype C.MPI_Datatype, comm C.MPI_Comm) (rc C.int) {
 	defer guard(call, &rc)
 	e, err := prologue(call, comm)
 	if err != nil {
@@ -249,8 +272,8 @@ func allgather(call string, f *form, sendbuf unsafe.Pointer, scount int64, stype
 	}
 	n := rcount * int64(d.size())
 	a := coll.Args{Type: d.base, Mult: d.count, Count: int(rcount), InPlace: inPlace}
-	if err = e.recv(&a, call, "recvbuf", recvbuf, n*int64(e.c.Size())); err == nil && !inPlace {
-		err = e.send(&a, call, "sendbuf", sendbuf, n)
+	if err = e.recv(&a, call, "recvbuf", recvbuf, n*int64(e.c.Size()), pl); err == nil && !inPlace {
+		err = e.send(&a, call, "sendbuf", sendbuf, n, pl)
 	}
 	if err != nil {
 		return rejected(e, call, err)
@@ -287,11 +310,11 @@ func gocoll_Allgatherv(sendbuf unsafe.Pointer, scount C.int, stype C.MPI_Datatyp
 		a.Counts[i], a.Displs[i] = int(counts[i]), int(disp[i])
 		end = max(end, int64(disp[i])+int64(counts[i]))
 	}
-	if err = e.recv(&a, call, "recvbuf", recvbuf, end*size); err != nil {
+	if err = e.recv(&a, call, "recvbuf", recvbuf, end*size, nil); err != nil {
 		return rejected(e, call, err)
 	}
 	if !inPlace {
-		if err = e.send(&a, call, "sendbuf", sendbuf, int64(counts[me])*size); err != nil {
+		if err = e.send(&a, call, "sendbuf", sendbuf, int64(counts[me])*size, nil); err != nil {
 			return rejected(e, call, err)
 		}
 	}
@@ -310,7 +333,7 @@ func gocoll_Barrier(comm C.MPI_Comm) (rc C.int) {
 }
 
 //export gocoll_Bcast
-func gocoll_Bcast(buf unsafe.Pointer, count C.int, dt C.MPI_Datatype, root C.int, comm C.MPI_Comm) (rc C.int) {
+func gocoll_Bcast(buf unsafe.Pointer, count C.int, dt C.MPI_Datatype, root C.int, comm C.MPI_Comm, pl *C.struct_gocoll_placed) (rc C.int) {
 	const call = "MPI_Bcast"
 	defer guard(call, &rc)
 	e, err := prologue(call, comm)
@@ -325,11 +348,13 @@ func gocoll_Bcast(buf unsafe.Pointer, count C.int, dt C.MPI_Datatype, root C.int
 		return rejected(e, call, err)
 	}
 	a := coll.Args{Type: d.base, Mult: d.count, Count: int(count), Root: int(root)}
-	if err = e.recv(&a, call, "buffer", buf, int64(count)*int64(d.size())); err != nil {
+	if err = e.recv(&a, call, "buffer", buf, int64(count)*int64(d.size()), pl); err != nil {
 		return rejected(e, call, err)
 	}
-	if rc := fastBcast(buf, int64(count)*int64(d.size()), root, comm); rc >= 0 {
-		return rc
+	if !a.RecvDevice.OnDevice() {
+		if rc := fastBcast(buf, int64(count)*int64(d.size()), root, comm); rc >= 0 {
+			return rc
+		}
 	}
 	return fail(e, e.c.Bcast(a))
 }
@@ -348,10 +373,10 @@ func gocoll_Reduce(sendbuf, recvbuf unsafe.Pointer, count C.int, dt C.MPI_Dataty
 	n := int64(count) * int64(d.size())
 	a.Count, a.Root = int(count), int(root)
 	if int(root) == e.c.Rank() {
-		err = e.recv(&a, call, "recvbuf", recvbuf, n)
+		err = e.recv(&a, call, "recvbuf", recvbuf, n, nil)
 	}
 	if err == nil && !a.InPlace {
-		err = e.send(&a, call, "sendbuf", sendbuf, n)
+		err = e.send(&a, call, "sendbuf", sendbuf, n, nil)
 	}
 	if err != nil {
 		return rejected(e, call, err)
@@ -378,8 +403,8 @@ func gocoll_Gather(sendbuf unsafe.Pointer, scount C.int, stype C.MPI_Datatype, r
 		}
 		a.Type, a.Mult, a.Count = d.base, d.count, int(rcount)
 		n := int64(rcount) * int64(d.size())
-		if err = e.recv(&a, call, "recvbuf", recvbuf, n*int64(e.c.Size())); err == nil && !inPlace {
-			err = e.send(&a, call, "sendbuf", sendbuf, n)
+		if err = e.recv(&a, call, "recvbuf", recvbuf, n*int64(e.c.Size()), nil); err == nil && !inPlace {
+			err = e.send(&a, call, "sendbuf", sendbuf, n, nil)
 		}
 		if err != nil {
 			return rejected(e, call, err)
@@ -393,7 +418,7 @@ func gocoll_Gather(sendbuf unsafe.Pointer, scount C.int, stype C.MPI_Datatype, r
 			return rejected(e, call, err)
 		}
 		a.Type, a.Mult, a.Count = sd.base, sd.count, int(scount)
-		if err = e.send(&a, call, "sendbuf", sendbuf, int64(scount)*int64(sd.size())); err != nil {
+		if err = e.send(&a, call, "sendbuf", sendbuf, int64(scount)*int64(sd.size()), nil); err != nil {
 			return rejected(e, call, err)
 		}
 	}

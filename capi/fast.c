@@ -60,15 +60,19 @@ void gocoll_fast_detach(int comm) {
 }
 
 /* CUDA: the engine memcpy's, so the fast path declines device buffers
- * (the call then goes to Go, which runs it on the device executor).
+ * (the call then goes to Go, which runs it on the device executor, with
+ * what was asked here: pl, so that Go does not ask again).
  * Without the CUDA driver (GOCOLL_CUDA=off, or none on the machine) the
  * test is one load; with it, a pointer query per buffer (none before the
  * program has initialised CUDA). Asking, rather than declining every call
  * once CUDA is loaded, keeps the fast path for the small host-memory
  * calls that CUDA programs make too (scalars, flags, loss values). */
-static inline int on_device(const void *sendbuf, const void *recvbuf) {
+static inline int on_device(struct gocoll_placed *pl, const void *sendbuf, const void *recvbuf) {
     if (!__atomic_load_n(&gocoll_cuda_loaded, __ATOMIC_RELAXED)) return 0;
-    return (sendbuf && gocoll_cuda_is_device(sendbuf)) || (recvbuf && gocoll_cuda_is_device(recvbuf));
+    pl->asked = 1, pl->ptr[0] = sendbuf, pl->ptr[1] = recvbuf;
+    pl->dev[0] = sendbuf && gocoll_cuda_classify(sendbuf, &pl->attrs[0]);
+    pl->dev[1] = recvbuf && gocoll_cuda_classify(recvbuf, &pl->attrs[1]);
+    return pl->dev[0] || pl->dev[1];
 }
 
 static int overlaps(const void *a, long alen, const void *b, long blen) {
@@ -80,28 +84,29 @@ static int overlaps(const void *a, long alen, const void *b, long blen) {
  * the engine's input (NULL in place), or (void *)-1 to decline. A rank
  * that receives nothing (a zero count of MPI_Reduce_scatter) may pass a
  * NULL recvbuf. */
-static const void *args(const void *sendbuf, long len, void *recvbuf, long rlen) {
+static const void *args(struct gocoll_placed *pl, const void *sendbuf, long len, void *recvbuf, long rlen) {
     int inplace = sendbuf == MPI_IN_PLACE;
     if ((!recvbuf && (rlen > 0 || inplace)) || recvbuf == MPI_IN_PLACE ||
         (!inplace && (!sendbuf || overlaps(sendbuf, len, recvbuf, rlen))) ||
-        on_device(inplace ? NULL : sendbuf, recvbuf))
+        on_device(pl, inplace ? NULL : sendbuf, recvbuf))
         return (const void *)-1;
     return inplace ? NULL : sendbuf;
 }
 #define DECLINED ((const void *)-1)
 
-int gocoll_fast_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
+int gocoll_fast_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+                          struct gocoll_placed *pl) {
     struct gocoll_shm *s = find(comm, GOCOLL_CALL_ALLREDUCE);
     int kind, size = gocoll_mpich_type((unsigned)dt, &kind), o = gocoll_mpich_op((unsigned)op);
     if (!s || kind == GOCOLL_SHM_K_NONE || o == GOCOLL_SHM_OP_NONE || count <= 0 || (long)count * size > GOCOLL_SHM_MAX) return -1;
     long len = (long)count * size;
-    const void *in = args(sendbuf, len, recvbuf, len);
+    const void *in = args(pl, sendbuf, len, recvbuf, len);
     if (in == DECLINED) return -1;
     return gocoll_shm_allreduce(s, in, recvbuf, count, kind, size, o);
 }
 
 static int reduce_scatter(const void *sendbuf, void *recvbuf, const int *counts, int count, MPI_Datatype dt, MPI_Op op,
-                          MPI_Comm comm, int call) {
+                          MPI_Comm comm, int call, struct gocoll_placed *pl) {
     struct gocoll_shm *s = find(comm, call);
     int kind, size = gocoll_mpich_type((unsigned)dt, &kind), o = gocoll_mpich_op((unsigned)op);
     if (!s || kind == GOCOLL_SHM_K_NONE || o == GOCOLL_SHM_OP_NONE) return -1;
@@ -116,42 +121,45 @@ static int reduce_scatter(const void *sendbuf, void *recvbuf, const int *counts,
     } else
         total = (long)count * s->p;
     if (total <= 0 || total * size > GOCOLL_SHM_MAX) return -1;
-    const void *in = args(sendbuf, total * size, recvbuf, mine * size);
+    const void *in = args(pl, sendbuf, total * size, recvbuf, mine * size);
     if (in == DECLINED) return -1;
     return gocoll_shm_reduce_scatter(s, in, recvbuf, counts, count, kind, size, o, call);
 }
 
-int gocoll_fast_reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
+int gocoll_fast_reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+                               struct gocoll_placed *pl) {
     if (!recvcounts) return -1;
-    return reduce_scatter(sendbuf, recvbuf, recvcounts, 0, dt, op, comm, GOCOLL_CALL_REDUCE_SCATTER);
+    return reduce_scatter(sendbuf, recvbuf, recvcounts, 0, dt, op, comm, GOCOLL_CALL_REDUCE_SCATTER, pl);
 }
 
-int gocoll_fast_reduce_scatter_block(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
+int gocoll_fast_reduce_scatter_block(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+                                     struct gocoll_placed *pl) {
     if (count <= 0) return -1;
-    return reduce_scatter(sendbuf, recvbuf, NULL, count, dt, op, comm, GOCOLL_CALL_REDUCE_SCATTER_BLOCK);
+    return reduce_scatter(sendbuf, recvbuf, NULL, count, dt, op, comm, GOCOLL_CALL_REDUCE_SCATTER_BLOCK, pl);
 }
 
-int gocoll_fast_allgather(const void *sendbuf, int scount, MPI_Datatype stype, void *recvbuf, int rcount, MPI_Datatype rtype, MPI_Comm comm) {
+int gocoll_fast_allgather(const void *sendbuf, int scount, MPI_Datatype stype, void *recvbuf, int rcount, MPI_Datatype rtype, MPI_Comm comm,
+                          struct gocoll_placed *pl) {
     struct gocoll_shm *s = find(comm, GOCOLL_CALL_ALLGATHER);
     int kind, rsize = gocoll_mpich_type((unsigned)rtype, &kind);
     if (!s || rsize == 0 || rcount <= 0) return -1;
     long n = (long)rcount * rsize;
     if (sendbuf != MPI_IN_PLACE && (long)scount * gocoll_mpich_type((unsigned)stype, &kind) != n) return -1;
-    const void *in = args(sendbuf, n, recvbuf, n * s->p);
+    const void *in = args(pl, sendbuf, n, recvbuf, n * s->p);
     if (in == DECLINED) return -1;
     return gocoll_shm_allgather(s, in, recvbuf, n);
 }
 
-int gocoll_fast_bcast_bytes(void *buf, long bytes, int root, MPI_Comm comm) {
+int gocoll_fast_bcast_bytes(void *buf, long bytes, int root, MPI_Comm comm, struct gocoll_placed *pl) {
     struct gocoll_shm *s = find(comm, GOCOLL_CALL_BCAST);
-    if (!s || !buf || buf == MPI_IN_PLACE || on_device(NULL, buf)) return -1;
+    if (!s || !buf || buf == MPI_IN_PLACE || on_device(pl, NULL, buf)) return -1;
     return gocoll_shm_bcast(s, buf, bytes, root);
 }
 
-int gocoll_fast_bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm) {
+int gocoll_fast_bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, struct gocoll_placed *pl) {
     int kind, size = gocoll_mpich_type((unsigned)dt, &kind);
     if (size == 0 || count <= 0) return -1;
-    return gocoll_fast_bcast_bytes(buf, (long)count * size, root, comm);
+    return gocoll_fast_bcast_bytes(buf, (long)count * size, root, comm, pl);
 }
 
 int gocoll_fast_barrier(MPI_Comm comm) {

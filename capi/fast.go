@@ -58,7 +58,8 @@ func fastDetach(e *commEntry) { C.gocoll_fast_detach(C.int(e.handle)) }
 // decides by the bytes, the same on every rank, so ranks that describe
 // the buffer with different datatypes meet on one path. Returns -1 if not.
 func fastBcast(buf unsafe.Pointer, bytes int64, root C.int, comm C.MPI_Comm) C.int {
-	rc := C.gocoll_fast_bcast_bytes(buf, C.long(bytes), root, comm)
+	var pl C.struct_gocoll_placed
+	rc := C.gocoll_fast_bcast_bytes(buf, C.long(bytes), root, comm, &pl)
 	if rc >= 0 {
 		C.gocoll_fast_counted(C.GOCOLL_CALL_BCAST)
 	}

@@ -74,9 +74,12 @@ PAIR(int, Get_count, (const MPI_Status *status, MPI_Datatype datatype, int *coun
 /* FAST is PAIR for the calls with a C fast path (fast.c, on the
  * shared-memory engine's C half): small calls on one host never enter Go.
  * Each call the fast path completes counts in gocoll_fast_calls[which], a
- * GOCOLL_CALL_ code (GOCOLL_REPORT's fast=). */
+ * GOCOLL_CALL_ code (GOCOLL_REPORT's fast=). A call it declines takes pl, where
+ * its buffers were found to live if the fast path asked, to Go. */
 #define FAST(ret, name, params, fast, which, args)                           \
     ret PMPI_##name params {                                                  \
+        struct gocoll_placed pl = {0};                                        \
+        (void)pl;                                                             \
         int rc = fast;                                                        \
         if (rc < 0) return gocoll_##name args;                                \
         __atomic_fetch_add(&gocoll_fast_calls[which], 1, __ATOMIC_RELAXED);   \
@@ -86,25 +89,25 @@ PAIR(int, Get_count, (const MPI_Status *status, MPI_Datatype datatype, int *coun
 
 FAST(int, Barrier, (MPI_Comm comm), gocoll_fast_barrier(comm), GOCOLL_CALL_BARRIER, (comm))
 FAST(int, Bcast, (void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm),
-     gocoll_fast_bcast(buffer, count, datatype, root, comm), GOCOLL_CALL_BCAST, (buffer, count, datatype, root, comm))
+     gocoll_fast_bcast(buffer, count, datatype, root, comm, &pl), GOCOLL_CALL_BCAST, (buffer, count, datatype, root, comm, &pl))
 PAIR(int, Reduce, (const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm),
      ((void *)sendbuf, recvbuf, count, datatype, op, root, comm))
 PAIR(int, Gather, (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                    MPI_Datatype recvtype, int root, MPI_Comm comm),
      ((void *)sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm))
 FAST(int, Allreduce, (const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm),
-     gocoll_fast_allreduce(sendbuf, recvbuf, count, datatype, op, comm), GOCOLL_CALL_ALLREDUCE,
-     ((void *)sendbuf, recvbuf, count, datatype, op, comm))
+     gocoll_fast_allreduce(sendbuf, recvbuf, count, datatype, op, comm, &pl), GOCOLL_CALL_ALLREDUCE,
+     ((void *)sendbuf, recvbuf, count, datatype, op, comm, &pl))
 FAST(int, Reduce_scatter, (const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm),
-     gocoll_fast_reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm), GOCOLL_CALL_REDUCE_SCATTER,
-     ((void *)sendbuf, recvbuf, (int *)recvcounts, datatype, op, comm))
+     gocoll_fast_reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, &pl), GOCOLL_CALL_REDUCE_SCATTER,
+     ((void *)sendbuf, recvbuf, (int *)recvcounts, datatype, op, comm, &pl))
 FAST(int, Reduce_scatter_block, (const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm),
-     gocoll_fast_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm), GOCOLL_CALL_REDUCE_SCATTER_BLOCK,
-     ((void *)sendbuf, recvbuf, recvcount, datatype, op, comm))
+     gocoll_fast_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, &pl), GOCOLL_CALL_REDUCE_SCATTER_BLOCK,
+     ((void *)sendbuf, recvbuf, recvcount, datatype, op, comm, &pl))
 FAST(int, Allgather, (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                       MPI_Datatype recvtype, MPI_Comm comm),
-     gocoll_fast_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm), GOCOLL_CALL_ALLGATHER,
-     ((void *)sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm))
+     gocoll_fast_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &pl), GOCOLL_CALL_ALLGATHER,
+     ((void *)sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &pl))
 PAIR(int, Allgatherv, (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
                        const int displs[], MPI_Datatype recvtype, MPI_Comm comm),
      ((void *)sendbuf, sendcount, sendtype, recvbuf, (int *)recvcounts, (int *)displs, recvtype, comm))

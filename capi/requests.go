@@ -58,82 +58,82 @@ func collective(e *commEntry, call string, f *form, a coll.Args, blocking func(c
 
 //export gocoll_Iallreduce
 func gocoll_Iallreduce(sendbuf, recvbuf unsafe.Pointer, count C.int, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm, req *C.MPI_Request) C.int {
-	return allreduce("MPI_Iallreduce", &form{req: req}, sendbuf, recvbuf, int64(count), dt, op, comm)
+	return allreduce("MPI_Iallreduce", &form{req: req}, nil, sendbuf, recvbuf, int64(count), dt, op, comm)
 }
 
 //export gocoll_Iallreduce_c
 func gocoll_Iallreduce_c(sendbuf, recvbuf unsafe.Pointer, count C.MPI_Count, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm, req *C.MPI_Request) C.int {
-	return allreduce("MPI_Iallreduce_c", &form{req: req}, sendbuf, recvbuf, int64(count), dt, op, comm)
+	return allreduce("MPI_Iallreduce_c", &form{req: req}, nil, sendbuf, recvbuf, int64(count), dt, op, comm)
 }
 
 //export gocoll_Allreduce_init
 func gocoll_Allreduce_init(sendbuf, recvbuf unsafe.Pointer, count C.int, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm, info C.MPI_Info, req *C.MPI_Request) C.int {
-	return allreduce("MPI_Allreduce_init", &form{persistent: true, req: req}, sendbuf, recvbuf, int64(count), dt, op, comm)
+	return allreduce("MPI_Allreduce_init", &form{persistent: true, req: req}, nil, sendbuf, recvbuf, int64(count), dt, op, comm)
 }
 
 //export gocoll_Allreduce_init_c
 func gocoll_Allreduce_init_c(sendbuf, recvbuf unsafe.Pointer, count C.MPI_Count, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm, info C.MPI_Info, req *C.MPI_Request) C.int {
-	return allreduce("MPI_Allreduce_init_c", &form{persistent: true, req: req}, sendbuf, recvbuf, int64(count), dt, op, comm)
+	return allreduce("MPI_Allreduce_init_c", &form{persistent: true, req: req}, nil, sendbuf, recvbuf, int64(count), dt, op, comm)
 }
 
 //export gocoll_Ireduce_scatter_block
 func gocoll_Ireduce_scatter_block(sendbuf, recvbuf unsafe.Pointer, count C.int, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm, req *C.MPI_Request) C.int {
-	return reduceScatterBlock("MPI_Ireduce_scatter_block", &form{req: req}, sendbuf, recvbuf, int64(count), dt, op, comm)
+	return reduceScatterBlock("MPI_Ireduce_scatter_block", &form{req: req}, nil, sendbuf, recvbuf, int64(count), dt, op, comm)
 }
 
 //export gocoll_Ireduce_scatter_block_c
 func gocoll_Ireduce_scatter_block_c(sendbuf, recvbuf unsafe.Pointer, count C.MPI_Count, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm, req *C.MPI_Request) C.int {
-	return reduceScatterBlock("MPI_Ireduce_scatter_block_c", &form{req: req}, sendbuf, recvbuf, int64(count), dt, op, comm)
+	return reduceScatterBlock("MPI_Ireduce_scatter_block_c", &form{req: req}, nil, sendbuf, recvbuf, int64(count), dt, op, comm)
 }
 
 //export gocoll_Reduce_scatter_block_init
 func gocoll_Reduce_scatter_block_init(sendbuf, recvbuf unsafe.Pointer, count C.int, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm, info C.MPI_Info, req *C.MPI_Request) C.int {
-	return reduceScatterBlock("MPI_Reduce_scatter_block_init", &form{persistent: true, req: req}, sendbuf, recvbuf, int64(count), dt, op, comm)
+	return reduceScatterBlock("MPI_Reduce_scatter_block_init", &form{persistent: true, req: req}, nil, sendbuf, recvbuf, int64(count), dt, op, comm)
 }
 
 //export gocoll_Reduce_scatter_block_init_c
 func gocoll_Reduce_scatter_block_init_c(sendbuf, recvbuf unsafe.Pointer, count C.MPI_Count, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm, info C.MPI_Info, req *C.MPI_Request) C.int {
-	return reduceScatterBlock("MPI_Reduce_scatter_block_init_c", &form{persistent: true, req: req}, sendbuf, recvbuf, int64(count), dt, op, comm)
+	return reduceScatterBlock("MPI_Reduce_scatter_block_init_c", &form{persistent: true, req: req}, nil, sendbuf, recvbuf, int64(count), dt, op, comm)
 }
 
 //export gocoll_Ireduce_scatter
 func gocoll_Ireduce_scatter(sendbuf, recvbuf unsafe.Pointer, recvcounts *C.int, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm, req *C.MPI_Request) C.int {
-	return reduceScatter("MPI_Ireduce_scatter", &form{req: req}, sendbuf, recvbuf, intCounts(recvcounts), recvcounts == nil || isInPlace(unsafe.Pointer(recvcounts)), dt, op, comm)
+	return reduceScatter("MPI_Ireduce_scatter", &form{req: req}, nil, sendbuf, recvbuf, intCounts(recvcounts), recvcounts == nil || isInPlace(unsafe.Pointer(recvcounts)), dt, op, comm)
 }
 
 //export gocoll_Ireduce_scatter_c
 func gocoll_Ireduce_scatter_c(sendbuf, recvbuf unsafe.Pointer, recvcounts *C.MPI_Count, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm, req *C.MPI_Request) C.int {
-	return reduceScatter("MPI_Ireduce_scatter_c", &form{req: req}, sendbuf, recvbuf, countCounts(recvcounts), recvcounts == nil || isInPlace(unsafe.Pointer(recvcounts)), dt, op, comm)
+	return reduceScatter("MPI_Ireduce_scatter_c", &form{req: req}, nil, sendbuf, recvbuf, countCounts(recvcounts), recvcounts == nil || isInPlace(unsafe.Pointer(recvcounts)), dt, op, comm)
 }
 
 //export gocoll_Reduce_scatter_init
 func gocoll_Reduce_scatter_init(sendbuf, recvbuf unsafe.Pointer, recvcounts *C.int, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm, info C.MPI_Info, req *C.MPI_Request) C.int {
-	return reduceScatter("MPI_Reduce_scatter_init", &form{persistent: true, req: req}, sendbuf, recvbuf, intCounts(recvcounts), recvcounts == nil || isInPlace(unsafe.Pointer(recvcounts)), dt, op, comm)
+	return reduceScatter("MPI_Reduce_scatter_init", &form{persistent: true, req: req}, nil, sendbuf, recvbuf, intCounts(recvcounts), recvcounts == nil || isInPlace(unsafe.Pointer(recvcounts)), dt, op, comm)
 }
 
 //export gocoll_Reduce_scatter_init_c
 func gocoll_Reduce_scatter_init_c(sendbuf, recvbuf unsafe.Pointer, recvcounts *C.MPI_Count, dt C.MPI_Datatype, op C.MPI_Op, comm C.MPI_Comm, info C.MPI_Info, req *C.MPI_Request) C.int {
-	return reduceScatter("MPI_Reduce_scatter_init_c", &form{persistent: true, req: req}, sendbuf, recvbuf, countCounts(recvcounts), recvcounts == nil || isInPlace(unsafe.Pointer(recvcounts)), dt, op, comm)
+	return reduceScatter("MPI_Reduce_scatter_init_c", &form{persistent: true, req: req}, nil, sendbuf, recvbuf, countCounts(recvcounts), recvcounts == nil || isInPlace(unsafe.Pointer(recvcounts)), dt, op, comm)
 }
 
 //export gocoll_Iallgather
 func gocoll_Iallgather(sendbuf unsafe.Pointer, scount C.int, stype C.MPI_Datatype, recvbuf unsafe.Pointer, rcount C.int, rtype C.MPI_Datatype, comm C.MPI_Comm, req *C.MPI_Request) C.int {
-	return allgather("MPI_Iallgather", &form{req: req}, sendbuf, int64(scount), stype, recvbuf, int64(rcount), rtype, comm)
+	return allgather("MPI_Iallgather", &form{req: req}, nil, sendbuf, int64(scount), stype, recvbuf, int64(rcount), rtype, comm)
 }
 
 //export gocoll_Iallgather_c
 func gocoll_Iallgather_c(sendbuf unsafe.Pointer, scount C.MPI_Count, stype C.MPI_Datatype, recvbuf unsafe.Pointer, rcount C.MPI_Count, rtype C.MPI_Datatype, comm C.MPI_Comm, req *C.MPI_Request) C.int {
-	return allgather("MPI_Iallgather_c", &form{req: req}, sendbuf, int64(scount), stype, recvbuf, int64(rcount), rtype, comm)
+	return allgather("MPI_Iallgather_c", &form{req: req}, nil, sendbuf, int64(scount), stype, recvbuf, int64(rcount), rtype, comm)
 }
 
 //export gocoll_Allgather_init
 func gocoll_Allgather_init(sendbuf unsafe.Pointer, scount C.int, stype C.MPI_Datatype, recvbuf unsafe.Pointer, rcount C.int, rtype C.MPI_Datatype, comm C.MPI_Comm, info C.MPI_Info, req *C.MPI_Request) C.int {
-	return allgather("MPI_Allgather_init", &form{persistent: true, req: req}, sendbuf, int64(scount), stype, recvbuf, int64(rcount), rtype, comm)
+	return allgather("MPI_Allgather_init", &form{persistent: true, req: req}, nil, sendbuf, int64(scount), stype, recvbuf, int64(rcount), rtype, comm)
 }
 
 //export gocoll_Allgather_init_c
 func gocoll_Allgather_init_c(sendbuf unsafe.Pointer, scount C.MPI_Count, stype C.MPI_Datatype, recvbuf unsafe.Pointer, rcount C.MPI_Count, rtype C.MPI_Datatype, comm C.MPI_Comm, info C.MPI_Info, req *C.MPI_Request) C.int {
-	return allgather("MPI_Allgather_init_c", &form{persistent: true, req: req}, sendbuf, int64(scount), stype, recvbuf, int64(rcount), rtype, comm)
+	return allgather("MPI_Allgather_init_c", &form{persistent: true, req: req}, nil, sendbuf, int64(scount), stype, recvbuf, int64(rcount), rtype, comm)
 }
 
 // intCounts and countCounts read p recvcounts of either width.

@@ -150,7 +150,7 @@ out:
 
 static int initialised; /* the process has called cuInit (someone has) */
 
-int gocoll_cuda_is_device(const void *p) {
+int gocoll_cuda_classify(const void *p, struct gocoll_cuda_attrs *a) {
     if (!p || !__atomic_load_n(&gocoll_cuda_loaded, __ATOMIC_ACQUIRE)) return 0;
     if (!__atomic_load_n(&initialised, __ATOMIC_RELAXED)) {
         P ctx = NULL;
@@ -159,12 +159,15 @@ int gocoll_cuda_is_device(const void *p) {
         if (cu.CtxGetCurrent(&ctx) == CUDA_ERROR_NOT_INITIALIZED) return 0;
         __atomic_store_n(&initialised, 1, __ATOMIC_RELAXED);
     }
-    unsigned long long type = 0, managed = 0;
-    int attrs[2] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED};
-    void *data[2] = {&type, &managed};
-    if (cu.PointerGetAttributes(2, attrs, data, (gocoll_cuptr)(uintptr_t)p) != 0) return 0;
-    type &= 0xffffffffu, managed &= 0xffffffffu;
-    return type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_UNIFIED || managed != 0;
+    if (gocoll_cu_pointer_attributes((gocoll_cuptr)(uintptr_t)p, &a->type, &a->managed, &a->ctx, &a->dev, &a->buffer_id,
+                                     &a->start, &a->size) != 0)
+        return 0;
+    return a->type == CU_MEMORYTYPE_DEVICE || a->type == CU_MEMORYTYPE_UNIFIED || a->managed != 0;
+}
+
+int gocoll_cuda_is_device(const void *p) {
+    struct gocoll_cuda_attrs a;
+    return gocoll_cuda_classify(p, &a);
 }
 
 const char *gocoll_cu_error_name(gocoll_curesult r) {

@@ -101,6 +101,15 @@ func (cudaDriver) SetCurrentContext(ctx Context) error {
 	return check("cuCtxSetCurrent", C.gocoll_cu_ctx_set_current(C.uintptr_t(ctx)))
 }
 
+// AttrsOf reads what C code (capi's fast path, the preload's C half)
+// learned of a buffer with gocoll_cuda_classify: a pointer to its struct
+// gocoll_cuda_attrs, which each cgo package sees as a type of its own.
+func AttrsOf(p unsafe.Pointer) PointerAttrs {
+	a := (*C.struct_gocoll_cuda_attrs)(p)
+	return PointerAttrs{Type: MemoryType(a._type), Managed: a.managed != 0, Context: Context(a.ctx), Device: int(a.dev),
+		BufferID: uint64(a.buffer_id), Start: uintptr(a.start), Size: int(a.size)}
+}
+
 func (cudaDriver) PointerAttributes(ptr uintptr) (PointerAttrs, error) {
 	var (
 		typ, managed C.unsigned

@@ -23,9 +23,23 @@ int gocoll_cuda_load(char *err, int errlen);
  * (capi's fast path) must then ask gocoll_cuda_is_device first. */
 extern int gocoll_cuda_loaded;
 
-/* gocoll_cuda_is_device reports whether p is CUDA device or managed
- * memory. Without the driver, or before the process initialised CUDA, it
- * returns 0 at once. */
+/* What cuPointerGetAttributes says of a buffer (gpu.PointerAttrs in Go). */
+struct gocoll_cuda_attrs {
+    unsigned type, managed;
+    uintptr_t ctx;
+    int dev;
+    unsigned long long buffer_id;
+    gocoll_cuptr start;
+    size_t size;
+};
+
+/* gocoll_cuda_classify reports whether p is CUDA device or managed memory,
+ * and then fills a with the allocation's attributes (one driver call): C
+ * code that asked passes the answer on to Go, which does not ask again.
+ * Without the driver, or before the process initialised CUDA, it returns
+ * 0 at once. gocoll_cuda_is_device is the same question without the
+ * attributes. */
+int gocoll_cuda_classify(const void *p, struct gocoll_cuda_attrs *a);
 int gocoll_cuda_is_device(const void *p);
 
 /* Thin wrappers: each calls one driver entry point through the pointer

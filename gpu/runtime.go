@@ -227,6 +227,13 @@ func (r *Runtime) Classify(ptr uintptr) Memory {
 	if err != nil {
 		return Memory{Kind: Host}
 	}
+	return a.Memory(ptr)
+}
+
+// Memory is where the buffer at ptr lives by the attributes the driver
+// gave for it: what Classify answers, and what C code that asked the
+// driver itself (gocoll_cuda_classify) passes on.
+func (a PointerAttrs) Memory(ptr uintptr) Memory {
 	m := Memory{Kind: Host, Context: a.Context, Device: a.Device, Base: a.Start, Size: a.Size, BufferID: a.BufferID}
 	switch {
 	case a.Managed:

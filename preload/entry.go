@@ -390,21 +390,24 @@ func cbytes(p unsafe.Pointer, n int64) []byte {
 }
 
 // place sets one of a call's buffers, n bytes at p: as Go bytes, or, on a
-// device call, by address where gocoll's runtime finds device memory.
+// device call, by address where the C half found device memory (c.dev,
+// c.attrs: the driver is not asked again).
 func (st *commState) place(c *C.struct_gc_call, p unsafe.Pointer, n int64, host *[]byte, dev *gpu.Buffer) {
 	if c.device != 0 && n > 0 && p != nil {
-		if m := st.c.Memory(uintptr(p)); m.OnDevice() {
-			*dev = gpu.Buffer{Ptr: uintptr(p), Len: int(n), Mem: m}
-			return
+		for i, q := range [2]unsafe.Pointer{unsafe.Pointer(c.sbuf), unsafe.Pointer(c.rbuf)} {
+			if q == p && c.dev[i] != 0 {
+				*dev = gpu.Buffer{Ptr: uintptr(p), Len: int(n), Mem: gpu.AttrsOf(unsafe.Pointer(&c.attrs[i])).Memory(uintptr(p))}
+				return
+			}
 		}
 	}
 	*host = cbytes(p, n)
 }
 
 // args converts a call to coll's arguments. The C half has classified
-// the buffers (c.device): host memory becomes Go bytes; a device call's
-// buffers are classified again here for what the device executor needs of
-// them (their allocations), and passed by address.
+// the buffers (c.device, c.dev, c.attrs): host memory becomes Go bytes,
+// device memory is passed by address with its allocation as the driver
+// described it.
 func (st *commState) args(c *C.struct_gc_call) (coll.Args, error) {
 	a := coll.Args{Type: ops.Type(c._type), InPlace: c.inplace != 0}
 	if c.op != 0 {
@@ -455,13 +458,6 @@ func (st *commState) args(c *C.struct_gc_call) (coll.Args, error) {
 		if !a.InPlace {
 			st.place(c, send, count*elem, &a.Send, &a.SendDevice)
 		}
-	}
-	if c.device != 0 && !a.SendDevice.OnDevice() && !a.RecvDevice.OnDevice() {
-		// The driver knows the memory, but gocoll's runtime sees no CUDA
-		// context: the host route must not touch device memory with the
-		// CPU.
-		return a, &mpierr.Error{Call: algorithms.Collective(c.coll).String(), Class: mpierr.Other,
-			Msg: "the CUDA driver says a buffer is device memory, but gocoll's CUDA runtime sees host memory (no CUDA context current on this thread?)"}
 	}
 	return a, nil
 }

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stddef.h>
 #include "engine.h" /* the shared-memory engine's C half (intranode/engine) */
+#include "../gpu/cuda.h"
 
 typedef uint64_t gc_handle;
 
@@ -160,6 +161,8 @@ struct gc_call {
     int commutative;
     int excluded;              /* the pair's GC_X_* reasons: the host must not run it */
     int device;                /* a buffer is CUDA device memory and gocoll's CUDA runtime is on */
+    int dev[2];                /* with the runtime on: sbuf [0], rbuf [1] is device memory, */
+    struct gocoll_cuda_attrs attrs[2]; /* as the driver said (Go does not ask again) */
     int cached;                /* decided from the communicator's decision cache */
     int engine;                /* the shared-memory engine's C half ran it (shim.c) */
     int remembered;            /* it matched the thread's last calls (shim.c) */

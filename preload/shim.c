@@ -266,9 +266,16 @@ static int why_reduce(struct gc_call *c, H dt, H op) {
     return GC_R_NONE;
 }
 
-/* on_device: whether a buffer gocoll would touch is CUDA device memory. */
-static int on_device(const struct gc_call *c) {
+/* on_device: whether a buffer gocoll would touch is CUDA device memory.
+ * With gocoll's CUDA runtime on, what the driver said of each buffer is
+ * kept in c, for the Go half, which does not ask again. */
+static int on_device(struct gc_call *c) {
     if (c->bytes == 0) return 0;
+    if (gc_cuda) {
+        c->dev[0] = !c->inplace && gocoll_cuda_classify(c->sbuf, &c->attrs[0]);
+        c->dev[1] = gocoll_cuda_classify(c->rbuf, &c->attrs[1]);
+        return c->dev[0] || c->dev[1];
+    }
     return (!c->inplace && gc_is_device(c->sbuf)) || gc_is_device(c->rbuf);
 }
 
@@ -321,7 +328,7 @@ static int decide(struct gc_call *c) {
  * driver), a device buffer goes to the host MPI, which may be
  * CUDA-aware; checked once gocoll would run the call. With the runtime
  * on, decide has classified the buffers. */
-static int why_device(const struct gc_call *c) {
+static int why_device(struct gc_call *c) {
     return !gc_cuda && on_device(c) ? GC_R_DEVICE : GC_R_NONE;
 }
 
