@@ -5,6 +5,7 @@ import (
 
 	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/coll/counters"
+	"github.com/gocoll/gocoll/executor/device"
 	"github.com/gocoll/gocoll/executor/host"
 	"github.com/gocoll/gocoll/mpierr"
 	"github.com/gocoll/gocoll/schedule"
@@ -44,15 +45,51 @@ type plan struct {
 }
 
 // steps holds what the routes keep from one call of a communicator to
-// the next, so that a call in steady state allocates nothing: its
-// steppers, and the host route's executor and scratch memory.
+// the next, so that a call in steady state allocates nothing: the host
+// executor and its scratch memory, the device call, the stepper.
 type steps struct {
-	host    hostStep
+	host    host.Executor
 	hc      host.Call
 	scratch []byte
-	shm     shmStep
-	dev     deviceStep
+	dc      device.Call
+	step    routeStep
 	piece   pieceStep
+}
+
+// routeStep is the stepper of the host, shm and device routes: their
+// executor's own (the host executor, an intranode.Call, the device
+// executor), with errors that name the call, the communicator, the
+// algorithm and the peer.
+type routeStep struct {
+	c     *Comm
+	inner stepper
+	name  string // the call's
+	alg   string
+	where string // what errors add to the algorithm: " on device memory"
+	shm   bool   // the engine names peers by communicator rank (sharedError)
+}
+
+// begin makes s the stepper of a call on inner.
+func (s *routeStep) begin(c *Comm, inner stepper, name, alg, where string, shm bool) *routeStep {
+	*s = routeStep{c: c, inner: inner, name: name, alg: alg, where: where, shm: shm}
+	return s
+}
+
+func (s *routeStep) Progress() (done, moved bool, err error) {
+	done, moved, err = s.inner.Progress()
+	return done, moved, s.wrap(err)
+}
+
+func (s *routeStep) Finish() error { return s.wrap(s.inner.Finish()) }
+
+func (s *routeStep) wrap(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case s.shm:
+		return s.c.sharedError(s.name, err)
+	}
+	return s.c.runError(s.name, s.alg+s.where, err)
 }
 
 // decide establishes, once per call, what the routes need: where the

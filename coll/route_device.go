@@ -26,8 +26,7 @@ func (deviceRoute) start(c *Comm, cl call, pl plan) (stepper, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &c.steps.dev
-	s.c, s.x, s.name, s.alg = c, x, name, pl.alg.Name
+	s := &c.steps
 	s.dc = device.Call{
 		Sched: pl.sched, ElemSize: cl.size, Reduce: host.Kernel(cl.kernel),
 		In: cl.in.gpu(), Out: cl.out.gpu(),
@@ -39,35 +38,14 @@ func (deviceRoute) start(c *Comm, cl call, pl plan) (stepper, error) {
 			s.dc.Elem = gpu.ElemOf(cl.builtin.typ)
 		}
 	}
+	// Progress posts transfers, polls them (transport.Test) and the GPU's
+	// events (cuEventQuery) and queues kernels and copies; it never waits
+	// for a peer or the GPU.
+	st := s.step.begin(c, x, name, pl.alg.Name, " on device memory", false)
 	if err := x.Start(&s.dc); err != nil {
-		return nil, s.wrap(err)
+		return nil, st.wrap(err)
 	}
-	return s, nil
-}
-
-// deviceStep is a call on the device executor: Progress posts transfers,
-// polls them (transport.Test) and the GPU's events (cuEventQuery) and
-// queues kernels and copies, and never waits for a peer or the GPU; Finish
-// runs it to the end. Its errors name the call and the algorithm.
-type deviceStep struct {
-	c         *Comm
-	x         *device.Executor
-	dc        device.Call
-	name, alg string
-}
-
-func (s *deviceStep) Progress() (done, moved bool, err error) {
-	done, moved, err = s.x.Progress()
-	return done, moved, s.wrap(err)
-}
-
-func (s *deviceStep) Finish() error { return s.wrap(s.x.Finish()) }
-
-func (s *deviceStep) wrap(err error) error {
-	if err == nil {
-		return nil
-	}
-	return s.c.runError(s.name, s.alg+" on device memory", err)
+	return st, nil
 }
 
 // deviceExecutor returns the communicator's device executor, made at its

@@ -17,31 +17,9 @@ func (hostRoute) start(c *Comm, cl call, pl plan) (stepper, error) {
 	s := &c.steps
 	c.seq++
 	s.hc = c.hostCall(pl.sched, cl.in.host, cl.out.host, c.scratchBytes(pl.sched.ScratchLen*cl.size), cl.size, cl.kernel)
-	s.host.c, s.host.name, s.host.alg = c, cl.label(), pl.alg.Name
-	s.host.exec.Start(&s.hc)
-	return &s.host, nil
-}
-
-// hostStep is a call on the host executor: Progress never waits for a
-// peer. Its errors name the call, the communicator and the peer.
-type hostStep struct {
-	c         *Comm
-	exec      host.Executor
-	name, alg string
-}
-
-func (s *hostStep) Progress() (done, moved bool, err error) {
-	done, moved, err = s.exec.Progress()
-	return done, moved, s.wrap(err)
-}
-
-func (s *hostStep) Finish() error { return s.wrap(s.exec.Finish()) }
-
-func (s *hostStep) wrap(err error) error {
-	if err == nil {
-		return nil
-	}
-	return s.c.runError(s.name, s.alg, err)
+	s.host.Start(&s.hc)
+	// Progress never waits for a peer.
+	return s.step.begin(c, &s.host, cl.label(), pl.alg.Name, "", false), nil
 }
 
 // hostCall describes a call of schedule s to the host executor, with the
@@ -76,7 +54,7 @@ func (c *Comm) gatherRecords(name, what string, mine []byte, n int) ([]byte, err
 	c.seq++
 	sched, s := bruck.Build(params), &c.steps
 	s.hc = c.hostCall(sched, buf[c.rank*n:(c.rank+1)*n], buf, c.scratchBytes(sched.ScratchLen), 1, nil)
-	if err := s.host.exec.Run(&s.hc); err != nil {
+	if err := s.host.Run(&s.hc); err != nil {
 		return nil, c.runError(name, "bruck ("+what+")", err)
 	}
 	return buf, nil

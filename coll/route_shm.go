@@ -22,25 +22,26 @@ func (shmRoute) start(c *Comm, cl call, pl plan) (stepper, error) {
 // startShm starts a collective on the engine; b names a predefined op
 // and datatype (16-bit floats then accumulate in float32), else the
 // kernel combines. The hierarchical route runs its intra-node phases
-// with it too. c.mu is held, or c is only used by the caller.
-func (c *Comm) startShm(name string, coll algorithms.Collective, p algorithms.Params, in, out []byte, size int, kernel ops.Kernel, b builtinOp) (*shmStep, error) {
+// with it too. c.mu is held, or c is only used by the caller. The
+// engine's Progress never waits for a peer; its errors name peers by job
+// rank, as the blocking call's do (sharedError).
+func (c *Comm) startShm(name string, coll algorithms.Collective, p algorithms.Params, in, out []byte, size int, kernel ops.Kernel, b builtinOp) (stepper, error) {
 	if c.shared == nil {
 		return nil, &mpierr.Error{Call: name, Class: mpierr.Other, Msg: fmt.Sprintf("%s has no shared segment for the shm algorithm", c.name)}
 	}
 	r := sharedReduction(p, size, kernel, b)
-	s := &c.steps.shm
+	var call *intranode.Call
 	switch coll {
 	case algorithms.Allreduce:
-		s.call = c.shared.StartAllreduce(in, out, r)
+		call = c.shared.StartAllreduce(in, out, r)
 	case algorithms.ReduceScatter, algorithms.ReduceScatterBlock:
-		s.call = c.shared.StartReduceScatter(in, out, p.Counts, r)
+		call = c.shared.StartReduceScatter(in, out, p.Counts, r)
 	case algorithms.Allgather:
-		s.call = c.shared.StartAllgather(in, out, p.Counts, size)
+		call = c.shared.StartAllgather(in, out, p.Counts, size)
 	default:
 		return nil, &mpierr.Error{Call: name, Class: mpierr.Other, Msg: fmt.Sprintf("no shm algorithm for %s", coll)}
 	}
-	s.c, s.name = c, name
-	return s, nil
+	return c.steps.step.begin(c, call, name, "shm", "", true), nil
 }
 
 // runShm runs a collective on the engine to the end.
@@ -74,27 +75,4 @@ func sharedReduction(p algorithms.Params, size int, kernel ops.Kernel, b builtin
 		r = r.Folded()
 	}
 	return r
-}
-
-// shmStep is a call on the engine, an intranode.Call: Progress never
-// waits for a peer. Its errors name the call and the communicator, and
-// peers by job rank (sharedError).
-type shmStep struct {
-	c    *Comm
-	call *intranode.Call
-	name string
-}
-
-func (s *shmStep) Progress() (done, moved bool, err error) {
-	done, moved, err = s.call.Progress()
-	return done, moved, s.wrap(err)
-}
-
-func (s *shmStep) Finish() error { return s.wrap(s.call.Finish()) }
-
-func (s *shmStep) wrap(err error) error {
-	if err == nil {
-		return nil
-	}
-	return s.c.sharedError(s.name, err)
 }

@@ -96,27 +96,13 @@ func (c *Comm) checkAllgather(name string, a Args) (call, error) {
 	size := a.elemSize()
 	n := a.Count * size
 	total := n * c.Size()
-	recv, err := recvOf(name, a)
+	out, err := recv(name, "recvbuf", a, total)
 	if err != nil {
 		return call{}, err
 	}
-	if err := checkBuf(name, "recvbuf", recv, total); err != nil {
+	in, err := c.ownBlock(name, a, out, n)
+	if err != nil {
 		return call{}, err
-	}
-	out := recv.slice(0, total)
-	in := out.slice(c.rank*n, (c.rank+1)*n)
-	if !a.InPlace {
-		send, err := sendOf(name, a)
-		if err != nil {
-			return call{}, err
-		}
-		if err := checkBuf(name, "sendbuf", send, n); err != nil {
-			return call{}, err
-		}
-		in = send.slice(0, n)
-		if err := checkDisjoint(name, in, out); err != nil {
-			return call{}, err
-		}
 	}
 	p := algorithms.Params{P: c.Size(), Rank: c.rank, Counts: c.uniform(a.Count), Commutative: true, InPlace: a.InPlace}
 	return call{name: name, coll: algorithms.Allgather, force: a.Algorithm, own: a.own, bytes: int64(total), p: p, in: in, out: out, size: size}, nil
@@ -167,14 +153,10 @@ func (c *Comm) checkAllgatherv(a Args) (call, gathered, error) {
 	if g.packed {
 		end = g.total
 	}
-	recv, err := recvOf(name, a)
-	if err != nil {
+	var err error
+	if g.recv, err = recv(name, "recvbuf", a, end*size); err != nil {
 		return call{}, g, err
 	}
-	if err := checkBuf(name, "recvbuf", recv, end*size); err != nil {
-		return call{}, g, err
-	}
-	g.recv = recv.slice(0, end*size)
 	if !g.packed && g.recv.onDevice() {
 		return call{}, g, argError(name, mpierr.Buffer, "recvbuf is CUDA device memory and the blocks are not packed in rank order (displs): not supported on device memory yet")
 	}
@@ -185,14 +167,9 @@ func (c *Comm) checkAllgatherv(a Args) (call, gathered, error) {
 		in = out.slice(g.before*size, g.before*size+n)
 	}
 	if !a.InPlace {
-		send, err := sendOf(name, a)
-		if err != nil {
+		if in, err = send(name, a, n); err != nil {
 			return call{}, g, err
 		}
-		if err := checkBuf(name, "sendbuf", send, n); err != nil {
-			return call{}, g, err
-		}
-		in = send.slice(0, n)
 		if g.packed {
 			if err := checkDisjoint(name, in, out); err != nil {
 				return call{}, g, err
@@ -223,14 +200,10 @@ func (c *Comm) checkBcast(a Args) (call, error) {
 		return call{}, err
 	}
 	n := a.Count * a.elemSize()
-	recv, err := recvOf(name, a)
+	buf, err := recv(name, "buffer", a, n)
 	if err != nil {
 		return call{}, err
 	}
-	if err := checkBuf(name, "buffer", recv, n); err != nil {
-		return call{}, err
-	}
-	buf := recv.slice(0, n)
 	p := algorithms.Params{P: c.Size(), Rank: c.rank, Root: a.Root, Count: a.Count, Commutative: true, InPlace: true}
 	return call{name: name, coll: algorithms.Bcast, own: a.own, bytes: int64(n), p: p, in: buf, out: buf, size: a.elemSize()}, nil
 }
@@ -258,14 +231,9 @@ func (c *Comm) checkReduce(a Args) (call, error) {
 		if a.InPlace {
 			return call{}, argError(name, mpierr.Buffer, "MPI_IN_PLACE is only allowed at the root")
 		}
-		send, err := sendOf(name, a)
-		if err != nil {
+		if in, err = send(name, a, n); err != nil {
 			return call{}, err
 		}
-		if err := checkBuf(name, "sendbuf", send, n); err != nil {
-			return call{}, err
-		}
-		in = send.slice(0, n)
 	}
 	p := algorithms.Params{P: c.Size(), Rank: c.rank, Root: a.Root, Count: a.Count, Commutative: a.Op.commutative(), InPlace: a.InPlace, Reproducible: c.reproducible(a)}
 	return call{name: name, coll: algorithms.Reduce, own: a.own, bytes: int64(n), p: p, in: in, out: out, size: size, kernel: kernel}, nil
@@ -286,35 +254,36 @@ func (c *Comm) checkGather(a Args) (call, error) {
 	size := a.elemSize()
 	n := a.Count * size
 	var in, out buffer
-	if c.rank == a.Root {
-		total := n * c.Size()
-		recv, err := recvOf(name, a)
-		if err != nil {
-			return call{}, err
+	var err error
+	switch {
+	case c.rank == a.Root:
+		if out, err = recv(name, "recvbuf", a, n*c.Size()); err == nil {
+			in, err = c.ownBlock(name, a, out, n)
 		}
-		if err := checkBuf(name, "recvbuf", recv, total); err != nil {
-			return call{}, err
-		}
-		out = recv.slice(0, total)
-		in = out.slice(c.rank*n, (c.rank+1)*n)
-	} else if a.InPlace {
-		return call{}, argError(name, mpierr.Buffer, "MPI_IN_PLACE is only allowed at the root")
+	case a.InPlace:
+		err = argError(name, mpierr.Buffer, "MPI_IN_PLACE is only allowed at the root")
+	default:
+		in, err = send(name, a, n)
 	}
-	if c.rank != a.Root || !a.InPlace {
-		send, err := sendOf(name, a)
-		if err != nil {
-			return call{}, err
-		}
-		if err := checkBuf(name, "sendbuf", send, n); err != nil {
-			return call{}, err
-		}
-		in = send.slice(0, n)
-		if err := checkDisjoint(name, in, out); err != nil {
-			return call{}, err
-		}
+	if err != nil {
+		return call{}, err
 	}
 	p := algorithms.Params{P: c.Size(), Rank: c.rank, Root: a.Root, Counts: c.uniform(a.Count), Commutative: true, InPlace: a.InPlace}
 	return call{name: name, coll: algorithms.Gather, own: a.own, bytes: int64(n * c.Size()), p: p, in: in, out: out, size: size}, nil
+}
+
+// ownBlock is this rank's contribution to a gather of n-byte blocks into
+// out: its block of out in place, else the send buffer, which must not
+// overlap out.
+func (c *Comm) ownBlock(name string, a Args, out buffer, n int) (buffer, error) {
+	if a.InPlace {
+		return out.slice(c.rank*n, (c.rank+1)*n), nil
+	}
+	in, err := send(name, a, n)
+	if err != nil {
+		return buffer{}, err
+	}
+	return in, checkDisjoint(name, in, out)
 }
 
 // checkReduce checks the datatype and op of a reducing call and returns
@@ -334,36 +303,39 @@ func checkReduce(name string, a Args) (int, ops.Kernel, error) {
 // returns the input and output as the routes see them: in place, the
 // input is the start of the output.
 func buffers(name string, a Args, inLen, outLen int) (in, out buffer, err error) {
-	recv, err := recvOf(name, a)
-	if err != nil {
+	if out, err = recv(name, "recvbuf", a, outLen); err != nil {
 		return in, out, err
 	}
-	if err := checkBuf(name, "recvbuf", recv, outLen); err != nil {
-		return in, out, err
-	}
-	out = recv.slice(0, outLen)
 	if a.InPlace {
 		return out.slice(0, inLen), out, nil
 	}
-	send, err := sendOf(name, a)
-	if err != nil {
+	if in, err = send(name, a, inLen); err != nil {
 		return in, out, err
 	}
-	if err := checkBuf(name, "sendbuf", send, inLen); err != nil {
-		return in, out, err
-	}
-	in = send.slice(0, inLen)
 	return in, out, checkDisjoint(name, in, out)
 }
 
-// sendOf and recvOf are the call's send and receive buffers, in host
-// memory (Send, Recv) or device memory (SendDevice, RecvDevice).
-func sendOf(name string, a Args) (buffer, error) {
-	return bufferOf(name, "sendbuf", a.Send, a.SendDevice)
+// send and recv are the first n bytes of the call's send and receive
+// buffers (arg names the receive buffer in errors), in host memory (Send,
+// Recv) or device memory (SendDevice, RecvDevice): an error when they are
+// shorter.
+func send(name string, a Args, n int) (buffer, error) {
+	return span(name, "sendbuf", a.Send, a.SendDevice, n)
 }
 
-func recvOf(name string, a Args) (buffer, error) {
-	return bufferOf(name, "recvbuf", a.Recv, a.RecvDevice)
+func recv(name, arg string, a Args, n int) (buffer, error) {
+	return span(name, arg, a.Recv, a.RecvDevice, n)
+}
+
+func span(name, arg string, host []byte, dev gpu.Buffer, n int) (buffer, error) {
+	b, err := bufferOf(name, arg, host, dev)
+	if err != nil {
+		return buffer{}, err
+	}
+	if err := checkBuf(name, arg, b, n); err != nil {
+		return buffer{}, err
+	}
+	return b.slice(0, n), nil
 }
 
 func bufferOf(name, arg string, host []byte, dev gpu.Buffer) (buffer, error) {

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -94,34 +92,9 @@ func readCSV(path string) ([]Result, provenance.Header, error) {
 	}
 	h, _, _ := provenance.Parse(string(data))
 	var out []Result
-	var cols []string
-	sc := bufio.NewScanner(strings.NewReader(string(data)))
-	line := 0
-	for sc.Scan() {
-		line++
-		l := sc.Text()
-		if strings.HasPrefix(l, "#") || strings.TrimSpace(l) == "" {
-			continue
-		}
-		fs := strings.Split(l, ",")
-		if cols == nil {
-			cols = fs
-			for _, want := range []string{"collective", "algorithm", "datatype", "ranks", "bytes", "median_us", "busbw_gbs"} {
-				if !slices.Contains(cols, want) {
-					return nil, h, fmt.Errorf("%s: no column %q in %q", path, want, l)
-				}
-			}
-			continue
-		}
-		if len(fs) != len(cols) {
-			return nil, h, fmt.Errorf("%s:%d: %d fields, the header has %d", path, line, len(fs), len(cols))
-		}
-		field := func(name string) string {
-			if i := slices.Index(cols, name); i >= 0 {
-				return fs[i]
-			}
-			return ""
-		}
+	want := []string{"collective", "algorithm", "datatype", "ranks", "bytes", "median_us", "busbw_gbs"}
+	err = provenance.Rows(path, string(data), want, func(line int, field func(string) string) error {
+		var err error
 		num := func(name string) float64 {
 			v, e := strconv.ParseFloat(field(name), 64)
 			if e != nil && field(name) != "" && err == nil {
@@ -136,15 +109,13 @@ func readCSV(path string) ([]Result, provenance.Header, error) {
 			AlgBW: num("algbw_gbs"), BusBW: num("busbw_gbs"), Check: field("check"),
 			Size: field("size"), Barrier: field("barrier") == "true",
 		}
-		if err != nil {
-			return nil, h, err
-		}
 		if r.Size == "" {
 			r.Size = "total"
 		}
 		out = append(out, r)
-	}
-	if err := sc.Err(); err != nil {
+		return err
+	})
+	if err != nil {
 		return nil, h, err
 	}
 	if len(out) == 0 {

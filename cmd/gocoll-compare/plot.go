@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -143,39 +142,18 @@ func readCSV(path string) ([]*runs, provenance.Header, error) {
 	h, _, _ := provenance.Parse(string(data))
 	var out []*runs
 	byNP := map[int]*runs{}
-	var cols []string
-	sc := bufio.NewScanner(strings.NewReader(string(data)))
-	line := 0
-	for sc.Scan() {
-		line++
-		l := sc.Text()
-		if strings.HasPrefix(l, "#") || strings.TrimSpace(l) == "" {
-			continue
-		}
-		fs := strings.Split(l, ",")
-		if cols == nil {
-			cols = fs
-			for _, want := range []string{"np", "config", "collective", "datatype", "size", "bytes", "min_us"} {
-				if !slices.Contains(cols, want) {
-					return nil, h, fmt.Errorf("%s: no column %q in %q", path, want, l)
-				}
-			}
-			continue
-		}
-		if len(fs) != len(cols) {
-			return nil, h, fmt.Errorf("%s:%d: %d fields, the header has %d", path, line, len(fs), len(cols))
-		}
-		field := func(name string) string { return fs[slices.Index(cols, name)] }
+	want := []string{"np", "config", "collective", "datatype", "size", "bytes", "min_us"}
+	err = provenance.Rows(path, string(data), want, func(line int, field func(string) string) error {
 		np, err1 := strconv.Atoi(field("np"))
 		b, err2 := strconv.ParseInt(field("bytes"), 10, 64)
 		us, err3 := strconv.ParseFloat(field("min_us"), 64)
 		if err1 != nil || err2 != nil || err3 != nil {
-			return nil, h, fmt.Errorf("%s:%d: bad number in %q", path, line, l)
+			return fmt.Errorf("%s:%d: bad number", path, line)
 		}
 		c, coll := field("config"), field("collective")
 		call, err := collectiveOf(coll)
 		if err != nil {
-			return nil, h, fmt.Errorf("%s:%d: %v", path, line, err)
+			return fmt.Errorf("%s:%d: %v", path, line, err)
 		}
 		rs := byNP[np]
 		if rs == nil {
@@ -193,8 +171,9 @@ func readCSV(path string) ([]*runs, provenance.Header, error) {
 			rs.first.heads[coll] = head{call: call.String(), dtype: field("datatype"), size: field("size")}
 		}
 		rs.samples[c][key{coll, b}] = append(rs.samples[c][key{coll, b}], us)
-	}
-	if err := sc.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, h, err
 	}
 	if len(out) == 0 {
