@@ -59,7 +59,7 @@ func (e *commEntry) recv(a *coll.Args, call, arg string, p unsafe.Pointer, n int
 	return e.place(call, arg, p, n, &a.Recv, &a.RecvDevice, pl)
 }
 
-func (e *commEntry) place(call, arg string, p unsafe.Pointer, n int64, host *[]byte, dev *gpu.Buffer, pl *C.struct_gocoll_placed) error {
+func (e *commEntry) place(call, arg string, p unsafe.Pointer, n int64, host *[]byte, dev **gpu.Buffer, pl *C.struct_gocoll_placed) error {
 	b, err := cbuf(call, arg, p, n)
 	if err != nil || len(b) == 0 {
 		return err
@@ -69,7 +69,7 @@ func (e *commEntry) place(call, arg string, p unsafe.Pointer, n int64, host *[]b
 		m = e.c.Memory(uintptr(p))
 	}
 	if m.OnDevice() {
-		*dev = gpu.Buffer{Ptr: uintptr(p), Len: int(n), Mem: m}
+		*dev = &gpu.Buffer{Ptr: uintptr(p), Len: int(n), Mem: m}
 		return nil
 	}
 	*host = b
@@ -351,7 +351,7 @@ func gocoll_Bcast(buf unsafe.Pointer, count C.int, dt C.MPI_Datatype, root C.int
 	if err = e.recv(&a, call, "buffer", buf, int64(count)*int64(d.size()), pl); err != nil {
 		return rejected(e, call, err)
 	}
-	if !a.RecvDevice.OnDevice() {
+	if a.RecvDevice == nil {
 		if rc := fastBcast(buf, int64(count)*int64(d.size()), root, comm); rc >= 0 {
 			return rc
 		}

@@ -78,8 +78,8 @@ PAIR(int, Get_count, (const MPI_Status *status, MPI_Datatype datatype, int *coun
  * its buffers were found to live if the fast path asked, to Go. */
 #define FAST(ret, name, params, fast, which, args)                           \
     ret PMPI_##name params {                                                  \
-        struct gocoll_placed pl = {0};                                        \
-        (void)pl;                                                             \
+        struct gocoll_placed pl;                                              \
+        pl.asked = 0; /* the rest is written where asked is */                \
         int rc = fast;                                                        \
         if (rc < 0) return gocoll_##name args;                                \
         __atomic_fetch_add(&gocoll_fast_calls[which], 1, __ATOMIC_RELAXED);   \

@@ -55,64 +55,76 @@ type builtinOp struct {
 
 func builtinOf(a Args) builtinOp { return builtinOp{a.Op.Builtin, a.Type} }
 
-// buffer is one of a call's buffers: host memory as bytes, or device
-// memory by address (the CPU never touches it).
+// buffer is one of a call's buffers, n bytes: host memory (host), or
+// device memory by address (dev, and mem says where it lives): the CPU
+// never touches it. Small, since calls copy their buffers: a host call
+// costs a few words, and only a device call carries its Memory.
 type buffer struct {
-	host []byte
-	dev  gpu.Buffer // dev.OnDevice(): the buffer is device memory
+	host unsafe.Pointer
+	dev  uintptr
+	n    int
+	mem  *gpu.Memory // nil: host memory
 }
 
-func hostBuffer(b []byte) buffer { return buffer{host: b} }
-
-func (b buffer) onDevice() bool { return b.dev.OnDevice() }
-
-func (b buffer) len() int {
-	if b.onDevice() {
-		return b.dev.Len
-	}
-	return len(b.host)
+func hostBuffer(b []byte) buffer {
+	return buffer{host: unsafe.Pointer(unsafe.SliceData(b)), n: len(b)}
 }
+
+// deviceBuffer is d as a call's buffer (its Memory moves to the heap:
+// device calls allocate).
+func deviceBuffer(d gpu.Buffer) buffer {
+	m := d.Mem
+	return buffer{dev: d.Ptr, n: d.Len, mem: &m}
+}
+
+func (b buffer) onDevice() bool { return b.mem != nil }
+
+func (b buffer) len() int { return b.n }
+
+// bytes is a host buffer's memory.
+func (b buffer) bytes() []byte { return unsafe.Slice((*byte)(b.host), b.n) }
 
 // addr is the buffer's first byte, 0 for an empty host buffer.
 func (b buffer) addr() uintptr {
 	if b.onDevice() {
-		return b.dev.Ptr
+		return b.dev
 	}
-	return uintptr(unsafe.Pointer(unsafe.SliceData(b.host)))
+	return uintptr(b.host)
 }
 
 // slice returns bytes [lo, hi) of the buffer.
 func (b buffer) slice(lo, hi int) buffer {
 	if b.onDevice() {
-		d := b.dev
-		d.Ptr, d.Len = d.Ptr+uintptr(lo), hi-lo
-		return buffer{dev: d}
+		b.dev += uintptr(lo)
+	} else if hi > lo {
+		b.host = unsafe.Add(b.host, lo)
 	}
-	return buffer{host: b.host[lo:hi]}
+	b.n = hi - lo
+	return b
 }
 
 // gpu is the buffer as the device executor takes it: host memory by
 // address too (it copies it to the device).
 func (b buffer) gpu() gpu.Buffer {
 	if b.onDevice() {
-		return b.dev
+		return gpu.Buffer{Ptr: b.dev, Len: b.n, Mem: *b.mem}
 	}
-	return gpu.Buffer{Ptr: b.addr(), Len: len(b.host)}
+	return gpu.Buffer{Ptr: uintptr(b.host), Len: b.n}
 }
 
 // overlaps reports whether two non-empty buffers share memory.
 func (b buffer) overlaps(o buffer) bool {
-	if b.len() == 0 || o.len() == 0 {
+	if b.n == 0 || o.n == 0 {
 		return false
 	}
 	x, y := b.addr(), o.addr()
-	return x < y+uintptr(o.len()) && y < x+uintptr(b.len())
+	return x < y+uintptr(o.n) && y < x+uintptr(b.n)
 }
 
 // dispatch runs cl now, or with r makes it r's call.
-func (c *Comm) dispatch(r *Request, cl call) error {
+func (c *Comm) dispatch(r *Request, cl *call) error {
 	if r != nil {
-		r.cl = cl
+		r.cl = *cl
 		return nil
 	}
 	return c.run(cl)
@@ -120,7 +132,7 @@ func (c *Comm) dispatch(r *Request, cl call) error {
 
 // run runs cl to the end, after the requests started before it on this
 // communicator: its route starts it, and its stepper finishes it.
-func (c *Comm) run(cl call) error {
+func (c *Comm) run(cl *call) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -137,11 +149,11 @@ func (c *Comm) run(cl call) error {
 	if cl.pre != nil {
 		cl.pre()
 	}
-	pl, err := c.decide(&cl)
+	pl, err := c.decide(cl)
 	if err != nil {
 		return err
 	}
-	st, err := pl.route.start(c, cl, pl)
+	st, err := pl.route.start(c, *cl, pl)
 	if err != nil {
 		return err
 	}

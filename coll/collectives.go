@@ -24,7 +24,7 @@ func (c *Comm) allreduce(a Args, r *Request) error {
 	if wide, ok := wideType(cl.p, a); ok {
 		return c.runWide(r, cl, a, cl.out.len(), wide)
 	}
-	return c.dispatch(r, cl)
+	return c.dispatch(r, &cl)
 }
 
 // ReduceScatter combines the vectors of all ranks and leaves block r, of
@@ -61,7 +61,7 @@ func (c *Comm) reduceScatter(r *Request, cl call, a Args, mine int) error {
 	if wide, ok := wideType(cl.p, a); ok {
 		return c.runWide(r, cl, a, mine*cl.size, wide)
 	}
-	return c.dispatch(r, cl)
+	return c.dispatch(r, &cl)
 }
 
 // Allgather gathers Count elements from every rank, in rank order, into
@@ -76,7 +76,7 @@ func (c *Comm) allgather(name string, a Args, r *Request) error {
 	if err != nil {
 		return err
 	}
-	return c.dispatch(r, cl)
+	return c.dispatch(r, &cl)
 }
 
 // Allgatherv is Allgather with Counts[r] elements from rank r, laid out
@@ -101,9 +101,9 @@ func (c *Comm) allgatherv(a Args, r *Request) error {
 		if a.InPlace {
 			cl.in = cl.out.slice(g.before*cl.size, (g.before+a.Counts[c.rank])*cl.size)
 		}
-		cl.pre, cl.post = placement(a, g.recv.host, out, c.rank, g.before, cl.size)
+		cl.pre, cl.post = placement(a, g.recv.bytes(), out, c.rank, g.before, cl.size)
 	}
-	return c.dispatch(r, cl)
+	return c.dispatch(r, &cl)
 }
 
 // placement returns the hooks of a displaced Allgatherv gathered packed

@@ -195,8 +195,9 @@ type Args struct {
 	Send, Recv []byte // host memory; Send is ignored in place
 	// SendDevice and RecvDevice are Send and Recv where they are CUDA
 	// memory: by address, as the caller classified them (Comm.Memory),
-	// never as Go bytes. Set a buffer in one form or the other.
-	SendDevice, RecvDevice gpu.Buffer
+	// never as Go bytes. Set a buffer in one form or the other. (Pointers:
+	// every call copies its Args, and most calls have none.)
+	SendDevice, RecvDevice *gpu.Buffer
 	InPlace                bool // MPI_IN_PLACE as the send buffer
 
 	// Count is, for Allreduce, the number of elements; for

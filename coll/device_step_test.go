@@ -21,7 +21,7 @@ func gpuThreadJob(t *testing.T, p int, s gpuSetup, thread bool, f func(c *coll.C
 
 // devAlloc copies data into new device memory of proc and returns it as
 // the entries pass it to coll.
-func devAlloc(c *coll.Comm, proc *fake.Process, dev int, data []byte, n int) gpu.Buffer {
+func devAlloc(c *coll.Comm, proc *fake.Process, dev int, data []byte, n int) *gpu.Buffer {
 	ptr := proc.Malloc(dev, max(n, 1))
 	if data != nil {
 		proc.Write(ptr, data)
@@ -30,7 +30,7 @@ func devAlloc(c *coll.Comm, proc *fake.Process, dev int, data []byte, n int) gpu
 }
 
 // devRead reads a device buffer back.
-func devRead(proc *fake.Process, b gpu.Buffer) []byte {
+func devRead(proc *fake.Process, b *gpu.Buffer) []byte {
 	if b.Len == 0 {
 		return nil
 	}
@@ -71,11 +71,11 @@ func deviceRequests(c *coll.Comm, proc *fake.Process, dev, n int) error {
 	type req struct {
 		name  string
 		r     *coll.Request
-		out   gpu.Buffer
+		out   *gpu.Buffer
 		check func(out []byte) error
 	}
 	var reqs []req
-	add := func(name string, out gpu.Buffer, check func([]byte) error, r *coll.Request, err error) error {
+	add := func(name string, out *gpu.Buffer, check func([]byte) error, r *coll.Request, err error) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}

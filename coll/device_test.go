@@ -18,8 +18,8 @@ import (
 // devBuf is device memory as the entries pass it to coll: by address,
 // classified by the communicator (gocoll must never read it with the CPU;
 // the fake makes such a read fault).
-func devBuf(cm *coll.Comm, p uintptr, n int) gpu.Buffer {
-	return gpu.Buffer{Ptr: p, Len: n, Mem: cm.Memory(p)}
+func devBuf(cm *coll.Comm, p uintptr, n int) *gpu.Buffer {
+	return &gpu.Buffer{Ptr: p, Len: n, Mem: cm.Memory(p)}
 }
 
 // gpuSetup is how a test job's ranks see CUDA.
@@ -146,14 +146,14 @@ func (c call) runOnDevice(cm *coll.Comm, proc *fake.Process, dev int, in []byte)
 	r, size := cm.Rank(), c.typ.Size()
 	a := coll.Args{Type: c.typ, Op: c.collOp(), Algorithm: c.alg, InPlace: c.inPlace}
 	total := c.total()
-	alloc := func(data []byte, n int) gpu.Buffer {
+	alloc := func(data []byte, n int) *gpu.Buffer {
 		ptr := proc.Malloc(dev, n)
 		if data != nil {
 			proc.Write(ptr, data)
 		}
 		return devBuf(cm, ptr, n)
 	}
-	read := func(b gpu.Buffer, n int) []byte {
+	read := func(b *gpu.Buffer, n int) []byte {
 		if n == 0 {
 			return []byte{}
 		}

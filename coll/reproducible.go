@@ -48,7 +48,7 @@ func (c *Comm) runWide(r *Request, cl call, a Args, result int, wide ops.Type) e
 	if cl.onDevice() {
 		return argError(cl.name, mpierr.Type, "GOCOLL_REPRODUCIBLE=1 on %s in CUDA device memory is not supported yet (reduce it in float32, or on host memory)", a.Type)
 	}
-	in, out := cl.in.host, cl.out.host
+	in, out := cl.in.bytes(), cl.out.bytes()
 	win := make([]byte, 2*len(in))
 	wout := make([]byte, 2*len(out))
 	cl.p.InPlace = false // the float32 copies do not overlap
@@ -56,5 +56,5 @@ func (c *Comm) runWide(r *Request, cl call, a Args, result int, wide ops.Type) e
 	cl.size, cl.kernel, cl.builtin = 2*cl.size, kernel, builtinOp{a.Op.Builtin, wide}
 	cl.pre = func() { ops.Widen(a.Type, win, in) }
 	cl.post = func() { ops.Narrow(a.Type, out[:result], wout[:2*result]) }
-	return c.dispatch(r, cl)
+	return c.dispatch(r, &cl)
 }

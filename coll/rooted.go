@@ -15,7 +15,7 @@ func (c *Comm) bcast(a Args) error {
 	if err != nil {
 		return err
 	}
-	return c.run(cl)
+	return c.run(&cl)
 }
 
 // Reduce combines Count elements from every rank with Op into Recv on the
@@ -33,7 +33,7 @@ func (c *Comm) reduce(a Args) error {
 	if wide, ok := wideType(cl.p, a); ok {
 		return c.runWide(nil, cl, a, cl.out.len(), wide)
 	}
-	return c.run(cl)
+	return c.run(&cl)
 }
 
 // Gather collects Count elements from every rank, in rank order, into Recv
@@ -47,7 +47,7 @@ func (c *Comm) gather(a Args) error {
 	if err != nil {
 		return err
 	}
-	return c.run(cl)
+	return c.run(&cl)
 }
 
 // Barrier returns once every rank has entered it. It is an allgather of

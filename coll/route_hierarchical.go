@@ -22,7 +22,7 @@ func (hierRoute) start(c *Comm, cl call, pl plan) (stepper, error) {
 
 // runHierarchical runs a hierarchical call in the shm form.
 func (c *Comm) runHierarchical(cl *call, h *hierarchy) error {
-	name, p, in, out, size, kernel := cl.label(), cl.p, cl.in.host, cl.out.host, cl.size, cl.kernel
+	name, p, in, out, size, kernel := cl.label(), cl.p, cl.in.bytes(), cl.out.bytes(), cl.size, cl.kernel
 	switch cl.coll {
 	case algorithms.Allreduce:
 		return c.hierAllreduce(name, h, p, in, out, size, kernel)
@@ -118,7 +118,7 @@ func (c *Comm) hierAllreduce(name string, h *hierarchy, p algorithms.Params, in,
 	if mine > 0 && h.slice.Size() > 1 {
 		s := h.slice
 		sp := algorithms.Params{P: s.Size(), Rank: s.rank, Count: mine, Commutative: p.Commutative, InPlace: true, Reproducible: p.Reproducible}
-		if err := s.run(call{name: name, coll: algorithms.Allreduce, force: "auto", own: true, bytes: int64(mine * size), p: sp, in: hostBuffer(own), out: hostBuffer(own), size: size, kernel: kernel}); err != nil {
+		if err := s.run(&call{name: name, coll: algorithms.Allreduce, force: "auto", own: true, bytes: int64(mine * size), p: sp, in: hostBuffer(own), out: hostBuffer(own), size: size, kernel: kernel}); err != nil {
 			return err
 		}
 	}
@@ -209,7 +209,7 @@ func (c *Comm) hierReduceScatter(name string, h *hierarchy, p algorithms.Params,
 		gc := ns.GroupCounts(local)
 		if s := h.slice; s.Size() > 1 {
 			sp := algorithms.Params{P: s.Size(), Rank: s.rank, Counts: gc, Commutative: p.Commutative, InPlace: true, Reproducible: p.Reproducible}
-			if err := s.run(call{name: name, coll: algorithms.ReduceScatter, force: "auto", own: true, bytes: int64(gLen * size), p: sp, in: hostBuffer(grp), out: hostBuffer(grp), size: size, kernel: kernel}); err != nil {
+			if err := s.run(&call{name: name, coll: algorithms.ReduceScatter, force: "auto", own: true, bytes: int64(gLen * size), p: sp, in: hostBuffer(grp), out: hostBuffer(grp), size: size, kernel: kernel}); err != nil {
 				return err
 			}
 		}
@@ -299,7 +299,7 @@ func (c *Comm) hierAllgather(name string, h *hierarchy, p algorithms.Params, in,
 		copy(mine, slice)
 		if s := h.slice; gLen > 0 && s.Size() > 1 {
 			sp := algorithms.Params{P: s.Size(), Rank: s.rank, Counts: ns.GroupCounts(local), Commutative: true, InPlace: true}
-			if err := s.run(call{name: name, coll: algorithms.Allgather, force: "auto", own: true, bytes: int64(gLen * size), p: sp, in: hostBuffer(mine), out: hostBuffer(grp), size: size}); err != nil {
+			if err := s.run(&call{name: name, coll: algorithms.Allgather, force: "auto", own: true, bytes: int64(gLen * size), p: sp, in: hostBuffer(mine), out: hostBuffer(grp), size: size}); err != nil {
 				return err
 			}
 		}

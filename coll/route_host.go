@@ -16,7 +16,7 @@ type hostRoute struct{}
 func (hostRoute) start(c *Comm, cl call, pl plan) (stepper, error) {
 	s := &c.steps
 	c.seq++
-	s.hc = c.hostCall(pl.sched, cl.in.host, cl.out.host, c.scratchBytes(pl.sched.ScratchLen*cl.size), cl.size, cl.kernel)
+	s.hc = c.hostCall(pl.sched, cl.in.bytes(), cl.out.bytes(), c.scratchBytes(pl.sched.ScratchLen*cl.size), cl.size, cl.kernel)
 	s.host.Start(&s.hc)
 	// Progress never waits for a peer.
 	return s.step.begin(c, &s.host, cl.label(), pl.alg.Name, "", false), nil

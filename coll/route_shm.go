@@ -16,7 +16,7 @@ import (
 type shmRoute struct{}
 
 func (shmRoute) start(c *Comm, cl call, pl plan) (stepper, error) {
-	return c.startShm(cl.label(), cl.coll, cl.p, cl.in.host, cl.out.host, cl.size, cl.kernel, cl.builtin)
+	return c.startShm(cl.label(), cl.coll, cl.p, cl.in.bytes(), cl.out.bytes(), cl.size, cl.kernel, cl.builtin)
 }
 
 // startShm starts a collective on the engine; b names a predefined op

@@ -327,7 +327,7 @@ func recv(name, arg string, a Args, n int) (buffer, error) {
 	return span(name, arg, a.Recv, a.RecvDevice, n)
 }
 
-func span(name, arg string, host []byte, dev gpu.Buffer, n int) (buffer, error) {
+func span(name, arg string, host []byte, dev *gpu.Buffer, n int) (buffer, error) {
 	b, err := bufferOf(name, arg, host, dev)
 	if err != nil {
 		return buffer{}, err
@@ -338,20 +338,18 @@ func span(name, arg string, host []byte, dev gpu.Buffer, n int) (buffer, error) 
 	return b.slice(0, n), nil
 }
 
-func bufferOf(name, arg string, host []byte, dev gpu.Buffer) (buffer, error) {
-	if !dev.OnDevice() {
-		if dev.Len != 0 || dev.Ptr != 0 {
-			return buffer{}, argError(name, mpierr.Buffer, "%s is given as device memory (%d bytes at %#x) that is not CUDA device memory", arg, dev.Len, dev.Ptr)
-		}
+func bufferOf(name, arg string, host []byte, dev *gpu.Buffer) (buffer, error) {
+	switch {
+	case dev == nil:
 		return hostBuffer(host), nil
-	}
-	if host != nil {
+	case !dev.OnDevice():
+		return buffer{}, argError(name, mpierr.Buffer, "%s is given as device memory (%d bytes at %#x) that is not CUDA device memory", arg, dev.Len, dev.Ptr)
+	case host != nil:
 		return buffer{}, argError(name, mpierr.Buffer, "%s is given both as host and as device memory", arg)
-	}
-	if dev.Len < 0 || (dev.Len > 0 && dev.Ptr == 0) {
+	case dev.Len < 0 || (dev.Len > 0 && dev.Ptr == 0):
 		return buffer{}, argError(name, mpierr.Buffer, "%s is a null or negative device buffer (%d bytes at %#x)", arg, dev.Len, dev.Ptr)
 	}
-	return buffer{dev: dev}, nil
+	return deviceBuffer(*dev), nil
 }
 
 func (c *Comm) checkRoot(name string, root int) error {

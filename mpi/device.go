@@ -35,7 +35,7 @@ func deviceArgs[T Elem](c *Comm, call string, send, recv DevicePtr, nsend, nrecv
 		name string
 		p    DevicePtr
 		n    int
-		out  *gpu.Buffer
+		out  **gpu.Buffer
 	}{{"send", send, nsend, &a.SendDevice}, {"recv", recv, nrecv, &a.RecvDevice}} {
 		if b.n < 0 {
 			return a, mpierr.New(call, mpierr.Count, "negative count for %s", b.name)
@@ -51,7 +51,7 @@ func deviceArgs[T Elem](c *Comm, call string, send, recv DevicePtr, nsend, nrecv
 			return a, mpierr.New(call, mpierr.Buffer,
 				"%s (%#x) is not CUDA device memory as gocoll sees it (GOCOLL_CUDA=off, no CUDA driver, or no CUDA context in this process)", b.name, uintptr(b.p))
 		}
-		*b.out = gpu.Buffer{Ptr: uintptr(b.p), Len: b.n * size, Mem: m}
+		*b.out = &gpu.Buffer{Ptr: uintptr(b.p), Len: b.n * size, Mem: m}
 	}
 	return a, nil
 }

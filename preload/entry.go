@@ -392,11 +392,11 @@ func cbytes(p unsafe.Pointer, n int64) []byte {
 // place sets one of a call's buffers, n bytes at p: as Go bytes, or, on a
 // device call, by address where the C half found device memory (c.dev,
 // c.attrs: the driver is not asked again).
-func (st *commState) place(c *C.struct_gc_call, p unsafe.Pointer, n int64, host *[]byte, dev *gpu.Buffer) {
+func (st *commState) place(c *C.struct_gc_call, p unsafe.Pointer, n int64, host *[]byte, dev **gpu.Buffer) {
 	if c.device != 0 && n > 0 && p != nil {
 		for i, q := range [2]unsafe.Pointer{unsafe.Pointer(c.sbuf), unsafe.Pointer(c.rbuf)} {
 			if q == p && c.dev[i] != 0 {
-				*dev = gpu.Buffer{Ptr: uintptr(p), Len: int(n), Mem: gpu.AttrsOf(unsafe.Pointer(&c.attrs[i])).Memory(uintptr(p))}
+				*dev = &gpu.Buffer{Ptr: uintptr(p), Len: int(n), Mem: gpu.AttrsOf(unsafe.Pointer(&c.attrs[i])).Memory(uintptr(p))}
 				return
 			}
 		}
