@@ -193,10 +193,7 @@ func (c *Comm) checkBcast(a Args) (call, error) {
 	if err := checkType(name, a.Type); err != nil {
 		return call{}, err
 	}
-	if err := checkCount(name, "count", a.Count); err != nil {
-		return call{}, err
-	}
-	if err := c.checkRoot(name, a.Root); err != nil {
+	if err := c.checkCountRoot(name, a); err != nil {
 		return call{}, err
 	}
 	n := a.Count * a.elemSize()
@@ -215,10 +212,7 @@ func (c *Comm) checkReduce(a Args) (call, error) {
 	if err != nil {
 		return call{}, err
 	}
-	if err := checkCount(name, "count", a.Count); err != nil {
-		return call{}, err
-	}
-	if err := c.checkRoot(name, a.Root); err != nil {
+	if err := c.checkCountRoot(name, a); err != nil {
 		return call{}, err
 	}
 	n := a.Count * size
@@ -245,10 +239,7 @@ func (c *Comm) checkGather(a Args) (call, error) {
 	if err := checkType(name, a.Type); err != nil {
 		return call{}, err
 	}
-	if err := checkCount(name, "count", a.Count); err != nil {
-		return call{}, err
-	}
-	if err := c.checkRoot(name, a.Root); err != nil {
+	if err := c.checkCountRoot(name, a); err != nil {
 		return call{}, err
 	}
 	size := a.elemSize()
@@ -352,9 +343,13 @@ func bufferOf(name, arg string, host []byte, dev *gpu.Buffer) (buffer, error) {
 	return deviceBuffer(*dev), nil
 }
 
-func (c *Comm) checkRoot(name string, root int) error {
-	if root < 0 || root >= c.Size() {
-		return argError(name, mpierr.Root, "root %d is not a rank of %s (size %d)", root, c.name, c.Size())
+// checkCountRoot checks a rooted call's count and root.
+func (c *Comm) checkCountRoot(name string, a Args) error {
+	if err := checkCount(name, "count", a.Count); err != nil {
+		return err
+	}
+	if a.Root < 0 || a.Root >= c.Size() {
+		return argError(name, mpierr.Root, "root %d is not a rank of %s (size %d)", a.Root, c.name, c.Size())
 	}
 	return nil
 }

@@ -115,13 +115,7 @@ func readCSV(path string) ([]Result, provenance.Header, error) {
 		out = append(out, r)
 		return err
 	})
-	if err != nil {
-		return nil, h, err
-	}
-	if len(out) == 0 {
-		return nil, h, fmt.Errorf("%s: no rows", path)
-	}
-	return out, h, nil
+	return out, h, err
 }
 
 // replot draws -plot's plots from the CSV at path (-replot), measuring

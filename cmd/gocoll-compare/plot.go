@@ -173,13 +173,7 @@ func readCSV(path string) ([]*runs, provenance.Header, error) {
 		rs.samples[c][key{coll, b}] = append(rs.samples[c][key{coll, b}], us)
 		return nil
 	})
-	if err != nil {
-		return nil, h, err
-	}
-	if len(out) == 0 {
-		return nil, h, fmt.Errorf("%s: no rows", path)
-	}
-	return out, h, nil
+	return out, h, err
 }
 
 // replot draws the plots of the CSV at path (-replot) into -plot's

@@ -11,10 +11,11 @@ import (
 // lines and blank lines skipped, the first row the column names, which
 // must include want. row is called for each later row with its line
 // number and a lookup of its fields by column name ("" for a column the
-// file lacks); its error stops the reading. path names the file in
-// errors.
+// file lacks); its error stops the reading. A file without rows is an
+// error. path names the file in errors.
 func Rows(path, text string, want []string, row func(line int, field func(name string) string) error) error {
 	var cols []string
+	rows := 0
 	sc := bufio.NewScanner(strings.NewReader(text))
 	line := 0
 	for sc.Scan() {
@@ -45,6 +46,13 @@ func Rows(path, text string, want []string, row func(line int, field func(name s
 		if err := row(line, field); err != nil {
 			return err
 		}
+		rows++
 	}
-	return sc.Err()
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	if rows == 0 {
+		return fmt.Errorf("%s: no rows", path)
+	}
+	return nil
 }
