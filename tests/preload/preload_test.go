@@ -157,6 +157,7 @@ var (
 	gocollRE  = regexp.MustCompile(`(?m)^gocoll: rank \d+: MPI_\w+ comm=\S+ bytes=\d+ p=\d+ algorithm=\w+ \(`)
 	tunedRE   = regexp.MustCompile(`(?m)^gocoll: rank -?\d+: MPI_\w+ -> host MPI \(tuned: native`)
 	plainRE   = regexp.MustCompile(`(?m)^gocoll: rank -?\d+: MPI_\w+ -> host MPI \(tuned: native for \d+ bytes at p=\d+\)`)
+	failureRE = regexp.MustCompile(`(?i)gocoll: MPI_|error|failed|panic|timed out`)
 	forcedRE  = regexp.MustCompile(`(?m)^gocoll: rank -?\d+: MPI_\w+ -> host MPI \(forced: native\)`)
 	hostRE    = regexp.MustCompile(`(?m)^gocoll: rank -?\d+: MPI_\w+ -> host MPI \(`)
 	finalizeR = regexp.MustCompile(`(?m)^gocoll: rank \d+: finalize: .* private duplicates made (\d+), freed \d+, live (\d+);`)
@@ -265,7 +266,16 @@ func check(t *testing.T, j job) result {
 		t.Helper()
 		errs := r.errs
 		if len(errs) > 6000 {
-			errs = errs[:3000] + "\n...\n" + errs[len(errs)-3000:]
+			// The middle is left out, but for the lines that say what
+			// went wrong: which rank failed first is the clue to a rare
+			// failure.
+			var kept strings.Builder
+			for line := range strings.Lines(errs[3000 : len(errs)-3000]) {
+				if failureRE.MatchString(line) {
+					kept.WriteString(line)
+				}
+			}
+			errs = errs[:3000] + "\n... (errors in between:)\n" + kept.String() + "...\n" + errs[len(errs)-3000:]
 		}
 		t.Errorf("%v: %s\nstdout:\n%s\nstderr of the ranks (GOCOLL_DEBUG=info):\n%s", j, fmt.Sprintf(format, a...), r.out, errs)
 	}
