@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,7 +16,7 @@ import (
 )
 
 // The calls beyond the four collectives on (fake) device memory: MPI_Bcast,
-// MPI_Reduce and MPI_Gather. Each
+// MPI_Reduce and MPI_Gather, and MPI_Allgatherv with displacements. Each
 // runs the device route (the fake faults on any CPU access), over CUDA IPC
 // and staged, with streams that run late at random.
 
@@ -160,4 +161,93 @@ func deviceRooted(cm *coll.Comm, proc *fake.Process, dev, root, n int, inPlace b
 		}
 	}
 	return nil
+}
+
+// MPI_Allgatherv with displacements on device memory: blocks out of rank
+// order with gaps (which must keep their bytes), different on every rank
+// (MPI lets each rank place the blocks its own way), some empty, in place
+// and not; the packed layout too, between displaced calls.
+func TestDeviceAllgathervDisplaced(t *testing.T) {
+	for _, setup := range deviceSetups {
+		for _, p := range []int{1, 2, 3, 5} {
+			gpuJob(t, p, setup.s, func(cm *coll.Comm, proc *fake.Process, dev int) error {
+				for k, n := range []int{3, 2*p + 1, 41} {
+					counts := make([]int, p)
+					for q := range counts {
+						counts[q] = (q*n + k) % 4 * n / 3 // some zero
+					}
+					for _, layout := range []string{"displaced", "packed"} {
+						for _, inPlace := range []bool{false, true} {
+							what := fmt.Sprintf("%s p=%d counts %v %s inplace=%v", setup.name, p, counts, layout, inPlace)
+							if err := deviceAllgatherv(cm, proc, dev, counts, layout == "packed", inPlace); err != nil {
+								return fmt.Errorf("%s: %w", what, err)
+							}
+						}
+					}
+				}
+				return nil
+			})
+		}
+	}
+}
+
+// deviceAllgatherv runs one MPI_Allgatherv of blocks of counts int32s on
+// device memory and checks every byte of the receive buffer.
+func deviceAllgatherv(cm *coll.Comm, proc *fake.Process, dev int, counts []int, packed, inPlace bool) error {
+	p, r := cm.Size(), cm.Rank()
+	block := func(q int) []byte { return int32s(counts[q], func(i int) int { return q<<20 | i }) }
+	// This rank's layout: the blocks in reverse rank order, shifted by
+	// its rank, a gap of two elements after each.
+	displs := make([]int, p)
+	end := r
+	for q := p - 1; q >= 0; q-- {
+		displs[q] = end
+		end += counts[q] + 2
+	}
+	if packed {
+		end = 0
+		for q := range p {
+			displs[q] = end
+			end += counts[q]
+		}
+	}
+	want := bytes.Repeat([]byte{0xa5}, 4*end)
+	for q := range p {
+		copy(want[4*displs[q]:], block(q))
+	}
+	initial := bytes.Repeat([]byte{0xa5}, 4*end)
+	a := coll.Args{Type: ops.Int32, Counts: counts, Displs: displs, InPlace: inPlace}
+	if inPlace {
+		copy(initial[4*displs[r]:], block(r))
+	} else {
+		a.SendDevice = devWith(cm, proc, dev, 4*counts[r], block(r))
+	}
+	a.RecvDevice = devWith(cm, proc, dev, 4*end, initial)
+	if err := cm.Allgatherv(a); err != nil {
+		return err
+	}
+	if got := devRead(proc, a.RecvDevice); !bytes.Equal(got, want) {
+		for i := 0; i < len(got); i += 4 {
+			if !bytes.Equal(got[i:i+4], want[i:i+4]) {
+				return fmt.Errorf("element %d is %x, want %x (displs %v)", i/4, got[i:i+4], want[i:i+4], displs)
+			}
+		}
+	}
+	return nil
+}
+
+// A displaced MPI_Allgatherv on device memory whose temporary cannot be
+// made fails with an MPI error naming the call, never a crash: the
+// receive buffer names a context the driver does not know.
+func TestDeviceAllgathervNoTemporary(t *testing.T) {
+	gpuJob(t, 1, gpuSetup{}, func(cm *coll.Comm, proc *fake.Process, dev int) error {
+		a := coll.Args{Type: ops.Int32, Counts: []int{2}, Displs: []int{1}, RecvDevice: devWith(cm, proc, dev, 12, nil),
+			SendDevice: devWith(cm, proc, dev, 8, nil)}
+		a.RecvDevice.Mem.Context = 0xdead
+		err := cm.Allgatherv(a)
+		if err == nil || !strings.Contains(err.Error(), "MPI_Allgatherv") || !strings.Contains(err.Error(), "device") {
+			return fmt.Errorf("got %v, want an error naming MPI_Allgatherv and device memory", err)
+		}
+		return nil
+	})
 }
