@@ -54,10 +54,14 @@ func (c *Comm) IsendDevice(rt *gpu.Runtime, buf gpu.Buffer, dest, tag int) (*Req
 		return nil, stageError("copying the message from device memory", errors.Join(err, host.Free()))
 	}
 	r, err := c.isend(host.Bytes(), dest, tag, &staged{host: host})
-	if err != nil {
-		// Not started (or refused by the transport): nothing reads the
-		// copy.
-		host.Free()
+	switch {
+	case err != nil && r == nil:
+		host.Free() // not started: nothing reads the copy
+		return nil, err
+	case err != nil:
+		// The transport refused the start: it may hold part of it, so
+		// the copy stays (a leak, on a failing transport, rather than a
+		// read of freed memory).
 		return nil, err
 	}
 	return r, nil
