@@ -171,7 +171,7 @@ func TestDeviceAllgathervDisplaced(t *testing.T) {
 	for _, setup := range deviceSetups {
 		for _, p := range []int{1, 2, 3, 5} {
 			gpuJob(t, p, setup.s, func(cm *coll.Comm, proc *fake.Process, dev int) error {
-				for k, n := range []int{3, 2*p + 1, 41} {
+				for k, n := range []int{0, 3, 2*p + 1, 41} { // 0: every block empty
 					counts := make([]int, p)
 					for q := range counts {
 						counts[q] = (q*n + k) % 4 * n / 3 // some zero
