@@ -180,3 +180,14 @@ PAIR(int, Testany, (int count, MPI_Request array_of_requests[], int *index, int 
 PAIR(int, Start, (MPI_Request *request), (request))
 PAIR(int, Startall, (int count, MPI_Request array_of_requests[]), (count, array_of_requests))
 PAIR(int, Request_free, (MPI_Request *request), (request))
+
+/* CUDA support queries (cuda.go): MPICH's MPIX_ names, PMPIX_ twins as
+ * MPICH has them; MPIX_Query_cuda_support is Open MPI's too (mpi-ext.h). */
+#define XPAIR(ret, name, params, args)                      \
+    ret PMPIX_##name params { return gocoll_##name args; } \
+    ret MPIX_##name params __attribute__((weak, alias("PMPIX_" #name)));
+
+XPAIR(int, GPU_query_support, (int gpu_type, int *is_supported), (gpu_type, is_supported))
+XPAIR(int, Query_cuda_support, (void), ())
+XPAIR(int, Query_ze_support, (void), ())
+XPAIR(int, Query_hip_support, (void), ())

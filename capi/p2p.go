@@ -7,10 +7,11 @@ import "C"
 
 import (
 	"errors"
-	"github.com/gocoll/gocoll/coll"
-	"github.com/gocoll/gocoll/internal/pause"
 	"unsafe"
 
+	"github.com/gocoll/gocoll/coll"
+	"github.com/gocoll/gocoll/gpu"
+	"github.com/gocoll/gocoll/internal/pause"
 	"github.com/gocoll/gocoll/mpierr"
 	"github.com/gocoll/gocoll/p2p"
 	"github.com/gocoll/gocoll/transport"
@@ -29,30 +30,61 @@ func setStatus(st *C.MPI_Status, s p2p.Status, err error) {
 	st.MPI_ERROR = C.int(mpierr.ClassOf(err))
 }
 
-// p2pArgs decodes the arguments every point-to-point call shares.
-func p2pArgs(call string, buf unsafe.Pointer, count C.int, dt C.MPI_Datatype, peer, tag C.int, comm C.MPI_Comm, recv bool) (*commEntry, []byte, int, error) {
+// message is a point-to-point buffer, classified once, at the entry:
+// host memory as Go bytes, CUDA memory by address (dev), which only the
+// driver touches (p2p stages it through pinned host memory).
+type message struct {
+	host []byte
+	dev  *gpu.Buffer
+}
+
+// p2pArgs decodes the arguments every point-to-point call shares; arg
+// names the buffer in errors.
+func p2pArgs(call, arg string, buf unsafe.Pointer, count C.int, dt C.MPI_Datatype, peer, tag C.int, comm C.MPI_Comm, recv bool) (*commEntry, message, int, error) {
 	e, err := prologue(call, comm)
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, message{}, 0, err
 	}
 	d, err := lookupType(call, dt)
 	if err != nil {
-		return e, nil, 0, err
+		return e, message{}, 0, err
 	}
 	if err := checkCount(call, "count", int64(count)); err != nil {
-		return e, nil, 0, err
+		return e, message{}, 0, err
 	}
 	p := int(peer)
 	switch {
 	case p == p2p.ProcNull, recv && p == p2p.AnySource:
 	case p < 0 || p >= e.c.Size():
-		return e, nil, 0, mpierr.New(call, mpierr.Rank, "rank %d is not in the communicator (size %d)", p, e.c.Size())
+		return e, message{}, 0, mpierr.New(call, mpierr.Rank, "rank %d is not in the communicator (size %d)", p, e.c.Size())
 	}
 	if tag < 0 && !(recv && tag == p2p.AnyTag) {
-		return e, nil, 0, mpierr.New(call, mpierr.Tag, "invalid tag %d", int(tag))
+		return e, message{}, 0, mpierr.New(call, mpierr.Tag, "invalid tag %d", int(tag))
 	}
-	b, err := cbuf(call, "buf", buf, int64(count)*int64(d.size()))
-	return e, b, d.size(), err
+	b, err := cbuf(call, arg, buf, int64(count)*int64(d.size()))
+	if err != nil || len(b) == 0 {
+		return e, message{host: b}, d.size(), err
+	}
+	if m := e.c.Memory(uintptr(buf)); m.OnDevice() {
+		return e, message{dev: &gpu.Buffer{Ptr: uintptr(buf), Len: len(b), Mem: m}}, d.size(), nil
+	}
+	return e, message{host: b}, d.size(), nil
+}
+
+// isend and irecv start a send or receive of m, on the host or staged
+// from or to device memory.
+func (e *commEntry) isend(m message, dest, tag C.int) (*p2p.Request, error) {
+	if m.dev != nil {
+		return e.p2p.IsendDevice(e.c.CUDA(), *m.dev, int(dest), int(tag))
+	}
+	return e.p2p.Isend(m.host, int(dest), int(tag))
+}
+
+func (e *commEntry) irecv(m message, src, tag C.int) (*p2p.Request, error) {
+	if m.dev != nil {
+		return e.p2p.IrecvDevice(e.c.CUDA(), *m.dev, int(src), int(tag))
+	}
+	return e.p2p.Irecv(m.host, int(src), int(tag))
 }
 
 // p2pError turns a p2p or transport error into an MPI error.
@@ -74,11 +106,11 @@ func p2pError(call string, err error) error {
 func gocoll_Send(buf unsafe.Pointer, count C.int, dt C.MPI_Datatype, dest, tag C.int, comm C.MPI_Comm) (rc C.int) {
 	const call = "MPI_Send"
 	defer guard(call, &rc)
-	e, b, _, err := p2pArgs(call, buf, count, dt, dest, tag, comm, false)
+	e, m, _, err := p2pArgs(call, "buf", buf, count, dt, dest, tag, comm, false)
 	if err != nil {
 		return fail(e, err)
 	}
-	r, err := e.p2p.Isend(b, int(dest), int(tag))
+	r, err := e.isend(m, dest, tag)
 	if err == nil {
 		_, err = waitP2P(r)
 	}
@@ -89,11 +121,11 @@ func gocoll_Send(buf unsafe.Pointer, count C.int, dt C.MPI_Datatype, dest, tag C
 func gocoll_Recv(buf unsafe.Pointer, count C.int, dt C.MPI_Datatype, src, tag C.int, comm C.MPI_Comm, status *C.MPI_Status) (rc C.int) {
 	const call = "MPI_Recv"
 	defer guard(call, &rc)
-	e, b, _, err := p2pArgs(call, buf, count, dt, src, tag, comm, true)
+	e, m, _, err := p2pArgs(call, "buf", buf, count, dt, src, tag, comm, true)
 	if err != nil {
 		return fail(e, err)
 	}
-	r, err := e.p2p.Irecv(b, int(src), int(tag))
+	r, err := e.irecv(m, src, tag)
 	var st p2p.Status
 	if err == nil {
 		st, err = waitP2P(r)
@@ -108,19 +140,19 @@ func gocoll_Sendrecv(sbuf unsafe.Pointer, scount C.int, stype C.MPI_Datatype, de
 	rbuf unsafe.Pointer, rcount C.int, rtype C.MPI_Datatype, src, rtag C.int, comm C.MPI_Comm, status *C.MPI_Status) (rc C.int) {
 	const call = "MPI_Sendrecv"
 	defer guard(call, &rc)
-	e, sb, _, err := p2pArgs(call, sbuf, scount, stype, dest, stag, comm, false)
+	e, sm, _, err := p2pArgs(call, "sendbuf", sbuf, scount, stype, dest, stag, comm, false)
 	if err != nil {
 		return fail(e, err)
 	}
-	_, rb, _, err := p2pArgs(call, rbuf, rcount, rtype, src, rtag, comm, true)
+	_, rm, _, err := p2pArgs(call, "recvbuf", rbuf, rcount, rtype, src, rtag, comm, true)
 	if err != nil {
 		return fail(e, err)
 	}
-	rr, err := e.p2p.Irecv(rb, int(src), int(rtag))
+	rr, err := e.irecv(rm, src, rtag)
 	if err != nil {
 		return fail(e, p2pError(call, err))
 	}
-	sr, err := e.p2p.Isend(sb, int(dest), int(stag))
+	sr, err := e.isend(sm, dest, stag)
 	if err != nil {
 		return fail(e, p2pError(call, err))
 	}
@@ -171,7 +203,7 @@ func gocoll_Irecv(buf unsafe.Pointer, count C.int, dt C.MPI_Datatype, src, tag C
 // startRequest is MPI_Isend (recv false) or MPI_Irecv (recv true): peer
 // is the destination or the source.
 func startRequest(call string, recv bool, buf unsafe.Pointer, count C.int, dt C.MPI_Datatype, peer, tag C.int, comm C.MPI_Comm, req *C.MPI_Request) C.int {
-	e, b, size, err := p2pArgs(call, buf, count, dt, peer, tag, comm, recv)
+	e, m, size, err := p2pArgs(call, "buf", buf, count, dt, peer, tag, comm, recv)
 	if err == nil && req == nil {
 		err = argNull(call, "request")
 	}
@@ -180,9 +212,9 @@ func startRequest(call string, recv bool, buf unsafe.Pointer, count C.int, dt C.
 	}
 	var r *p2p.Request
 	if recv {
-		r, err = e.p2p.Irecv(b, int(peer), int(tag))
+		r, err = e.irecv(m, peer, tag)
 	} else {
-		r, err = e.p2p.Isend(b, int(peer), int(tag))
+		r, err = e.isend(m, peer, tag)
 	}
 	if err != nil {
 		return fail(e, p2pError(call, err))

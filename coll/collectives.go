@@ -1,7 +1,12 @@
 package coll
 
 import (
+	"fmt"
+
 	"github.com/gocoll/gocoll/algorithms"
+	"github.com/gocoll/gocoll/devcopy"
+	"github.com/gocoll/gocoll/gpu"
+	"github.com/gocoll/gocoll/mpierr"
 )
 
 // The collectives: each checks its arguments (validate.go) under the
@@ -93,6 +98,12 @@ func (c *Comm) allgatherv(a Args, r *Request) error {
 	if err != nil {
 		return err
 	}
+	if !g.packed && g.recv.onDevice() {
+		if r != nil {
+			return argError(cl.name, mpierr.Request, "a displaced MPI_Allgatherv on device memory cannot be a request")
+		}
+		return c.allgathervDevice(cl, a, g)
+	}
 	if !g.packed {
 		// Displaced blocks: gather packed into a temporary, then place
 		// them.
@@ -126,6 +137,73 @@ func placement(a Args, recv, out []byte, rank, before, size int) (pre, post func
 		}
 	}
 	return pre, post
+}
+
+// allgathervDevice runs a checked Allgatherv whose receive buffer is
+// device memory and whose blocks are displaced: it gathers them packed
+// into a device temporary in the receive buffer's context, then places
+// each with a device-to-device copy. (In place, this rank's block is read
+// from its place in the receive buffer, and is already where it goes.)
+//
+// Device memory, not a host temporary: every rank's call stays on device
+// memory, so every rank takes the device route whatever its displacements
+// (each rank has its own; an in-place rank with an empty block would have
+// no device buffer left and take the host route alone), and the copies
+// stay on the GPU. One allocation per call: displaced calls are rare.
+func (c *Comm) allgathervDevice(cl call, a Args, g gathered) error {
+	name, size := cl.name, cl.size
+	recv := g.recv.gpu()
+	ctx := devcopy.Of(c.cuda(), recv.Mem)
+	n := g.total * size
+	tmp, err := ctx.Alloc(n)
+	if err != nil {
+		return deviceError(name, fmt.Sprintf("allocating a temporary of %d bytes for the displaced blocks", n), err)
+	}
+	mem := c.Memory(tmp) // its buffer id, for the IPC handles the executor keeps
+	if !mem.OnDevice() {
+		ctx.Free(tmp)
+		return deviceError(name, "the driver does not know the temporary it allocated", nil)
+	}
+	cl.out = deviceBuffer(gpu.Buffer{Ptr: tmp, Len: n, Mem: mem})
+	if a.InPlace {
+		at := a.Displs[c.rank] * size
+		cl.in = g.recv.slice(at, at+a.Counts[c.rank]*size)
+		cl.p.InPlace = false // the block goes from recvbuf to the temporary
+	}
+	err = c.run(&cl)
+	if err == nil {
+		err = placeDevice(ctx, recv.Ptr, tmp, a, c.rank, size)
+		if err != nil {
+			err = deviceError(name, "placing the blocks in recvbuf", err)
+		}
+	}
+	if ferr := ctx.Free(tmp); ferr != nil && err == nil {
+		err = deviceError(name, "freeing the device temporary", ferr)
+	}
+	return err
+}
+
+// placeDevice copies each rank's block from the packed temporary tmp to
+// its place in recv, device to device (this rank's block too, unless in
+// place).
+func placeDevice(ctx devcopy.Context, recv, tmp uintptr, a Args, rank, size int) error {
+	x, err := ctx.Begin()
+	if err != nil {
+		return err
+	}
+	off := 0
+	for q, n := range a.Counts {
+		if !(a.InPlace && q == rank) {
+			x.Queue(recv+uintptr(a.Displs[q]*size), tmp+uintptr(off*size), n*size) // a failure is Finish's
+		}
+		off += n
+	}
+	return x.Finish()
+}
+
+// deviceError is the error of a driver call a collective made itself.
+func deviceError(call, what string, err error) error {
+	return &mpierr.Error{Call: call, Class: mpierr.Other, Msg: "CUDA device memory: " + what, Err: err}
 }
 
 // uniform returns p copies of n, reusing the slice of the last call.

@@ -55,6 +55,11 @@ func (c *Comm) cuda() *gpu.Runtime {
 	return c.cfg.Device.Runtime
 }
 
+// CUDA returns the runtime the communicator classifies buffers with (nil
+// without CUDA): the entries that move device bytes themselves (capi's
+// point-to-point calls) use the same one.
+func (c *Comm) CUDA() *gpu.Runtime { return c.cuda() }
+
 // Memory says where the memory at p lives, as the communicator's
 // collectives see it: host memory without CUDA. The entries (capi, the
 // preload, the Go API) ask it once per buffer and call, and pass device

@@ -46,7 +46,11 @@ func (c *Comm) runWide(r *Request, cl call, a Args, result int, wide ops.Type) e
 		return err
 	}
 	if cl.onDevice() {
-		return argError(cl.name, mpierr.Type, "GOCOLL_REPRODUCIBLE=1 on %s in CUDA device memory is not supported yet (reduce it in float32, or on host memory)", a.Type)
+		arg := "recvbuf"
+		if !cl.out.onDevice() {
+			arg = "sendbuf"
+		}
+		return argError(cl.name, mpierr.Type, "%s is CUDA device memory: GOCOLL_REPRODUCIBLE=1 on %s there is not supported yet (reduce it in float32, or on host memory)", arg, a.Type)
 	}
 	in, out := cl.in.bytes(), cl.out.bytes()
 	win := make([]byte, 2*len(in))

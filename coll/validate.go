@@ -118,7 +118,8 @@ type gathered struct {
 
 // checkAllgatherv checks an Allgatherv of Counts at Displs: the call's
 // buffers are set where the blocks are packed; displaced ones are
-// gathered through a temporary (Allgatherv).
+// gathered through a temporary (Allgatherv; in device memory where the
+// receive buffer is, allgathervDevice).
 func (c *Comm) checkAllgatherv(a Args) (call, gathered, error) {
 	const name = "MPI_Allgatherv"
 	var g gathered
@@ -156,9 +157,6 @@ func (c *Comm) checkAllgatherv(a Args) (call, gathered, error) {
 	var err error
 	if g.recv, err = recv(name, "recvbuf", a, end*size); err != nil {
 		return call{}, g, err
-	}
-	if !g.packed && g.recv.onDevice() {
-		return call{}, g, argError(name, mpierr.Buffer, "recvbuf is CUDA device memory and the blocks are not packed in rank order (displs): not supported on device memory yet")
 	}
 	n := a.Counts[c.rank] * size
 	var in, out buffer

@@ -309,6 +309,22 @@ GOCOLL_DECLARE(int, Reduce_scatter_block_init_c, (const void *sendbuf, void *rec
 GOCOLL_DECLARE(int, Allgather_init_c, (const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
                                        void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request))
 
+/* ---- CUDA: is device memory accepted? (MPICH 4's MPIX_ names and values) ----
+ * Every call above that takes a buffer accepts CUDA device memory when
+ * gocoll can use CUDA in this process (the driver is there, GOCOLL_CUDA
+ * is not off): these answer 1 then, and 0 otherwise. Level Zero and HIP
+ * are never supported. MPIX_Query_cuda_support is also Open MPI's name
+ * (mpi-ext.h). */
+#define MPIX_GPU_SUPPORT_CUDA (0)
+#define MPIX_GPU_SUPPORT_ZE   (1)
+#define MPIX_GPU_SUPPORT_HIP  (2)
+#define GOCOLL_DECLARE_X(ret, name, args) ret MPIX_##name args; ret PMPIX_##name args;
+GOCOLL_DECLARE_X(int, GPU_query_support, (int gpu_type, int *is_supported))
+GOCOLL_DECLARE_X(int, Query_cuda_support, (void))
+GOCOLL_DECLARE_X(int, Query_ze_support, (void))
+GOCOLL_DECLARE_X(int, Query_hip_support, (void))
+#undef GOCOLL_DECLARE_X
+
 #undef GOCOLL_DECLARE
 
 #if defined(__cplusplus)

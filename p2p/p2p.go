@@ -216,6 +216,8 @@ type Request struct {
 
 	complete bool
 	status   Status
+
+	dev *staged // a message in device memory, staged (device.go); nil: none
 }
 
 func (r *Request) matches(e *envelope) bool {
@@ -256,8 +258,13 @@ func (c *Comm) commRank(transportRank int) int {
 // Isend starts sending buf to rank dest with tag. buf must not change until
 // the request completes.
 func (c *Comm) Isend(buf []byte, dest, tag int) (*Request, error) {
+	return c.isend(buf, dest, tag, nil)
+}
+
+// isend is Isend of a request that stages a device buffer (dev), if not nil.
+func (c *Comm) isend(buf []byte, dest, tag int, dev *staged) (*Request, error) {
 	h := c.h
-	r := &Request{h: h, comm: c}
+	r := &Request{h: h, comm: c, dev: dev}
 	if dest == ProcNull {
 		r.complete = true
 		r.status = Status{Source: ProcNull, Tag: AnyTag}
@@ -309,8 +316,13 @@ func (c *Comm) Isend(buf []byte, dest, tag int) (*Request, error) {
 // Irecv starts receiving into buf from source (or AnySource) with tag (or
 // AnyTag).
 func (c *Comm) Irecv(buf []byte, source, tag int) (*Request, error) {
+	return c.irecv(buf, source, tag, nil)
+}
+
+// irecv is Irecv of a request that stages a device buffer (dev), if not nil.
+func (c *Comm) irecv(buf []byte, source, tag int, dev *staged) (*Request, error) {
 	h := c.h
-	r := &Request{h: h, comm: c, source: source, tag: tag, buf: buf}
+	r := &Request{h: h, comm: c, source: source, tag: tag, buf: buf, dev: dev}
 	if source == ProcNull {
 		r.complete = true
 		r.status = Status{Source: ProcNull, Tag: AnyTag}
@@ -342,6 +354,10 @@ func (c *Comm) Irecv(buf []byte, source, tag int) (*Request, error) {
 
 // Wait blocks until r completes and returns its status.
 func (r *Request) Wait() (Status, error) {
+	return r.settle(r.wait())
+}
+
+func (r *Request) wait() (Status, error) {
 	if r.nops > 0 { // a send
 		err := r.h.t.Wait(r.ops[:r.nops])
 		r.nops = 0
@@ -360,13 +376,21 @@ func (r *Request) Wait() (Status, error) {
 
 // Test reports whether r has completed, and its status if so.
 func (r *Request) Test() (bool, Status, error) {
+	done, st, err := r.test()
+	if done {
+		st, err = r.settle(st, err)
+	}
+	return done, st, err
+}
+
+func (r *Request) test() (bool, Status, error) {
 	if r.nops > 0 {
 		for i := range r.nops {
 			if !r.ops[i].Done() {
 				return false, Status{}, nil
 			}
 		}
-		st, err := r.Wait()
+		st, err := r.wait()
 		return true, st, err
 	}
 	h := r.h

@@ -61,7 +61,7 @@ func checkInstalledLayout(t *testing.T, prefix string) {
 			t.Errorf("bin/%s links to %q (%v), want %s.gocoll", w, got, err, w)
 		}
 	}
-	for _, h := range []string{"mpi.h", "mpif.h", "mpi.mod"} {
+	for _, h := range []string{"mpi.h", "mpi-ext.h", "mpif.h", "mpi.mod"} {
 		if _, err := os.Stat(filepath.Join(prefix, "include", "gocoll", h)); err != nil {
 			t.Errorf("include/gocoll/%s: %v", h, err)
 		}

@@ -16,7 +16,7 @@
 #   lib/cmake/gocoll/    gocollConfig.cmake: find_package(gocoll), the
 #                        targets gocoll::mpi and gocoll::preload (and
 #                        gocollConfigVersion.cmake)
-#   include/gocoll/      mpi.h, mpif.h, mpi.f90 and the mpi module
+#   include/gocoll/      mpi.h, mpi-ext.h, mpif.h, mpi.f90 and the mpi module
 #   share/doc/gocoll/    README.md, docs/ (the pages it links), results/
 #                        (the measurements they show), the examples
 #   share/man/man1/      a page per command, from its --help (tools/man.sh)
@@ -112,7 +112,7 @@ link "../$(readlink build/lib/libgocoll.so)" lib/mpich-abi/libmpich.so.12
 # (Debian's Open MPI and MPICH keep theirs in folders of their own), and
 # one in /usr/include would be found by a host MPI program built without
 # its MPI's -I.
-for f in include/mpi.h include/mpif.h include/mpi.f90 build/include/mpi.mod; do put "$f" "include/gocoll/$(basename "$f")" 644; done
+for f in include/mpi.h include/mpi-ext.h include/mpif.h include/mpi.f90 build/include/mpi.mod; do put "$f" "include/gocoll/$(basename "$f")" 644; done
 put tools/cmake/gocollConfig.cmake lib/cmake/gocoll/gocollConfig.cmake 644
 # find_package(gocoll 0.1): CMake's SameMajorVersion rule, the soname's.
 write lib/cmake/gocoll/gocollConfigVersion.cmake <<CMAKE

@@ -8,12 +8,16 @@
 #                          include/ and lib/ from where they are)
 #   lib/                   libgocoll.so, libgocoll-preload.so (with their
 #                          sonames), mpich-abi/libmpich.so.12
-#   include/               mpi.h, mpif.h, mpi.f90 and the mpi module
+#   include/               mpi.h, mpi-ext.h, mpif.h, mpi.f90 and the mpi module
 #   tests/gpucoll          tests/gpu/c/gpucoll.c built against gocoll's
 #                          mpi.h (rpath $ORIGIN/../lib), and against Open
 #                          MPI's and MPICH's (gpucoll-openmpi,
 #                          gpucoll-mpich) where those are installed here,
 #                          for the LD_PRELOAD runs; the source beside them
+#   tests/gpucalls         tests/gpu/c/gpucalls.c (the other calls that
+#                          take buffers, point-to-point among them) against
+#                          gocoll's mpi.h only: under LD_PRELOAD those are
+#                          the host MPI's
 #   stub/                  the stand-in libcuda.so.1 and libcudart.so.12
 #                          (tests/gpu/c) for run.sh --self-test
 #   examples/allreduce.c   what --self-test compiles with bin/mpicc
@@ -38,9 +42,9 @@ for n in libgocoll libgocoll-preload; do
 	cp -P "build/lib/$n.so" "build/lib/$soname" "build/lib/$(readlink "build/lib/$soname")" "$tmp/lib/"
 done
 cp -P build/lib/mpich-abi/libmpich.so.12 "$tmp/lib/mpich-abi/"
-cp include/mpi.h include/mpif.h include/mpi.f90 build/include/mpi.mod "$tmp/include/"
+cp include/mpi.h include/mpi-ext.h include/mpif.h include/mpi.f90 build/include/mpi.mod "$tmp/include/"
 cp tests/gpu/run.sh "$tmp/run.sh"
-cp tests/gpu/c/gpucoll.c "$tmp/tests/"
+cp tests/gpu/c/gpucoll.c tests/gpu/c/gpucalls.c "$tmp/tests/"
 cp examples/c/allreduce.c "$tmp/examples/"
 
 CFLAGS="-O2 -g -std=gnu11 -Wall"
@@ -48,6 +52,9 @@ src=tests/gpu/c/gpucoll.c
 echo "cc $CFLAGS -Iinclude -o gpu-bundle/tests/gpucoll $src -Lbuild/lib -lgocoll -Wl,-rpath,'\$ORIGIN/../lib' -ldl -lm"
 cc $CFLAGS -I"$tmp/include" -o "$tmp/tests/gpucoll" $src -L"$tmp/lib" -lgocoll -Wl,-rpath,'$ORIGIN/../lib' -ldl -lm
 built="gpucoll (gocoll's mpi.h)"
+echo "cc $CFLAGS -Iinclude -o gpu-bundle/tests/gpucalls tests/gpu/c/gpucalls.c -Lbuild/lib -lgocoll -Wl,-rpath,'\$ORIGIN/../lib' -ldl"
+cc $CFLAGS -I"$tmp/include" -o "$tmp/tests/gpucalls" tests/gpu/c/gpucalls.c -L"$tmp/lib" -lgocoll -Wl,-rpath,'$ORIGIN/../lib' -ldl
+built="$built, gpucalls (gocoll's mpi.h)"
 for m in openmpi mpich; do
 	if command -v mpicc.$m >/dev/null 2>&1; then
 		echo "mpicc.$m $CFLAGS -o gpu-bundle/tests/gpucoll-$m $src -ldl -lm"

@@ -18,6 +18,12 @@
 #   realloc-npN-ipc/-staged  allocate, call, free, again at the same address
 #   misaligned-npN-ipc/-staged  buffers off an element boundary, then the
 #                          context must still work
+#   calls-npN(-ipc/-staged)  tests/gpucalls (tests/gpu/c/gpucalls.c): the
+#                          other calls that take buffers on device memory
+#                          (MPI_Bcast, MPI_Reduce, MPI_Gather, MPI_Allgatherv
+#                          with displacements, point-to-point), and the
+#                          CUDA queries (MPIX_Query_cuda_support) say 1
+#   calls-cuda-off         the queries say 0 with GOCOLL_CUDA=off
 #   preload-M-npN(-calls)  under LD_PRELOAD over the host MPI M (Open MPI,
 #                          MPICH) when it is installed and the binary built
 #                          for it loads (ldd); NaNs and signed zeros left
@@ -439,6 +445,7 @@ check_wrapper() {
 }
 
 check_wrapper
+runone "calls-cuda-off" 1 env GOCOLL_CUDA=off "$here/bin/gocollrun" -n 1 --timeout "$((per_run + 5))s" "$here/tests/gpucalls" --no-cuda
 for n in $ranks; do
 	g=("$here/bin/gocollrun" -n "$n" --timeout "$((per_run + 5))s")
 	t=$targs
@@ -448,6 +455,7 @@ for n in $ranks; do
 		runone "realloc-np1" 1 "${g[@]}" "$here/tests/gpucoll" $qarg --no-time --checks realloc
 		reuse_note "realloc-np1" 1
 		runone "misaligned-np1" 1 "${g[@]}" "$here/tests/gpucoll" $qarg --no-time --checks misaligned
+		runone "calls-np1" 1 "${g[@]}" "$here/tests/gpucalls" $qarg
 		continue
 	fi
 	runone "gocollrun-np$n-ipc" "$n" env GOCOLL_CUDA_IPC=1 "${g[@]}" "$here/tests/gpucoll" $qarg $t --checks ops,order,cudart
@@ -460,6 +468,7 @@ for n in $ranks; do
 		runone "realloc-np$n-$way" "$n" env GOCOLL_CUDA_IPC=$ipc "${g[@]}" "$here/tests/gpucoll" $qarg --no-time --checks realloc
 		reuse_note "realloc-np$n-$way" "$n"
 		runone "misaligned-np$n-$way" "$n" env GOCOLL_CUDA_IPC=$ipc "${g[@]}" "$here/tests/gpucoll" $qarg --no-time --checks misaligned
+		runone "calls-np$n-$way" "$n" env GOCOLL_CUDA_IPC=$ipc "${g[@]}" "$here/tests/gpucalls" $qarg
 	done
 	for m in $ready_preloads; do
 		# The checks and the timing table as an application runs them;

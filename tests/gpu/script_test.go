@@ -93,7 +93,7 @@ func TestRelocatable(t *testing.T) {
 			t.Errorf("%s names the build's folder %s", f, harness.Root)
 		}
 	}
-	progs, _ := filepath.Glob(filepath.Join(b, "tests", "gpucoll*"))
+	progs, _ := filepath.Glob(filepath.Join(b, "tests", "gpuc*"))
 	n := 0
 	for _, p := range progs {
 		if strings.HasSuffix(p, ".c") {
@@ -107,7 +107,7 @@ func TestRelocatable(t *testing.T) {
 		runpath, _ := f.DynString(elf.DT_RUNPATH)
 		rpath, _ := f.DynString(elf.DT_RPATH)
 		f.Close()
-		if filepath.Base(p) != "gpucoll" {
+		if filepath.Base(p) != "gpucoll" && filepath.Base(p) != "gpucalls" {
 			continue // built with a host MPI's mpicc: its own libraries
 		}
 		n++
@@ -115,8 +115,8 @@ func TestRelocatable(t *testing.T) {
 			t.Errorf("%s: needs %v, runpath %v, rpath %v; want libgocoll.so.0 (the soname) found in $ORIGIN/../lib only", p, needed, runpath, rpath)
 		}
 	}
-	if n != 1 {
-		t.Errorf("no tests/gpucoll in the bundle: %v", progs)
+	if n != 2 {
+		t.Errorf("tests/gpucoll and tests/gpucalls are not both in the bundle: %v", progs)
 	}
 }
 
@@ -191,10 +191,10 @@ func TestSelfTest(t *testing.T) {
 	}
 	// Every run, each with its verdicts; the path and reuse checks.
 	for _, n := range []int{1, 2, 4} {
-		runs := []string{"realloc-np1", "misaligned-np1", "gocollrun-np1"}
+		runs := []string{"realloc-np1", "misaligned-np1", "gocollrun-np1", "calls-np1"}
 		if n > 1 {
 			runs = nil
-			for _, r := range []string{"gocollrun", "realloc", "misaligned"} {
+			for _, r := range []string{"gocollrun", "realloc", "misaligned", "calls"} {
 				runs = append(runs, r+"-np"+strconv.Itoa(n)+"-ipc", r+"-np"+strconv.Itoa(n)+"-staged")
 			}
 		}
@@ -213,6 +213,9 @@ func TestSelfTest(t *testing.T) {
 				t.Errorf("no %s check passed\n%s", c, summary)
 			}
 		}
+	}
+	if c := regexp.MustCompile(`(?m)^rank 0: [1-9]\d* passed, 0 failed$`).FindAllString(sec["calls-cuda-off"], -1); len(c) != 1 {
+		t.Errorf("calls-cuda-off: no verdict with checks passed\n%s", sec["calls-cuda-off"])
 	}
 	if !strings.Contains(sec["gocollrun-np2-ipc"], "device us") || !strings.Contains(sec["gocollrun-np4-ipc"], "device us") {
 		t.Errorf("no timing table in gocollrun-np2-ipc and -np4-ipc\n%s", out)
