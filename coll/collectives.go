@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	"github.com/gocoll/gocoll/algorithms"
-	"github.com/gocoll/gocoll/devcopy"
 	"github.com/gocoll/gocoll/gpu"
+	"github.com/gocoll/gocoll/gpu/devcopy"
 	"github.com/gocoll/gocoll/mpierr"
 )
 

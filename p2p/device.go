@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/gocoll/gocoll/devcopy"
 	"github.com/gocoll/gocoll/gpu"
+	"github.com/gocoll/gocoll/gpu/devcopy"
 )
 
 // Messages in CUDA device memory travel through pinned host memory, as

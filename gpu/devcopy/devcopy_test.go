@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocoll/gocoll/devcopy"
 	"github.com/gocoll/gocoll/gpu"
+	"github.com/gocoll/gocoll/gpu/devcopy"
 	"github.com/gocoll/gocoll/gpu/gputest/fake"
 )
 
