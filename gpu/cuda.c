@@ -26,7 +26,6 @@ enum {
     CU_MEMORYTYPE_UNIFIED = 4,
     CU_MEMHOSTALLOC_PORTABLE = 1,
     CU_STREAM_NON_BLOCKING = 1,
-    CU_EVENT_BLOCKING_SYNC = 1,
     CU_EVENT_DISABLE_TIMING = 2,
     CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 1,
     CU_JIT_ERROR_LOG_BUFFER = 5,
@@ -278,7 +277,9 @@ gocoll_curesult gocoll_cu_stream_wait_event(uintptr_t s, uintptr_t e) { return c
 
 gocoll_curesult gocoll_cu_event_create(uintptr_t *e) {
     P q = NULL;
-    gocoll_curesult r = cu.EventCreate(&q, CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC);
+    /* Not CU_EVENT_BLOCKING_SYNC: its waits sleep until an interrupt,
+     * tens of microseconds after the work (see gpu.Driver.EventCreate). */
+    gocoll_curesult r = cu.EventCreate(&q, CU_EVENT_DISABLE_TIMING);
     *e = (uintptr_t)q;
     return r;
 }

@@ -71,9 +71,13 @@ type Driver interface {
 	// StreamWaitEvent is cuStreamWaitEvent(s, e, 0): work queued on s after
 	// it waits until e's last recorded work has completed.
 	StreamWaitEvent(s Stream, e Event) error
-	// EventCreate is cuEventCreate with CU_EVENT_DISABLE_TIMING and
-	// CU_EVENT_BLOCKING_SYNC (a waiting thread sleeps instead of
-	// spinning: ranks may outnumber cores).
+	// EventCreate is cuEventCreate with CU_EVENT_DISABLE_TIMING only,
+	// not CU_EVENT_BLOCKING_SYNC: a thread waiting for a blocking-sync
+	// event sleeps until the GPU interrupts it, tens of microseconds
+	// after the work completed, which is the whole time of a small
+	// collective. cuEventSynchronize then follows the context's
+	// scheduling policy (spin, or yield when threads outnumber cores);
+	// callers that must not hold a core poll EventQuery and sleep.
 	EventCreate() (Event, error)
 	// EventDestroy is cuEventDestroy.
 	EventDestroy(e Event) error
