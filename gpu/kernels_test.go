@@ -28,8 +28,8 @@ func TestPTXWellFormed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := len(gpu.Elems) * len(gpu.ReduceOps); len(entries) != want {
-		t.Errorf("%d entries, want %d", len(entries), want)
+	if want := 3 * len(gpu.Elems) * len(gpu.ReduceOps); len(entries) != want {
+		t.Errorf("%d entries, want %d (pairwise, peer and peer vector ones)", len(entries), want)
 	}
 	byName := map[string]fake.Entry{}
 	for _, e := range entries {
@@ -137,6 +137,8 @@ func TestPTXCheckerRejects(t *testing.T) {
 		"missing operand":                 strings.Replace(good, "selp.b32 \t%r7, %r5, %r7, %p2;", "selp.b32 \t%r7, %r5, %r7;", 1),
 		"guard not a predicate":           strings.Replace(good, "@%p1 bra", "@%r1 bra", 1),
 		"and on an unsigned type":         strings.Replace(good, "and.b32", "and.u32", 1),
+		"short vector":                    regexp.MustCompile(`ld\.global\.v4\.b32 \t\{(%r\d+), (%r\d+), (%r\d+), (%r\d+)\}`).ReplaceAllString(good, "ld.global.v4.b32 \t{$1, $2, $3}"),
+		"unpack into 32-bit registers":    regexp.MustCompile(`mov\.b32 \t\{%h(\d+), %h(\d+)\}`).ReplaceAllString(good, "mov.b32 \t{%r$1, %r$2}"),
 		"setp.nan on integers":            strings.Replace(good, "setp.ge.u64", "setp.nan.u64", 1),
 	} {
 		if bad == good {
