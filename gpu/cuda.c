@@ -26,8 +26,9 @@ enum {
     CU_MEMORYTYPE_UNIFIED = 4,
     CU_MEMHOSTALLOC_PORTABLE = 1,
     CU_STREAM_NON_BLOCKING = 1,
-    CU_EVENT_BLOCKING_SYNC = 1,
     CU_EVENT_DISABLE_TIMING = 2,
+    CU_STREAM_WRITE_VALUE_DEFAULT = 0,
+    CU_STREAM_WAIT_VALUE_GEQ = 0,
     CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 1,
     CU_JIT_ERROR_LOG_BUFFER = 5,
     CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
@@ -72,6 +73,10 @@ static struct {
     gocoll_curesult (*IpcGetMemHandle)(gocoll_ipc_handle *, gocoll_cuptr);
     gocoll_curesult (*IpcOpenMemHandle)(gocoll_cuptr *, gocoll_ipc_handle, unsigned);
     gocoll_curesult (*IpcCloseMemHandle)(gocoll_cuptr);
+    gocoll_curesult (*StreamWriteValue32)(P, gocoll_cuptr, unsigned, unsigned);
+    gocoll_curesult (*StreamWaitValue32)(P, gocoll_cuptr, unsigned, unsigned);
+    gocoll_curesult (*MemsetD32Async)(gocoll_cuptr, unsigned, size_t, P);
+    gocoll_curesult (*DeviceGetAttribute)(int *, int, int);
 } cu;
 
 /* The symbols, each with the names to try in order: the versioned name
@@ -114,6 +119,13 @@ static const struct sym {
     {(void **)&cu.IpcGetMemHandle, {"cuIpcGetMemHandle"}},
     {(void **)&cu.IpcOpenMemHandle, {"cuIpcOpenMemHandle_v2", "cuIpcOpenMemHandle"}},
     {(void **)&cu.IpcCloseMemHandle, {"cuIpcCloseMemHandle"}},
+    /* The V2 stream memory operations (CUDA 11.7) work on every
+     * platform; the V1 ones only where the nvidia module enables them
+     * (gpu.DeviceAttrStreamMemOps says which). */
+    {(void **)&cu.StreamWriteValue32, {"cuStreamWriteValue32_v2", "cuStreamWriteValue32"}},
+    {(void **)&cu.StreamWaitValue32, {"cuStreamWaitValue32_v2", "cuStreamWaitValue32"}},
+    {(void **)&cu.MemsetD32Async, {"cuMemsetD32Async"}},
+    {(void **)&cu.DeviceGetAttribute, {"cuDeviceGetAttribute"}},
 };
 
 int gocoll_cuda_loaded;
@@ -278,7 +290,9 @@ gocoll_curesult gocoll_cu_stream_wait_event(uintptr_t s, uintptr_t e) { return c
 
 gocoll_curesult gocoll_cu_event_create(uintptr_t *e) {
     P q = NULL;
-    gocoll_curesult r = cu.EventCreate(&q, CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC);
+    /* Not CU_EVENT_BLOCKING_SYNC: its waits sleep until an interrupt,
+     * tens of microseconds after the work (see gpu.Driver.EventCreate). */
+    gocoll_curesult r = cu.EventCreate(&q, CU_EVENT_DISABLE_TIMING);
     *e = (uintptr_t)q;
     return r;
 }
@@ -307,12 +321,32 @@ gocoll_curesult gocoll_cu_module_get_function(uintptr_t mod, const char *name, u
 
 gocoll_curesult gocoll_cu_module_unload(uintptr_t mod) { return cu.ModuleUnload((P)mod); }
 
-gocoll_curesult gocoll_cu_launch(uintptr_t f, unsigned grid, unsigned block, uintptr_t stream, gocoll_cuptr dst, gocoll_cuptr a,
-                             gocoll_cuptr b, unsigned long long n) {
+gocoll_curesult gocoll_cu_launch(uintptr_t f, unsigned grid, unsigned block, uintptr_t stream,
+                             const unsigned long long *args, int nargs) {
     /* The kernel's parameters, in the order of its .param list (see
-     * kernels.go): the driver copies them at launch. */
-    void *params[4] = {&dst, &a, &b, &n};
-    return cu.LaunchKernel((P)f, grid, 1, 1, block, 1, 1, 0, (P)stream, params, NULL);
+     * kernels.go), each a .u64: the driver copies them at launch. */
+    void *params[GOCOLL_MAX_KERNEL_ARGS];
+    if (nargs < 0 || nargs > GOCOLL_MAX_KERNEL_ARGS) return 1; /* CUDA_ERROR_INVALID_VALUE */
+    for (int i = 0; i < nargs; i++) params[i] = (void *)&args[i];
+    return cu.LaunchKernel((P)f, grid, 1, 1, block, 1, 1, 0, (P)stream, nargs ? params : NULL, NULL);
+}
+
+gocoll_curesult gocoll_cu_stream_write_value32(uintptr_t s, gocoll_cuptr addr, unsigned v) {
+    return cu.StreamWriteValue32((P)s, addr, v, CU_STREAM_WRITE_VALUE_DEFAULT);
+}
+
+gocoll_curesult gocoll_cu_stream_wait_value32(uintptr_t s, gocoll_cuptr addr, unsigned v) {
+    return cu.StreamWaitValue32((P)s, addr, v, CU_STREAM_WAIT_VALUE_GEQ);
+}
+
+gocoll_curesult gocoll_cu_memset_d32_async(gocoll_cuptr p, unsigned v, size_t n, uintptr_t s) {
+    return cu.MemsetD32Async(p, v, n, (P)s);
+}
+
+gocoll_curesult gocoll_cu_device_attribute(int ordinal, int attr, int *v) {
+    int dev = 0;
+    gocoll_curesult r = cu.DeviceGet(&dev, ordinal);
+    return r ? r : cu.DeviceGetAttribute(v, attr, dev);
 }
 
 gocoll_curesult gocoll_cu_ipc_get(gocoll_cuptr base, gocoll_ipc_handle *h) { return cu.IpcGetMemHandle(h, base); }

@@ -11,6 +11,7 @@ import "C"
 
 import (
 	"errors"
+	"fmt"
 	"unsafe"
 )
 
@@ -214,9 +215,34 @@ func (cudaDriver) ModuleUnload(m Module) error {
 	return check("cuModuleUnload", C.gocoll_cu_module_unload(C.uintptr_t(m)))
 }
 
-func (cudaDriver) LaunchKernel(f Function, grid, block int, s Stream, dst, a, b uintptr, n int) error {
+func (cudaDriver) Launch(f Function, grid, block int, s Stream, args ...uint64) error {
+	if len(args) > MaxKernelArgs {
+		return NewError("cuLaunchKernel", ErrorInvalidValue, fmt.Sprintf("%d kernel parameters, at most %d", len(args), MaxKernelArgs))
+	}
+	var p *C.ulonglong
+	if len(args) > 0 {
+		p = (*C.ulonglong)(unsafe.Pointer(&args[0])) // no Go pointers in it; the driver copies the values
+	}
 	return check("cuLaunchKernel", C.gocoll_cu_launch(C.uintptr_t(f), C.unsigned(grid), C.unsigned(block), C.uintptr_t(s),
-		C.gocoll_cuptr(dst), C.gocoll_cuptr(a), C.gocoll_cuptr(b), C.ulonglong(n)))
+		p, C.int(len(args))))
+}
+
+func (cudaDriver) StreamWriteValue32(s Stream, addr uintptr, v uint32) error {
+	return check("cuStreamWriteValue32", C.gocoll_cu_stream_write_value32(C.uintptr_t(s), C.gocoll_cuptr(addr), C.unsigned(v)))
+}
+
+func (cudaDriver) StreamWaitValue32(s Stream, addr uintptr, v uint32) error {
+	return check("cuStreamWaitValue32", C.gocoll_cu_stream_wait_value32(C.uintptr_t(s), C.gocoll_cuptr(addr), C.unsigned(v)))
+}
+
+func (cudaDriver) MemsetD32Async(ptr uintptr, v uint32, n int, s Stream) error {
+	return check("cuMemsetD32Async", C.gocoll_cu_memset_d32_async(C.gocoll_cuptr(ptr), C.unsigned(v), C.size_t(n), C.uintptr_t(s)))
+}
+
+func (cudaDriver) DeviceAttribute(dev int, attr DeviceAttr) (int, error) {
+	var v C.int
+	err := check("cuDeviceGetAttribute", C.gocoll_cu_device_attribute(C.int(dev), C.int(attr), &v))
+	return int(v), err
 }
 
 func (cudaDriver) IpcGetMemHandle(base uintptr) (IPCHandle, error) {

@@ -74,8 +74,15 @@ gocoll_curesult gocoll_cu_event_synchronize(uintptr_t e);
 gocoll_curesult gocoll_cu_module_load(const char *ptx, uintptr_t *mod, char *log, int loglen);
 gocoll_curesult gocoll_cu_module_get_function(uintptr_t mod, const char *name, uintptr_t *f);
 gocoll_curesult gocoll_cu_module_unload(uintptr_t mod);
+/* The kernel's parameters are nargs 64-bit values, in order (at most
+ * GOCOLL_MAX_KERNEL_ARGS, gpu.MaxKernelArgs). */
+#define GOCOLL_MAX_KERNEL_ARGS 16
 gocoll_curesult gocoll_cu_launch(uintptr_t f, unsigned grid, unsigned block, uintptr_t stream,
-                             gocoll_cuptr dst, gocoll_cuptr a, gocoll_cuptr b, unsigned long long n);
+                             const unsigned long long *args, int nargs);
+gocoll_curesult gocoll_cu_stream_write_value32(uintptr_t s, gocoll_cuptr addr, unsigned v);
+gocoll_curesult gocoll_cu_stream_wait_value32(uintptr_t s, gocoll_cuptr addr, unsigned v);
+gocoll_curesult gocoll_cu_memset_d32_async(gocoll_cuptr p, unsigned v, size_t n, uintptr_t s);
+gocoll_curesult gocoll_cu_device_attribute(int dev, int attr, int *v);
 gocoll_curesult gocoll_cu_ipc_get(gocoll_cuptr base, gocoll_ipc_handle *h);
 gocoll_curesult gocoll_cu_ipc_open(const gocoll_ipc_handle *h, gocoll_cuptr *p);
 gocoll_curesult gocoll_cu_ipc_close(gocoll_cuptr p);

@@ -5,7 +5,9 @@
 // GOCOLL_CUDA mode, and Classify: where a buffer lives, from
 // cuPointerGetAttributes), the Buffer by which device memory travels from
 // the entry that classified it to the executor, and the GPU reduction
-// kernels (kernels.go: hand-written PTX, compiled by the driver).
+// kernels, PTX compiled by the driver: the pairwise ones (kernels.go,
+// written by hand) and the peer ones of the one-shot and two-shot device
+// collectives (kernels_peer.go, generated).
 //
 // The device executor (executor/device) is its user; the test doubles
 // of the driver live in gputest (fake: a CUDA driver made of host memory

@@ -71,9 +71,13 @@ type Driver interface {
 	// StreamWaitEvent is cuStreamWaitEvent(s, e, 0): work queued on s after
 	// it waits until e's last recorded work has completed.
 	StreamWaitEvent(s Stream, e Event) error
-	// EventCreate is cuEventCreate with CU_EVENT_DISABLE_TIMING and
-	// CU_EVENT_BLOCKING_SYNC (a waiting thread sleeps instead of
-	// spinning: ranks may outnumber cores).
+	// EventCreate is cuEventCreate with CU_EVENT_DISABLE_TIMING only,
+	// not CU_EVENT_BLOCKING_SYNC: a thread waiting for a blocking-sync
+	// event sleeps until the GPU interrupts it, tens of microseconds
+	// after the work completed, which is the whole time of a small
+	// collective. cuEventSynchronize then follows the context's
+	// scheduling policy (spin, or yield when threads outnumber cores);
+	// callers that must not hold a core poll EventQuery and sleep.
 	EventCreate() (Event, error)
 	// EventDestroy is cuEventDestroy.
 	EventDestroy(e Event) error
@@ -92,11 +96,34 @@ type Driver interface {
 	ModuleGetFunction(m Module, name string) (Function, error)
 	// ModuleUnload is cuModuleUnload.
 	ModuleUnload(m Module) error
-	// LaunchKernel is cuLaunchKernel of a gocoll reduction kernel (see
-	// kernels.go) on a grid x 1 x 1 of blocks of block x 1 x 1 threads,
-	// with its four parameters: dst, a, b (device addresses) and n (the
-	// element count).
-	LaunchKernel(f Function, grid, block int, s Stream, dst, a, b uintptr, n int) error
+	// Launch is cuLaunchKernel of a gocoll kernel (kernels.go,
+	// kernels_peer.go) on a grid x 1 x 1 of blocks of block x 1 x 1
+	// threads, no dynamic shared memory, with args as its parameters in
+	// order. Every parameter of gocoll's kernels is a .u64 (addresses and
+	// counts alike); the driver cannot check their number, so passing the
+	// wrong count is undefined (the fake refuses it). At most
+	// MaxKernelArgs.
+	Launch(f Function, grid, block int, s Stream, args ...uint64) error
+
+	// StreamWriteValue32 is cuStreamWriteValue32 (the _v2 entry point
+	// where the driver has it) with flags 0: once the work queued on s
+	// before it has completed, the 4 bytes at addr (device memory, or
+	// page-locked host memory, 4-byte aligned; not managed memory) become
+	// v, after a memory barrier, so that a stream waiting for v also sees
+	// what that work wrote.
+	StreamWriteValue32(s Stream, addr uintptr, v uint32) error
+	// StreamWaitValue32 is cuStreamWaitValue32 (_v2 first) with
+	// CU_STREAM_WAIT_VALUE_GEQ: work queued on s after it waits until
+	// (int32)(*addr - v) >= 0, the driver's comparison, which stays right
+	// across the wrap-around of a sequence number. The wait holds s on the
+	// GPU, never the calling thread; a wait that is never satisfied hangs
+	// the stream (and anything that waits for it) for good.
+	StreamWaitValue32(s Stream, addr uintptr, v uint32) error
+	// MemsetD32Async is cuMemsetD32Async: n 32-bit words at ptr (4-byte
+	// aligned) set to v on stream s.
+	MemsetD32Async(ptr uintptr, v uint32, n int, s Stream) error
+	// DeviceAttribute is cuDeviceGetAttribute of device ordinal dev.
+	DeviceAttribute(dev int, attr DeviceAttr) (int, error)
 
 	// IpcGetMemHandle is cuIpcGetMemHandle of an allocation's base.
 	IpcGetMemHandle(base uintptr) (IPCHandle, error)
@@ -140,6 +167,33 @@ const (
 	// per-thread (or CUDA_API_PER_THREAD_DEFAULT_STREAM). Which stream it
 	// names depends on the thread that makes the call.
 	StreamPerThread Stream = 0x2
+)
+
+// MaxKernelArgs is the most parameters Launch passes.
+const MaxKernelArgs = 16
+
+// DeviceAttr is a CUdevice_attribute.
+type DeviceAttr int
+
+const (
+	// DeviceAttrMultiprocessorCount is
+	// CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: the SMs, which size a
+	// grid that covers the GPU once.
+	DeviceAttrMultiprocessorCount DeviceAttr = 16
+	// DeviceAttrComputeCapabilityMajor and ...Minor are
+	// CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR and _MINOR (gocoll's
+	// PTX needs 7.0).
+	DeviceAttrComputeCapabilityMajor DeviceAttr = 75
+	DeviceAttrComputeCapabilityMinor DeviceAttr = 76
+	// DeviceAttrStreamMemOps is CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS
+	// (_V1 in CUDA 12 and later): whether cuStreamWaitValue32 and
+	// cuStreamWriteValue32 work. Drivers before CUDA 11.7 have only the
+	// V1 entry points, off unless the nvidia module was loaded with
+	// NVreg_EnableStreamMemOPs=1, and say so here; from 11.7 the _v2
+	// entry points (which gocoll loads when the driver has them) work on
+	// every platform and drivers of CUDA 12 and later report 1. Ask
+	// before relying on StreamWaitValue32.
+	DeviceAttrStreamMemOps DeviceAttr = 92
 )
 
 // IPCHandle is a CUipcMemHandle: 64 opaque bytes that name an allocation
@@ -207,6 +261,16 @@ const (
 	ErrorNotFound        = 500
 	ErrorNotReady        = 600
 	ErrorPeerUnsupported = 217
+	// ErrorIllegalAddress: a kernel or a stream memory operation touched
+	// an address that is not mapped. Sticky, as ErrorMisalignedAddress.
+	ErrorIllegalAddress = 700
+	// ErrorLaunchTimeout: work ran too long. The fake and the stand-in
+	// driver report a stream wait (StreamWaitValue32) that was never
+	// satisfied so, sticky, instead of hanging as a GPU would.
+	ErrorLaunchTimeout = 702
+	// ErrorNotSupported: the device cannot do it (stream memory
+	// operations on a driver where DeviceAttrStreamMemOps is 0).
+	ErrorNotSupported = 801
 )
 
 // More CUresult values gocoll looks at.
@@ -254,6 +318,9 @@ var errorNames = map[int]string{
 	ErrorNotFound:        "CUDA_ERROR_NOT_FOUND",
 	ErrorNotReady:        "CUDA_ERROR_NOT_READY",
 	ErrorPeerUnsupported: "CUDA_ERROR_PEER_ACCESS_UNSUPPORTED",
+	ErrorIllegalAddress:  "CUDA_ERROR_ILLEGAL_ADDRESS",
+	ErrorLaunchTimeout:   "CUDA_ERROR_LAUNCH_TIMEOUT",
+	ErrorNotSupported:    "CUDA_ERROR_NOT_SUPPORTED",
 }
 
 // NewError returns the error of a failed call with the standard name of

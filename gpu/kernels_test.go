@@ -28,8 +28,8 @@ func TestPTXWellFormed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := len(gpu.Elems) * len(gpu.ReduceOps); len(entries) != want {
-		t.Errorf("%d entries, want %d", len(entries), want)
+	if want := 3 * len(gpu.Elems) * len(gpu.ReduceOps); len(entries) != want {
+		t.Errorf("%d entries, want %d (pairwise, peer and peer vector ones)", len(entries), want)
 	}
 	byName := map[string]fake.Entry{}
 	for _, e := range entries {
@@ -126,9 +126,28 @@ func TestPTXCheckerRejects(t *testing.T) {
 		"missing semicolon": strings.Replace(good, "ret;", "ret", 1),
 		"no target":         strings.Replace(good, ".target sm_70", "", 1),
 		"bad param":         strings.Replace(good, "[gocoll_sum_f16_param_0]", "[gocoll_sum_f16_param_9]", 1),
+		// What ptxas refuses (ptxtypes.go): types and operands.
+		"float register in an integer op": strings.Replace(good, "add.s64 \t%rd8, %rd2, %rd7;", "add.s64 \t%f1, %rd2, %rd7;", 1),
+		"32-bit register in a 64-bit op":  strings.Replace(good, "add.s64 \t%rd8, %rd2, %rd7;", "add.s64 \t%rd8, %r2, %rd7;", 1),
+		"unknown instruction":             strings.Replace(good, "add.rn.f32", "add.rn.f23", 1),
+		"unknown opcode":                  strings.Replace(good, "add.rn.f32", "addd.rn.f32", 1),
+		"narrowing cvt without rounding":  strings.Replace(good, "cvt.rn.f16.f32", "cvt.f16.f32", 1),
+		"integer op with rounding":        strings.Replace(good, "add.s32", "add.rn.s32", 1),
+		"integer mul without .lo":         strings.Replace(good, "mul.lo.s32", "mul.s32", 1),
+		"missing operand":                 strings.Replace(good, "selp.b32 \t%r7, %r5, %r7, %p2;", "selp.b32 \t%r7, %r5, %r7;", 1),
+		"guard not a predicate":           strings.Replace(good, "@%p1 bra", "@%r1 bra", 1),
+		"and on an unsigned type":         strings.Replace(good, "and.b32", "and.u32", 1),
+		"short vector":                    regexp.MustCompile(`ld\.global\.v4\.b32 \t\{(%r\d+), (%r\d+), (%r\d+), (%r\d+)\}`).ReplaceAllString(good, "ld.global.v4.b32 \t{$1, $2, $3}"),
+		"unpack into 32-bit registers":    regexp.MustCompile(`mov\.b32 \t\{%h(\d+), %h(\d+)\}`).ReplaceAllString(good, "mov.b32 \t{%r$1, %r$2}"),
+		"setp.nan on integers":            strings.Replace(good, "setp.ge.u64", "setp.nan.u64", 1),
 	} {
+		if bad == good {
+			t.Errorf("%s: the mutation changed nothing", name)
+		}
 		if _, err := fake.ParsePTX(bad); err == nil {
 			t.Errorf("%s: accepted", name)
+		} else if testing.Verbose() {
+			t.Logf("%s: %v", name, err)
 		}
 	}
 }

@@ -15,7 +15,7 @@ import (
 // Device buffers not aligned for their element type never reach a
 // kernel: a misaligned load faults with CUDA_ERROR_MISALIGNED_ADDRESS,
 // which is sticky and would leave the application's context unusable
-// (the fake's LaunchKernel fails so, and poisons the context). They are
+// (the fake's Launch fails so, and poisons the context). They are
 // copied into aligned temporaries (cuMemcpyAsync takes any address) and
 // reduced there on the GPU: results right, in place and not, every
 // offset below the element size, and the context usable afterwards.

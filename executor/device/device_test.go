@@ -138,8 +138,8 @@ func delegate(m *mockgpu.MockDriver, p *fake.Process, tr *trace, skip ...string)
 	m.EXPECT().ModuleLoadData(any).DoAndReturn(p.ModuleLoadData).AnyTimes()
 	m.EXPECT().ModuleGetFunction(any, any).DoAndReturn(p.ModuleGetFunction).AnyTimes()
 	m.EXPECT().ModuleUnload(any).DoAndReturn(p.ModuleUnload).AnyTimes()
-	if do("LaunchKernel") {
-		m.EXPECT().LaunchKernel(any, any, any, any, any, any, any, any).DoAndReturn(p.LaunchKernel).AnyTimes()
+	if do("Launch") {
+		m.EXPECT().Launch(any, any, any, any, any, any, any, any).DoAndReturn(p.Launch).AnyTimes()
 	}
 	if do("IpcGetMemHandle") {
 		m.EXPECT().IpcGetMemHandle(any).DoAndReturn(p.IpcGetMemHandle).AnyTimes()
@@ -407,12 +407,12 @@ func TestStagingReceiveThenReduce(t *testing.T) {
 			streams = append(streams, s)
 			return s, err
 		}).Times(3)
-		m.EXPECT().LaunchKernel(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any(), n).
-			DoAndReturn(func(f gpu.Function, grid, block int, s gpu.Stream, dst, a, b uintptr, k int) error {
+		m.EXPECT().Launch(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any(), uint64(n)).
+			DoAndReturn(func(f gpu.Function, grid, block int, s gpu.Stream, args ...uint64) error {
 				tr.add("launch %#x", s)
-				return p.LaunchKernel(f, grid, block, s, dst, a, b, k)
+				return p.Launch(f, grid, block, s, args...)
 			}).Times(1)
-		delegate(m, p, tr, "StreamCreate", "LaunchKernel")
+		delegate(m, p, tr, "StreamCreate", "Launch")
 	})
 	runPair(t, rs, n, "gocoll_sum_f32", 1)
 	up, comp := streams[0], streams[2]
@@ -496,8 +496,8 @@ func TestIPCOpenClosePairing(t *testing.T) {
 func TestHostReduceFallback(t *testing.T) {
 	const seg, n = 32, 20
 	rs := pair(t, device.Options{Segment: seg}, nil, func(m *mockgpu.MockDriver, p *fake.Process, tr *trace) {
-		m.EXPECT().LaunchKernel(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any()).Times(0)
-		delegate(m, p, tr, "LaunchKernel")
+		m.EXPECT().Launch(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any()).Times(0)
+		delegate(m, p, tr, "Launch")
 	})
 	runPair(t, rs, n, "", 1)
 	if s := rs[1].x.Stats(); s.HostReduce != 1 || s.GPUReduce != 0 {

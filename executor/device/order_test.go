@@ -127,12 +127,12 @@ func TestWaitsForDefaultStreams(t *testing.T) {
 			})
 		}
 		gomock.InOrder(record(0, gpu.StreamLegacy), record(1, gpu.StreamPerThread), wait(0), wait(1))
-		m.EXPECT().LaunchKernel(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any()).
-			DoAndReturn(func(f gpu.Function, grid, block int, s gpu.Stream, dst, a, b uintptr, n int) error {
+		m.EXPECT().Launch(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any()).
+			DoAndReturn(func(f gpu.Function, grid, block int, s gpu.Stream, args ...uint64) error {
 				tr.add("launch %#x", s)
-				return p.LaunchKernel(f, grid, block, s, dst, a, b, n)
+				return p.Launch(f, grid, block, s, args...)
 			}).AnyTimes()
-		delegate(m, p, tr, "StreamCreate", "LaunchKernel")
+		delegate(m, p, tr, "StreamCreate", "Launch")
 	}
 	rs := pair(t, device.Options{Segment: 64}, prepare, prepare)
 	runPair(t, rs, 40, "gocoll_sum_f32", 1)

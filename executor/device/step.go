@@ -38,7 +38,7 @@ func (r *run) step(s schedule.Step) (task, error) {
 	block := r.w.opts.Block
 	grid := min((elems+block-1)/block, r.w.opts.MaxGrid)
 	r.x.count(func(s *Stats) { s.GPUReduce++ })
-	return nil, drv.LaunchKernel(f, max(grid, 1), block, comp, dst, a, b, elems)
+	return nil, drv.Launch(f, max(grid, 1), block, comp, uint64(dst), uint64(a), uint64(b), uint64(elems))
 }
 
 // kernel returns the GPU kernel of a reduce step on dst, a and b, or

@@ -232,6 +232,20 @@ func TestSelfTest(t *testing.T) {
 	if strings.Contains(out, "-> host MPI (CUDA device buffer)") {
 		t.Errorf("calls on device memory went to the host MPI\n%s", out)
 	}
+	// gocoll never makes a blocking-sync event (its waits would sleep
+	// until an interrupt): the stand-in counts them in every process.
+	events := regexp.MustCompile(`(?m)^stubcuda: pid \d+: .*events created (\d+) \(blocking-sync (\d+)\)$`).FindAllStringSubmatch(out, -1)
+	made := 0
+	for _, e := range events {
+		n, _ := strconv.Atoi(e[1])
+		made += n
+		if e[2] != "0" {
+			t.Errorf("a process made %s events with CU_EVENT_BLOCKING_SYNC: %s", e[2], e[0])
+		}
+	}
+	if len(events) == 0 || made == 0 {
+		t.Errorf("%d stand-in reports count events, %d events made in all", len(events), made)
+	}
 	counts := regexp.MustCompile(`(?m)^rank (\d+): (\d+) passed, (\d+) failed$`)
 	report := regexp.MustCompile(`(?m)^gocoll: rank \d+: finalize: .* calls run by gocoll (\d+) \(on device memory (\d+)\)`)
 	for _, mpi := range mpis {

@@ -19,6 +19,8 @@
 //     unless the calling OS thread has one current;
 //   - every call is counted (Stats), so tests can see which path ran:
 //     kernel launches by name, copies by direction, IPC opens and closes;
+//     and every gpu.Driver call by method name, per process
+//     (Process.Calls) and for the node (Stats.Calls);
 //   - a kernel launched on an operand not aligned for its element type
 //     fails with CUDA_ERROR_MISALIGNED_ADDRESS, and, as on a GPU, the
 //     error is sticky: every later call in that context fails;
@@ -47,12 +49,27 @@
 //
 // Kernels: ModuleLoadData checks the PTX as package fake's ParsePTX does
 // and keeps its entries; a launch of gocoll_<op>_<type> runs package ops'
-// kernel of the same op and type on the device bytes.
+// kernel of the same op and type on the device bytes, and one of a peer
+// kernel (gpu.PeerKernel) reads its arrays of addresses from device
+// memory at its turn on the stream and reduces with
+// ops.CanonicalReduce. A launch with another number of parameters than
+// the entry declares is refused (the driver cannot tell).
+//
+// Stream memory operations: StreamWriteValue32 stores a word at its turn
+// on the stream; StreamWaitValue32 holds its stream's goroutine (only
+// that stream) until the word, read atomically, compares as the driver's
+// GEQ does, in device memory of any process of the node (IPC mappings)
+// or page-locked host memory. A wait still unsatisfied after
+// Options.WaitTimeout fails with CUDA_ERROR_LAUNCH_TIMEOUT and loses the
+// context, instead of hanging the test as a GPU would hang the
+// application.
 package fake
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -80,6 +97,16 @@ type Options struct {
 	// fails with: a driver whose PTX JIT is missing, disabled
 	// (gpu.ErrorJITCompilationDisabled) or too old for the module.
 	ModuleLoadError int
+	// WaitTimeout is how long a StreamWaitValue32 waits on its stream
+	// before it fails (CUDA_ERROR_LAUNCH_TIMEOUT, sticky), where a GPU
+	// would hang; 0 is DefaultWaitTimeout.
+	WaitTimeout time.Duration
+	// NoStreamMemOps plays a driver whose stream memory operations are
+	// off (gpu.DeviceAttrStreamMemOps 0): StreamWriteValue32 and
+	// StreamWaitValue32 fail with CUDA_ERROR_NOT_SUPPORTED.
+	NoStreamMemOps bool
+	// Multiprocessors is gpu.DeviceAttrMultiprocessorCount (default 132).
+	Multiprocessors int
 }
 
 // Machine is a fake node.
@@ -133,6 +160,35 @@ type Stats struct {
 	IPCGets, IPCOpens, IPCCloses int
 	PointerQueries               int
 	ModuleLoads                  int
+	// Calls counts the gpu.Driver calls of every process of the node by
+	// method name; Process.Calls counts one process's.
+	Calls Calls
+}
+
+// Calls counts gpu.Driver calls by method name ("Launch",
+// "StreamWaitValue32", ...), failed calls included. The methods that play
+// the application (AppInit, Malloc, Write, ...) are not driver calls.
+type Calls map[string]int
+
+// Total returns the number of calls of every method.
+func (c Calls) Total() int {
+	n := 0
+	for _, v := range c {
+		n += v
+	}
+	return n
+}
+
+// Sub returns the calls in c that are not in before, a copy taken
+// earlier: what was called in between.
+func (c Calls) Sub(before Calls) Calls {
+	d := Calls{}
+	for k, v := range c {
+		if v -= before[k]; v != 0 {
+			d[k] = v
+		}
+	}
+	return d
 }
 
 // The device address space of every fake machine: one reservation the
@@ -209,7 +265,7 @@ func NewMachine(opts Options) *Machine {
 		opts.Devices = 1
 	}
 	m := &Machine{opts: opts, id: machines.Add(1)}
-	m.stats.Launches, m.stats.Elements = map[string]int{}, map[string]int{}
+	m.stats.Launches, m.stats.Elements, m.stats.Calls = map[string]int{}, map[string]int{}, Calls{}
 	return m
 }
 
@@ -226,6 +282,7 @@ func (m *Machine) Stats() Stats {
 		BytesHtoD: m.stats.BytesHtoD, BytesDtoH: m.stats.BytesDtoH, BytesDtoD: m.stats.BytesDtoD,
 		IPCGets: m.stats.IPCGets, IPCOpens: m.stats.IPCOpens, IPCCloses: m.stats.IPCCloses,
 		PointerQueries: m.stats.PointerQueries, ModuleLoads: m.stats.ModuleLoads,
+		Calls: maps.Clone(m.stats.Calls),
 	}
 	for k, v := range m.stats.Launches {
 		s.Launches[k] = v
@@ -336,10 +393,13 @@ type Process struct {
 	streams     map[gpu.Stream]*stream
 	events      map[gpu.Event]*event
 	modules     map[gpu.Module]map[string]gpu.Function
-	functions   map[gpu.Function]string
+	functions   map[gpu.Function]Entry
 	pinned      map[uintptr][]byte
 	next        uintptr
 	asyncErr    error
+
+	callMu sync.Mutex
+	calls  Calls
 
 	userCtx  map[gpu.Context]int       // contexts made by CtxCreate -> process ordinal
 	sticky   map[gpu.Context]error     // contexts a kernel fault made unusable
@@ -370,9 +430,10 @@ func (m *Machine) NewProcess(visible ...int) *Process {
 		m: m, pid: pid, visible: visible,
 		primary: map[int]int{}, appActive: map[int]bool{}, current: map[int]gpu.Context{},
 		streams: map[gpu.Stream]*stream{}, events: map[gpu.Event]*event{},
-		modules: map[gpu.Module]map[string]gpu.Function{}, functions: map[gpu.Function]string{},
+		modules: map[gpu.Module]map[string]gpu.Function{}, functions: map[gpu.Function]Entry{},
 		pinned: map[uintptr][]byte{}, next: 1,
 		userCtx: map[gpu.Context]int{}, sticky: map[gpu.Context]error{}, defaults: map[defaultStream]*stream{},
+		calls: Calls{},
 	}
 }
 
@@ -381,8 +442,49 @@ var _ gpu.Driver = (*Process)(nil)
 // Machine returns the node the process runs on.
 func (p *Process) Machine() *Machine { return p.m }
 
+// Calls returns a copy of the count of p's gpu.Driver calls by method
+// name: a test takes one before and one after what it checks and
+// compares them (Calls.Sub, Calls.Total). Machine.Stats().Calls adds up
+// every process of the node.
+func (p *Process) Calls() Calls {
+	p.callMu.Lock()
+	defer p.callMu.Unlock()
+	return maps.Clone(p.calls)
+}
+
+// called counts a call of Driver method name.
+func (p *Process) called(name string) {
+	p.callMu.Lock()
+	p.calls[name]++
+	p.callMu.Unlock()
+	p.m.count(func(s *Stats) { s.Calls[name]++ })
+}
+
 func fail(call string, code int, format string, a ...any) error {
 	return gpu.NewError(call, code, fmt.Sprintf(format, a...))
+}
+
+// codeOf is the CUresult of a driver error, or def for another error.
+func codeOf(err error, def int) int {
+	var e *gpu.Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return def
+}
+
+// poison makes context ctx unusable with err, as a fault in a kernel or
+// a stream operation does on a GPU (sticky errors), and records it as the
+// process's asynchronous error.
+func (p *Process) poison(ctx gpu.Context, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.sticky[ctx] == nil {
+		p.sticky[ctx] = err
+	}
+	if p.asyncErr == nil {
+		p.asyncErr = err
+	}
 }
 
 // ctxOf returns the primary context of process ordinal dev.
@@ -445,7 +547,7 @@ func (p *Process) needCtx(call string) (int, gpu.Context, error) {
 		return -1, 0, fail(call, gpu.ErrorContextIsDestroyed, "context %#x: its primary context was released by all", c)
 	}
 	if err := p.sticky[c]; err != nil {
-		return -1, 0, fail(call, gpu.ErrorMisalignedAddress, "sticky error of context %#x: %v", c, err)
+		return -1, 0, fail(call, codeOf(err, gpu.ErrorMisalignedAddress), "sticky error of context %#x: %v", c, err)
 	}
 	return d, c, nil
 }
@@ -542,7 +644,10 @@ func (p *Process) alloc(dev, n int, managed bool) uintptr {
 	m := p.m
 	m.mu.Lock()
 	m.allocID++
-	a := &allocation{id: m.allocID, data: make([]byte, max(n, 1)), dev: p.visible[dev], managed: managed, owner: p}
+	// At least 16 bytes of backing (never Go's tiny allocator): the
+	// bytes are as aligned as the device addresses, which stream memory
+	// operations touch with atomics.
+	a := &allocation{id: m.allocID, data: make([]byte, max(n, 1), max(n, 16)), dev: p.visible[dev], managed: managed, owner: p}
 	m.mu.Unlock()
 	mp := &mapping{va: p.reserve(n), size: max(n, 1), a: a, proc: p, id: a.id}
 	m.insert(mp)
@@ -628,6 +733,7 @@ func (m *Machine) mem(ptr uintptr, n int) ([]byte, bool, error) {
 // ---- gpu.Driver ----
 
 func (p *Process) Init() error {
+	p.called("Init")
 	p.mu.Lock()
 	p.initialized = true
 	p.mu.Unlock()
@@ -644,6 +750,7 @@ func (p *Process) initCheck(call string) error {
 }
 
 func (p *Process) DeviceCount() (int, error) {
+	p.called("DeviceCount")
 	if err := p.initCheck("cuDeviceGetCount"); err != nil {
 		return 0, err
 	}
@@ -651,6 +758,7 @@ func (p *Process) DeviceCount() (int, error) {
 }
 
 func (p *Process) DevicePCIBusID(dev int) (string, error) {
+	p.called("DevicePCIBusID")
 	if err := p.initCheck("cuDeviceGetPCIBusId"); err != nil {
 		return "", err
 	}
@@ -661,6 +769,7 @@ func (p *Process) DevicePCIBusID(dev int) (string, error) {
 }
 
 func (p *Process) DeviceByPCIBusID(id string) (int, error) {
+	p.called("DeviceByPCIBusID")
 	if err := p.initCheck("cuDeviceGetByPCIBusId"); err != nil {
 		return 0, err
 	}
@@ -673,6 +782,7 @@ func (p *Process) DeviceByPCIBusID(id string) (int, error) {
 }
 
 func (p *Process) CanAccessPeer(dev, peer int) (bool, error) {
+	p.called("CanAccessPeer")
 	if err := p.initCheck("cuDeviceCanAccessPeer"); err != nil {
 		return false, err
 	}
@@ -680,6 +790,7 @@ func (p *Process) CanAccessPeer(dev, peer int) (bool, error) {
 }
 
 func (p *Process) PrimaryContextActive(dev int) (bool, error) {
+	p.called("PrimaryContextActive")
 	if err := p.initCheck("cuDevicePrimaryCtxGetState"); err != nil {
 		return false, err
 	}
@@ -690,6 +801,7 @@ func (p *Process) PrimaryContextActive(dev int) (bool, error) {
 }
 
 func (p *Process) PrimaryContextRetain(dev int) (gpu.Context, error) {
+	p.called("PrimaryContextRetain")
 	if err := p.initCheck("cuDevicePrimaryCtxRetain"); err != nil {
 		return 0, err
 	}
@@ -700,6 +812,7 @@ func (p *Process) PrimaryContextRetain(dev int) (gpu.Context, error) {
 }
 
 func (p *Process) PrimaryContextRelease(dev int) error {
+	p.called("PrimaryContextRelease")
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	md := p.visible[dev]
@@ -711,6 +824,7 @@ func (p *Process) PrimaryContextRelease(dev int) error {
 }
 
 func (p *Process) CurrentContext() (gpu.Context, error) {
+	p.called("CurrentContext")
 	if err := p.initCheck("cuCtxGetCurrent"); err != nil {
 		return 0, err
 	}
@@ -720,6 +834,7 @@ func (p *Process) CurrentContext() (gpu.Context, error) {
 }
 
 func (p *Process) SetCurrentContext(c gpu.Context) error {
+	p.called("SetCurrentContext")
 	if err := p.initCheck("cuCtxSetCurrent"); err != nil {
 		return err
 	}
@@ -733,6 +848,7 @@ func (p *Process) SetCurrentContext(c gpu.Context) error {
 }
 
 func (p *Process) PointerAttributes(ptr uintptr) (gpu.PointerAttrs, error) {
+	p.called("PointerAttributes")
 	if err := p.initCheck("cuPointerGetAttributes"); err != nil {
 		return gpu.PointerAttrs{}, err
 	}
@@ -757,6 +873,7 @@ func (p *Process) PointerAttributes(ptr uintptr) (gpu.PointerAttrs, error) {
 }
 
 func (p *Process) MemAlloc(size int) (uintptr, error) {
+	p.called("MemAlloc")
 	d, c, err := p.needCtx("cuMemAlloc")
 	if err != nil {
 		return 0, err
@@ -769,6 +886,7 @@ func (p *Process) MemAlloc(size int) (uintptr, error) {
 }
 
 func (p *Process) MemFree(ptr uintptr) error {
+	p.called("MemFree")
 	if _, err := p.need("cuMemFree"); err != nil {
 		return err
 	}
@@ -776,10 +894,11 @@ func (p *Process) MemFree(ptr uintptr) error {
 }
 
 func (p *Process) MemHostAlloc(size int) (uintptr, error) {
+	p.called("MemHostAlloc")
 	if _, err := p.need("cuMemHostAlloc"); err != nil {
 		return 0, err
 	}
-	b := make([]byte, max(size, 1))
+	b := make([]byte, max(size, 1), max(size, 16)) // aligned, as alloc's
 	ptr := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 	p.mu.Lock()
 	p.pinned[ptr] = b
@@ -788,6 +907,7 @@ func (p *Process) MemHostAlloc(size int) (uintptr, error) {
 }
 
 func (p *Process) MemFreeHost(ptr uintptr) error {
+	p.called("MemFreeHost")
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if _, ok := p.pinned[ptr]; !ok {
@@ -798,6 +918,7 @@ func (p *Process) MemFreeHost(ptr uintptr) error {
 }
 
 func (p *Process) MemcpyAsync(dst, src uintptr, n int, s gpu.Stream) error {
+	p.called("MemcpyAsync")
 	const call = "cuMemcpyAsync"
 	if _, err := p.need(call); err != nil {
 		return err
@@ -929,6 +1050,7 @@ func (p *Process) event(call string, e gpu.Event) (*event, error) {
 }
 
 func (p *Process) StreamCreate() (gpu.Stream, error) {
+	p.called("StreamCreate")
 	if _, err := p.need("cuStreamCreate"); err != nil {
 		return 0, err
 	}
@@ -942,6 +1064,7 @@ func (p *Process) StreamCreate() (gpu.Stream, error) {
 }
 
 func (p *Process) StreamDestroy(s gpu.Stream) error {
+	p.called("StreamDestroy")
 	st, err := p.stream("cuStreamDestroy", s)
 	if err != nil {
 		return err
@@ -955,6 +1078,7 @@ func (p *Process) StreamDestroy(s gpu.Stream) error {
 }
 
 func (p *Process) StreamWaitEvent(s gpu.Stream, e gpu.Event) error {
+	p.called("StreamWaitEvent")
 	st, err := p.stream("cuStreamWaitEvent", s)
 	if err != nil {
 		return err
@@ -973,6 +1097,7 @@ func (p *Process) StreamWaitEvent(s gpu.Stream, e gpu.Event) error {
 }
 
 func (p *Process) EventCreate() (gpu.Event, error) {
+	p.called("EventCreate")
 	if _, err := p.need("cuEventCreate"); err != nil {
 		return 0, err
 	}
@@ -984,6 +1109,7 @@ func (p *Process) EventCreate() (gpu.Event, error) {
 }
 
 func (p *Process) EventDestroy(e gpu.Event) error {
+	p.called("EventDestroy")
 	if _, err := p.event("cuEventDestroy", e); err != nil {
 		return err
 	}
@@ -994,6 +1120,7 @@ func (p *Process) EventDestroy(e gpu.Event) error {
 }
 
 func (p *Process) EventRecord(e gpu.Event, s gpu.Stream) error {
+	p.called("EventRecord")
 	if _, err := p.need("cuEventRecord"); err != nil {
 		return err
 	}
@@ -1017,15 +1144,16 @@ func (p *Process) asyncError() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err := p.sticky[p.current[syscall.Gettid()]]; err != nil {
-		return fail("(asynchronous)", gpu.ErrorMisalignedAddress, "sticky: %v", err)
+		return fail("(asynchronous)", codeOf(err, gpu.ErrorMisalignedAddress), "sticky: %v", err)
 	}
 	if p.asyncErr != nil {
-		return fail("(asynchronous)", 700, "%v", p.asyncErr) // CUDA_ERROR_ILLEGAL_ADDRESS
+		return fail("(asynchronous)", codeOf(p.asyncErr, gpu.ErrorIllegalAddress), "%v", p.asyncErr)
 	}
 	return nil
 }
 
 func (p *Process) EventQuery(e gpu.Event) (bool, error) {
+	p.called("EventQuery")
 	ev, err := p.event("cuEventQuery", e)
 	if err != nil {
 		return false, err
@@ -1045,6 +1173,7 @@ func (p *Process) EventQuery(e gpu.Event) (bool, error) {
 }
 
 func (p *Process) EventSynchronize(e gpu.Event) error {
+	p.called("EventSynchronize")
 	ev, err := p.event("cuEventSynchronize", e)
 	if err != nil {
 		return err
@@ -1061,6 +1190,7 @@ func (p *Process) EventSynchronize(e gpu.Event) error {
 // ---- modules and kernels ----
 
 func (p *Process) ModuleLoadData(ptx string) (gpu.Module, error) {
+	p.called("ModuleLoadData")
 	if _, err := p.need("cuModuleLoadDataEx"); err != nil {
 		return 0, err
 	}
@@ -1078,7 +1208,7 @@ func (p *Process) ModuleLoadData(ptx string) (gpu.Module, error) {
 		f := gpu.Function(p.handle())
 		fns[e.Name] = f
 		p.mu.Lock()
-		p.functions[f] = e.Name
+		p.functions[f] = e
 		p.mu.Unlock()
 	}
 	p.mu.Lock()
@@ -1088,6 +1218,7 @@ func (p *Process) ModuleLoadData(ptx string) (gpu.Module, error) {
 }
 
 func (p *Process) ModuleGetFunction(mod gpu.Module, name string) (gpu.Function, error) {
+	p.called("ModuleGetFunction")
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	fns, ok := p.modules[mod]
@@ -1102,6 +1233,7 @@ func (p *Process) ModuleGetFunction(mod gpu.Module, name string) (gpu.Function, 
 }
 
 func (p *Process) ModuleUnload(mod gpu.Module) error {
+	p.called("ModuleUnload")
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if _, ok := p.modules[mod]; !ok {
@@ -1117,14 +1249,15 @@ var hostType = map[gpu.Elem]ops.Type{
 	gpu.S32: ops.Int32, gpu.S64: ops.Int64, gpu.U32: ops.Uint32, gpu.U64: ops.Uint64,
 }
 
-func (p *Process) LaunchKernel(f gpu.Function, grid, block int, s gpu.Stream, dst, a, b uintptr, n int) error {
+func (p *Process) Launch(f gpu.Function, grid, block int, s gpu.Stream, args ...uint64) error {
+	p.called("Launch")
 	const call = "cuLaunchKernel"
 	_, ctx, err := p.needCtx(call)
 	if err != nil {
 		return err
 	}
 	p.mu.Lock()
-	name, ok := p.functions[f]
+	e, ok := p.functions[f]
 	p.mu.Unlock()
 	if !ok {
 		return fail(call, gpu.ErrorInvalidHandle, "no function %#x", f)
@@ -1132,23 +1265,33 @@ func (p *Process) LaunchKernel(f gpu.Function, grid, block int, s gpu.Stream, ds
 	if grid < 1 || block < 1 || block > 1024 || grid > 1<<31-1 {
 		return fail(call, gpu.ErrorInvalidValue, "grid %d, block %d", grid, block)
 	}
-	op, elem, ok := gpu.ParseKernelName(name)
-	if !ok {
-		return fail(call, gpu.ErrorInvalidValue, "fake cannot run %s", name)
-	}
-	k, err := ops.Lookup(op, hostType[elem])
-	if err != nil {
-		return fail(call, gpu.ErrorInvalidValue, "%v", err)
+	// The driver cannot count the parameters (it reads as many as the
+	// kernel declares); the fake refuses a launch whose count is not the
+	// kernel's.
+	if len(args) != len(e.Params) {
+		return fail(call, gpu.ErrorInvalidValue, "%s takes %d parameters, launched with %d", e.Name, len(e.Params), len(args))
 	}
 	st, err := p.stream(call, s)
 	if err != nil {
 		return err
 	}
+	if op, elem, vec, ok := gpu.ParsePeerKernel(e.Name); ok {
+		return p.launchPeer(ctx, st, e.Name, op, elem, vec, args)
+	}
+	op, elem, ok := gpu.ParseKernelName(e.Name)
+	if !ok {
+		return fail(call, gpu.ErrorInvalidValue, "fake cannot run %s", e.Name)
+	}
+	k, err := ops.Lookup(op, hostType[elem])
+	if err != nil {
+		return fail(call, gpu.ErrorInvalidValue, "%v", err)
+	}
+	dst, a, b, n := uintptr(args[0]), uintptr(args[1]), uintptr(args[2]), int(args[3])
 	size := n * elem.Size()
 	for _, ptr := range []uintptr{dst, a, b} {
 		if ptr%uintptr(elem.Size()) != 0 {
 			// A GPU faults on the access and the context is lost.
-			err := fail(call, gpu.ErrorMisalignedAddress, "%s: operand %#x is not aligned to %d bytes", name, ptr, elem.Size())
+			err := fail(call, gpu.ErrorMisalignedAddress, "%s: operand %#x is not aligned to %d bytes", e.Name, ptr, elem.Size())
 			p.mu.Lock()
 			p.sticky[ctx] = err
 			p.mu.Unlock()
@@ -1161,8 +1304,8 @@ func (p *Process) LaunchKernel(f gpu.Function, grid, block int, s gpu.Stream, ds
 		}
 	}
 	p.m.count(func(s *Stats) {
-		s.Launches[name]++
-		s.Elements[name] += n
+		s.Launches[e.Name]++
+		s.Elements[e.Name] += n
 	})
 	st.enqueue(func() error {
 		if size == 0 {
@@ -1186,11 +1329,281 @@ func (p *Process) LaunchKernel(f gpu.Function, grid, block int, s gpu.Stream, ds
 	return nil
 }
 
+// launchPeer queues a peer kernel (gpu.PeerKernel): at its turn on the
+// stream it reads the arrays of addresses from device memory, as the GPU
+// does, reduces the sources in the canonical association with package
+// ops and writes every destination. What would fault on a GPU (an
+// address not aligned for the access, vectors included, or not device
+// memory) poisons the context then, as the GPU's fault would.
+func (p *Process) launchPeer(ctx gpu.Context, st *stream, name string, op ops.Op, elem gpu.Elem, vec bool, args []uint64) error {
+	const call = "cuLaunchKernel"
+	dsts, ndst, srcs, np, n := uintptr(args[0]), int(args[1]), uintptr(args[2]), int(args[3]), int(args[4])
+	if np < 1 || np > gpu.PeerMaxSources {
+		// The kernel would do nothing: a caller's bug, refused.
+		return fail(call, gpu.ErrorInvalidValue, "%s with p = %d (1 to %d)", name, np, gpu.PeerMaxSources)
+	}
+	p.m.count(func(s *Stats) {
+		s.Launches[name]++
+		s.Elements[name] += n
+	})
+	align := uintptr(elem.Size())
+	if vec {
+		align = gpu.PeerVectorBytes
+	}
+	st.enqueue(func() error {
+		if n == 0 {
+			return nil
+		}
+		fault := func(code int, format string, a ...any) error {
+			err := fail(call, code, name+": "+format, a...)
+			p.poison(ctx, err)
+			return err
+		}
+		addrs := func(what string, at uintptr, k int) ([]uintptr, error) {
+			if at%8 != 0 {
+				return nil, fault(gpu.ErrorMisalignedAddress, "the array %s at %#x is not 8-byte aligned", what, at)
+			}
+			b, dev, err := p.m.mem(at, 8*k)
+			if err != nil || !dev {
+				return nil, fault(gpu.ErrorIllegalAddress, "the array %s at %#x is not device memory", what, at)
+			}
+			out := make([]uintptr, k)
+			for i := range out {
+				out[i] = uintptr(binary.LittleEndian.Uint64(b[8*i:]))
+			}
+			return out, nil
+		}
+		dp, err := addrs("dsts", dsts, ndst)
+		if err != nil {
+			return err
+		}
+		sp, err := addrs("srcs", srcs, np)
+		if err != nil {
+			return err
+		}
+		size := n * elem.Size()
+		parts := make([][]byte, np)
+		for q, a := range sp {
+			if a%align != 0 {
+				return fault(gpu.ErrorMisalignedAddress, "source %d at %#x is not %d-byte aligned", q, a, align)
+			}
+			b, dev, err := p.m.mem(a, size)
+			if err != nil || !dev {
+				return fault(gpu.ErrorIllegalAddress, "source %d [%#x, +%d) is not device memory", q, a, size)
+			}
+			parts[q] = b
+		}
+		outs := make([][]byte, ndst)
+		for d, a := range dp {
+			if a%align != 0 {
+				return fault(gpu.ErrorMisalignedAddress, "destination %d at %#x is not %d-byte aligned", d, a, align)
+			}
+			b, dev, err := p.m.mem(a, size)
+			if err != nil || !dev {
+				return fault(gpu.ErrorIllegalAddress, "destination %d [%#x, +%d) is not device memory", d, a, size)
+			}
+			outs[d] = b
+		}
+		v := make([]byte, size)
+		if err := ops.CanonicalReduce(op, hostType[elem], v, parts); err != nil {
+			return err
+		}
+		for _, b := range outs {
+			copy(b, v)
+		}
+		return nil
+	})
+	return nil
+}
+
+// ---- stream memory operations ----
+
+// word returns the 32-bit word at addr that a stream memory operation
+// reaches: device memory (an IPC mapping included) or page-locked host
+// memory of p, 4-byte aligned, not managed memory.
+func (p *Process) word(addr uintptr) (*uint32, error) {
+	if addr%4 != 0 {
+		return nil, fmt.Errorf("%#x is not 4-byte aligned", addr)
+	}
+	if inSpace(addr) {
+		mp := p.m.find(addr, 4)
+		if mp == nil || (mp.a.freed && !mp.alias) || mp.a.data == nil {
+			return nil, fmt.Errorf("[%#x, +4) is not device memory", addr)
+		}
+		if mp.a.managed {
+			return nil, fmt.Errorf("%#x is managed memory, which stream memory operations refuse", addr)
+		}
+		b := mp.a.data[addr-mp.va:]
+		return (*uint32)(unsafe.Pointer(&b[0])), nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for base, b := range p.pinned {
+		if addr >= base && addr+4 <= base+uintptr(len(b)) {
+			return (*uint32)(unsafe.Pointer(&b[addr-base])), nil
+		}
+	}
+	return nil, fmt.Errorf("%#x is neither device memory nor page-locked host memory", addr)
+}
+
+// memOp checks what every stream memory operation needs.
+func (p *Process) memOp(call string, s gpu.Stream, addr uintptr) (*stream, gpu.Context, error) {
+	_, ctx, err := p.needCtx(call)
+	if err != nil {
+		return nil, 0, err
+	}
+	if p.m.opts.NoStreamMemOps {
+		return nil, 0, fail(call, gpu.ErrorNotSupported, "stream memory operations are off (Options.NoStreamMemOps)")
+	}
+	st, err := p.stream(call, s)
+	if err != nil {
+		return nil, 0, err
+	}
+	if _, err := p.word(addr); err != nil {
+		return nil, 0, fail(call, gpu.ErrorInvalidValue, "%v", err)
+	}
+	return st, ctx, nil
+}
+
+func (p *Process) StreamWriteValue32(s gpu.Stream, addr uintptr, v uint32) error {
+	p.called("StreamWriteValue32")
+	const call = "cuStreamWriteValue32"
+	st, ctx, err := p.memOp(call, s, addr)
+	if err != nil {
+		return err
+	}
+	st.enqueue(func() error {
+		w, err := p.word(addr) // the mapping may have gone since
+		if err != nil {
+			err = fail(call, gpu.ErrorIllegalAddress, "%v", err)
+			p.poison(ctx, err)
+			return err
+		}
+		atomic.StoreUint32(w, v) // after the stream's earlier work, which it orders before it
+		return nil
+	})
+	return nil
+}
+
+// DefaultWaitTimeout is how long a stream waits for a StreamWaitValue32
+// that is never satisfied, unless Options.WaitTimeout says otherwise.
+const DefaultWaitTimeout = 30 * time.Second
+
+func (p *Process) StreamWaitValue32(s gpu.Stream, addr uintptr, v uint32) error {
+	p.called("StreamWaitValue32")
+	const call = "cuStreamWaitValue32"
+	st, ctx, err := p.memOp(call, s, addr)
+	if err != nil {
+		return err
+	}
+	timeout := p.m.opts.WaitTimeout
+	if timeout <= 0 {
+		timeout = DefaultWaitTimeout
+	}
+	st.enqueue(func() error {
+		start, pause := time.Now(), time.Microsecond
+		for {
+			w, err := p.word(addr)
+			if err != nil {
+				err = fail(call, gpu.ErrorIllegalAddress, "%v", err)
+				p.poison(ctx, err)
+				return err
+			}
+			// CU_STREAM_WAIT_VALUE_GEQ, as the driver compares: safe
+			// across the wrap-around of a sequence number.
+			got := atomic.LoadUint32(w)
+			if int32(got-v) >= 0 {
+				return nil
+			}
+			if time.Since(start) > timeout {
+				// A GPU would wait for ever; the fake gives up, and the
+				// context is lost as after a watchdog's timeout.
+				err := fail(call, gpu.ErrorLaunchTimeout, "waited %v for [%#x] >= %d (it holds %d)", timeout, addr, v, got)
+				p.poison(ctx, err)
+				return err
+			}
+			time.Sleep(pause)
+			pause = min(2*pause, time.Millisecond)
+		}
+	})
+	return nil
+}
+
+func (p *Process) MemsetD32Async(ptr uintptr, v uint32, n int, s gpu.Stream) error {
+	p.called("MemsetD32Async")
+	const call = "cuMemsetD32Async"
+	if _, err := p.need(call); err != nil {
+		return err
+	}
+	st, err := p.stream(call, s)
+	if err != nil {
+		return err
+	}
+	if n < 0 || ptr%4 != 0 {
+		return fail(call, gpu.ErrorInvalidValue, "%d words at %#x (4-byte aligned)", n, ptr)
+	}
+	if n == 0 {
+		return nil
+	}
+	if _, _, err := p.m.mem(ptr, 4*n); err != nil {
+		return fail(call, gpu.ErrorInvalidValue, "%v", err)
+	}
+	st.enqueue(func() error {
+		b, _, err := p.m.mem(ptr, 4*n)
+		if err != nil {
+			return err
+		}
+		// Word by word, atomically: flags set this way may be polled by
+		// another stream's StreamWaitValue32 at the same time.
+		for i := 0; i < n; i++ {
+			atomic.StoreUint32((*uint32)(unsafe.Pointer(&b[4*i])), v)
+		}
+		return nil
+	})
+	return nil
+}
+
+// The fake device's attributes: an H200's.
+const (
+	defaultMultiprocessors = 132
+	computeMajor           = 9
+	computeMinor           = 0
+)
+
+func (p *Process) DeviceAttribute(dev int, attr gpu.DeviceAttr) (int, error) {
+	p.called("DeviceAttribute")
+	const call = "cuDeviceGetAttribute"
+	if err := p.initCheck(call); err != nil {
+		return 0, err
+	}
+	if dev < 0 || dev >= len(p.visible) {
+		return 0, fail(call, 101, "no device %d", dev) // CUDA_ERROR_INVALID_DEVICE
+	}
+	switch attr {
+	case gpu.DeviceAttrMultiprocessorCount:
+		if n := p.m.opts.Multiprocessors; n > 0 {
+			return n, nil
+		}
+		return defaultMultiprocessors, nil
+	case gpu.DeviceAttrComputeCapabilityMajor:
+		return computeMajor, nil
+	case gpu.DeviceAttrComputeCapabilityMinor:
+		return computeMinor, nil
+	case gpu.DeviceAttrStreamMemOps:
+		if p.m.opts.NoStreamMemOps {
+			return 0, nil
+		}
+		return 1, nil
+	}
+	return 0, fail(call, gpu.ErrorInvalidValue, "the fake has no attribute %d", attr)
+}
+
 // ---- IPC ----
 
 const handleMagic = 0x67636f6c // "gcol"
 
 func (p *Process) IpcGetMemHandle(base uintptr) (gpu.IPCHandle, error) {
+	p.called("IpcGetMemHandle")
 	const call = "cuIpcGetMemHandle"
 	var h gpu.IPCHandle
 	if _, err := p.need(call); err != nil {
@@ -1212,6 +1625,7 @@ func (p *Process) IpcGetMemHandle(base uintptr) (gpu.IPCHandle, error) {
 }
 
 func (p *Process) IpcOpenMemHandle(h gpu.IPCHandle) (uintptr, error) {
+	p.called("IpcOpenMemHandle")
 	const call = "cuIpcOpenMemHandle"
 	d, err := p.need(call)
 	if err != nil {
@@ -1261,6 +1675,7 @@ func (p *Process) IpcOpenMemHandle(h gpu.IPCHandle) (uintptr, error) {
 }
 
 func (p *Process) IpcCloseMemHandle(ptr uintptr) error {
+	p.called("IpcCloseMemHandle")
 	const call = "cuIpcCloseMemHandle"
 	if _, err := p.need(call); err != nil {
 		return err

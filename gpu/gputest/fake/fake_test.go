@@ -147,10 +147,10 @@ func TestMisalignedLaunchIsSticky(t *testing.T) {
 		t.Fatal(err)
 	}
 	buf := p.Malloc(0, 256)
-	if err := p.LaunchKernel(f, 1, 32, s, buf, buf+64, buf+128, 8); err != nil {
+	if err := p.Launch(f, 1, 32, s, uint64(buf), uint64(buf+64), uint64(buf+128), 8); err != nil {
 		t.Fatalf("aligned launch: %v", err)
 	}
-	if err := p.LaunchKernel(f, 1, 32, s, buf, buf+64+4, buf+128, 8); !gpu.IsCode(err, gpu.ErrorMisalignedAddress) {
+	if err := p.Launch(f, 1, 32, s, uint64(buf), uint64(buf+64+4), uint64(buf+128), 8); !gpu.IsCode(err, gpu.ErrorMisalignedAddress) {
 		t.Fatalf("launch on an operand 4 bytes off: %v, want CUDA_ERROR_MISALIGNED_ADDRESS", err)
 	}
 	if p.Poisoned(ctx) == nil {

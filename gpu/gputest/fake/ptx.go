@@ -36,7 +36,9 @@ var specials = map[string]bool{"%tid": true, "%ntid": true, "%ctaid": true, "%nc
 // with a parameter list and a body; every register used declared (and
 // within its declared count), every label branched to defined once, every
 // parameter loaded declared by the entry, every instruction ended by a
-// semicolon. It returns the entries.
+// semicolon, known (with its types and modifiers) and with operands of
+// the kinds and register types it takes (ptxtypes.go). It returns the
+// entries.
 func ParsePTX(src string) ([]Entry, error) {
 	if strings.Count(src, "{") != strings.Count(src, "}") {
 		return nil, fmt.Errorf("ptx: %d '{' but %d '}'", strings.Count(src, "{"), strings.Count(src, "}"))
@@ -127,7 +129,8 @@ func ParsePTX(src string) ([]Entry, error) {
 }
 
 func checkBody(e Entry) error {
-	regs := map[string]int{} // prefix -> count
+	regs := map[string]int{}     // prefix -> count
+	types := map[string]string{} // prefix -> type
 	labels := map[string]int{}
 	params := map[string]bool{}
 	for _, p := range e.Params {
@@ -137,6 +140,7 @@ func checkBody(e Entry) error {
 		if m := regDeclRE.FindStringSubmatch(l); m != nil {
 			n, _ := strconv.Atoi(m[3])
 			regs[m[2]] = n
+			types[m[2]] = m[1]
 			continue
 		}
 		if m := labelRE.FindStringSubmatch(l); m != nil {
@@ -175,6 +179,9 @@ func checkBody(e Entry) error {
 			if !ok || idx >= n {
 				return fmt.Errorf("ptx: %s: register %%%s%s is not declared", e.Name, m[1], m[2])
 			}
+		}
+		if err := checkInstr(l, types); err != nil {
+			return fmt.Errorf("ptx: %s: %q: %v", e.Name, l, err)
 		}
 	}
 	return nil

@@ -74,6 +74,21 @@ func (mr *MockDriverMockRecorder) CurrentContext() *gomock.Call {
 	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "CurrentContext", reflect.TypeOf((*MockDriver)(nil).CurrentContext))
 }
 
+// DeviceAttribute mocks base method.
+func (m *MockDriver) DeviceAttribute(dev int, attr gpu.DeviceAttr) (int, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "DeviceAttribute", dev, attr)
+	ret0, _ := ret[0].(int)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// DeviceAttribute indicates an expected call of DeviceAttribute.
+func (mr *MockDriverMockRecorder) DeviceAttribute(dev, attr any) *gomock.Call {
+	mr.mock.ctrl.T.Helper()
+	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "DeviceAttribute", reflect.TypeOf((*MockDriver)(nil).DeviceAttribute), dev, attr)
+}
+
 // DeviceByPCIBusID mocks base method.
 func (m *MockDriver) DeviceByPCIBusID(busID string) (int, error) {
 	m.ctrl.T.Helper()
@@ -249,18 +264,23 @@ func (mr *MockDriverMockRecorder) IpcOpenMemHandle(h any) *gomock.Call {
 	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "IpcOpenMemHandle", reflect.TypeOf((*MockDriver)(nil).IpcOpenMemHandle), h)
 }
 
-// LaunchKernel mocks base method.
-func (m *MockDriver) LaunchKernel(f gpu.Function, grid, block int, s gpu.Stream, dst, a, b uintptr, n int) error {
+// Launch mocks base method.
+func (m *MockDriver) Launch(f gpu.Function, grid, block int, s gpu.Stream, args ...uint64) error {
 	m.ctrl.T.Helper()
-	ret := m.ctrl.Call(m, "LaunchKernel", f, grid, block, s, dst, a, b, n)
+	varargs := []any{f, grid, block, s}
+	for _, a := range args {
+		varargs = append(varargs, a)
+	}
+	ret := m.ctrl.Call(m, "Launch", varargs...)
 	ret0, _ := ret[0].(error)
 	return ret0
 }
 
-// LaunchKernel indicates an expected call of LaunchKernel.
-func (mr *MockDriverMockRecorder) LaunchKernel(f, grid, block, s, dst, a, b, n any) *gomock.Call {
+// Launch indicates an expected call of Launch.
+func (mr *MockDriverMockRecorder) Launch(f, grid, block, s any, args ...any) *gomock.Call {
 	mr.mock.ctrl.T.Helper()
-	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "LaunchKernel", reflect.TypeOf((*MockDriver)(nil).LaunchKernel), f, grid, block, s, dst, a, b, n)
+	varargs := append([]any{f, grid, block, s}, args...)
+	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "Launch", reflect.TypeOf((*MockDriver)(nil).Launch), varargs...)
 }
 
 // MemAlloc mocks base method.
@@ -333,6 +353,20 @@ func (m *MockDriver) MemcpyAsync(dst, src uintptr, n int, s gpu.Stream) error {
 func (mr *MockDriverMockRecorder) MemcpyAsync(dst, src, n, s any) *gomock.Call {
 	mr.mock.ctrl.T.Helper()
 	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "MemcpyAsync", reflect.TypeOf((*MockDriver)(nil).MemcpyAsync), dst, src, n, s)
+}
+
+// MemsetD32Async mocks base method.
+func (m *MockDriver) MemsetD32Async(ptr uintptr, v uint32, n int, s gpu.Stream) error {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "MemsetD32Async", ptr, v, n, s)
+	ret0, _ := ret[0].(error)
+	return ret0
+}
+
+// MemsetD32Async indicates an expected call of MemsetD32Async.
+func (mr *MockDriverMockRecorder) MemsetD32Async(ptr, v, n, s any) *gomock.Call {
+	mr.mock.ctrl.T.Helper()
+	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "MemsetD32Async", reflect.TypeOf((*MockDriver)(nil).MemsetD32Async), ptr, v, n, s)
 }
 
 // ModuleGetFunction mocks base method.
@@ -493,4 +527,32 @@ func (m *MockDriver) StreamWaitEvent(s gpu.Stream, e gpu.Event) error {
 func (mr *MockDriverMockRecorder) StreamWaitEvent(s, e any) *gomock.Call {
 	mr.mock.ctrl.T.Helper()
 	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "StreamWaitEvent", reflect.TypeOf((*MockDriver)(nil).StreamWaitEvent), s, e)
+}
+
+// StreamWaitValue32 mocks base method.
+func (m *MockDriver) StreamWaitValue32(s gpu.Stream, addr uintptr, v uint32) error {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "StreamWaitValue32", s, addr, v)
+	ret0, _ := ret[0].(error)
+	return ret0
+}
+
+// StreamWaitValue32 indicates an expected call of StreamWaitValue32.
+func (mr *MockDriverMockRecorder) StreamWaitValue32(s, addr, v any) *gomock.Call {
+	mr.mock.ctrl.T.Helper()
+	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "StreamWaitValue32", reflect.TypeOf((*MockDriver)(nil).StreamWaitValue32), s, addr, v)
+}
+
+// StreamWriteValue32 mocks base method.
+func (m *MockDriver) StreamWriteValue32(s gpu.Stream, addr uintptr, v uint32) error {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "StreamWriteValue32", s, addr, v)
+	ret0, _ := ret[0].(error)
+	return ret0
+}
+
+// StreamWriteValue32 indicates an expected call of StreamWriteValue32.
+func (mr *MockDriverMockRecorder) StreamWriteValue32(s, addr, v any) *gomock.Call {
+	mr.mock.ctrl.T.Helper()
+	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "StreamWriteValue32", reflect.TypeOf((*MockDriver)(nil).StreamWriteValue32), s, addr, v)
 }
