@@ -75,6 +75,7 @@ static struct {
     gocoll_curesult (*IpcCloseMemHandle)(gocoll_cuptr);
     gocoll_curesult (*StreamWriteValue32)(P, gocoll_cuptr, unsigned, unsigned);
     gocoll_curesult (*StreamWaitValue32)(P, gocoll_cuptr, unsigned, unsigned);
+    gocoll_curesult (*StreamBatchMemOp)(P, unsigned, void *, unsigned);
     gocoll_curesult (*MemsetD32Async)(gocoll_cuptr, unsigned, size_t, P);
     gocoll_curesult (*DeviceGetAttribute)(int *, int, int);
 } cu;
@@ -124,6 +125,7 @@ static const struct sym {
      * (gpu.DeviceAttrStreamMemOps says which). */
     {(void **)&cu.StreamWriteValue32, {"cuStreamWriteValue32_v2", "cuStreamWriteValue32"}},
     {(void **)&cu.StreamWaitValue32, {"cuStreamWaitValue32_v2", "cuStreamWaitValue32"}},
+    {(void **)&cu.StreamBatchMemOp, {"cuStreamBatchMemOp_v2", "cuStreamBatchMemOp"}},
     {(void **)&cu.MemsetD32Async, {"cuMemsetD32Async"}},
     {(void **)&cu.DeviceGetAttribute, {"cuDeviceGetAttribute"}},
 };
@@ -337,6 +339,28 @@ gocoll_curesult gocoll_cu_stream_write_value32(uintptr_t s, gocoll_cuptr addr, u
 
 gocoll_curesult gocoll_cu_stream_wait_value32(uintptr_t s, gocoll_cuptr addr, unsigned v) {
     return cu.StreamWaitValue32((P)s, addr, v, CU_STREAM_WAIT_VALUE_GEQ);
+}
+
+/* One entry of cuStreamBatchMemOp's array (CUstreamBatchMemOpParams, a
+ * union of 48 bytes): the wait and write forms share this layout. */
+struct batch_op {
+    unsigned operation; /* CU_STREAM_MEM_OP_WAIT_VALUE_32 = 1, _WRITE_VALUE_32 = 2 */
+    gocoll_cuptr address;
+    unsigned long long value; /* value (32 bits) or value64 */
+    unsigned flags;           /* CU_STREAM_WAIT_VALUE_GEQ, CU_STREAM_WRITE_VALUE_DEFAULT: 0 */
+    gocoll_cuptr alias;
+    unsigned long long pad;
+};
+_Static_assert(sizeof(struct batch_op) == 48, "CUstreamBatchMemOpParams is 48 bytes");
+
+gocoll_curesult gocoll_cu_stream_batch_memop(uintptr_t s, const gocoll_cuptr *addrs, const unsigned *values,
+                                             const unsigned char *writes, int n) {
+    struct batch_op ops[GOCOLL_MAX_MEMOPS];
+    if (n < 0 || n > GOCOLL_MAX_MEMOPS) return 1; /* CUDA_ERROR_INVALID_VALUE */
+    memset(ops, 0, sizeof ops);
+    for (int i = 0; i < n; i++)
+        ops[i].operation = writes[i] ? 2 : 1, ops[i].address = addrs[i], ops[i].value = values[i];
+    return cu.StreamBatchMemOp((P)s, (unsigned)n, ops, 0);
 }
 
 gocoll_curesult gocoll_cu_memset_d32_async(gocoll_cuptr p, unsigned v, size_t n, uintptr_t s) {

@@ -231,6 +231,24 @@ func (cudaDriver) StreamWriteValue32(s Stream, addr uintptr, v uint32) error {
 	return check("cuStreamWriteValue32", C.gocoll_cu_stream_write_value32(C.uintptr_t(s), C.gocoll_cuptr(addr), C.unsigned(v)))
 }
 
+func (cudaDriver) StreamBatchMemOp(s Stream, ops []MemOp) error {
+	if len(ops) > MaxMemOps {
+		return NewError("cuStreamBatchMemOp", ErrorInvalidValue, fmt.Sprintf("%d operations, at most %d", len(ops), MaxMemOps))
+	}
+	var (
+		addrs  [MaxMemOps]C.gocoll_cuptr
+		values [MaxMemOps]C.unsigned
+		writes [MaxMemOps]C.uchar
+	)
+	for i, o := range ops {
+		addrs[i], values[i] = C.gocoll_cuptr(o.Addr), C.unsigned(o.Value)
+		if o.Write {
+			writes[i] = 1
+		}
+	}
+	return check("cuStreamBatchMemOp", C.gocoll_cu_stream_batch_memop(C.uintptr_t(s), &addrs[0], &values[0], &writes[0], C.int(len(ops))))
+}
+
 func (cudaDriver) StreamWaitValue32(s Stream, addr uintptr, v uint32) error {
 	return check("cuStreamWaitValue32", C.gocoll_cu_stream_wait_value32(C.uintptr_t(s), C.gocoll_cuptr(addr), C.unsigned(v)))
 }

@@ -81,6 +81,11 @@ gocoll_curesult gocoll_cu_launch(uintptr_t f, unsigned grid, unsigned block, uin
                              const unsigned long long *args, int nargs);
 gocoll_curesult gocoll_cu_stream_write_value32(uintptr_t s, gocoll_cuptr addr, unsigned v);
 gocoll_curesult gocoll_cu_stream_wait_value32(uintptr_t s, gocoll_cuptr addr, unsigned v);
+/* cuStreamBatchMemOp of n waits (writes[i] 0: until (int32)(*addrs[i] -
+ * values[i]) >= 0) and writes (writes[i] 1), at most GOCOLL_MAX_MEMOPS. */
+#define GOCOLL_MAX_MEMOPS 256
+gocoll_curesult gocoll_cu_stream_batch_memop(uintptr_t s, const gocoll_cuptr *addrs, const unsigned *values,
+                                             const unsigned char *writes, int n);
 gocoll_curesult gocoll_cu_memset_d32_async(gocoll_cuptr p, unsigned v, size_t n, uintptr_t s);
 gocoll_curesult gocoll_cu_device_attribute(int dev, int attr, int *v);
 gocoll_curesult gocoll_cu_ipc_get(gocoll_cuptr base, gocoll_ipc_handle *h);

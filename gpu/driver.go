@@ -119,6 +119,12 @@ type Driver interface {
 	// GPU, never the calling thread; a wait that is never satisfied hangs
 	// the stream (and anything that waits for it) for good.
 	StreamWaitValue32(s Stream, addr uintptr, v uint32) error
+	// StreamBatchMemOp is cuStreamBatchMemOp (_v2 first): the waits and
+	// writes of ops, in order, as one driver call: StreamWaitValue32 and
+	// StreamWriteValue32 each of them would be. A one-shot collective's
+	// synchronisation (write my flag, wait for every peer's) is one call
+	// whatever the number of peers.
+	StreamBatchMemOp(s Stream, ops []MemOp) error
 	// MemsetD32Async is cuMemsetD32Async: n 32-bit words at ptr (4-byte
 	// aligned) set to v on stream s.
 	MemsetD32Async(ptr uintptr, v uint32, n int, s Stream) error
@@ -171,6 +177,19 @@ const (
 
 // MaxKernelArgs is the most parameters Launch passes.
 const MaxKernelArgs = 16
+
+// MaxMemOps is the most operations StreamBatchMemOp takes in one call
+// (cuda.h's GOCOLL_MAX_MEMOPS).
+const MaxMemOps = 256
+
+// MemOp is one operation of StreamBatchMemOp: with Write, the 32-bit
+// word at Addr becomes Value (StreamWriteValue32); without, the stream
+// waits until (int32)(*Addr - Value) >= 0 (StreamWaitValue32).
+type MemOp struct {
+	Addr  uintptr
+	Value uint32
+	Write bool
+}
 
 // DeviceAttr is a CUdevice_attribute.
 type DeviceAttr int

@@ -308,11 +308,9 @@ func stubProcess(mode, dir string) error {
 		return fmt.Errorf("memset: % x, %v", got, err)
 	}
 	// Both ranks are done reading each other's data before either frees
-	// it: the second flag.
-	if err := drv.StreamWriteValue32(s, region, 2); err != nil {
-		return err
-	}
-	if err := drv.StreamWaitValue32(s, theirs, 2); err != nil {
+	// it: the second flag, written and waited for in one batch
+	// (cuStreamBatchMemOp).
+	if err := drv.StreamBatchMemOp(s, []gpu.MemOp{{Addr: region, Value: 2, Write: true}, {Addr: theirs, Value: 2}}); err != nil {
 		return err
 	}
 	if err := drv.EventRecord(ev, s); err != nil {

@@ -1467,22 +1467,7 @@ func (p *Process) memOp(call string, s gpu.Stream, addr uintptr) (*stream, gpu.C
 
 func (p *Process) StreamWriteValue32(s gpu.Stream, addr uintptr, v uint32) error {
 	p.called("StreamWriteValue32")
-	const call = "cuStreamWriteValue32"
-	st, ctx, err := p.memOp(call, s, addr)
-	if err != nil {
-		return err
-	}
-	st.enqueue(func() error {
-		w, err := p.word(addr) // the mapping may have gone since
-		if err != nil {
-			err = fail(call, gpu.ErrorIllegalAddress, "%v", err)
-			p.poison(ctx, err)
-			return err
-		}
-		atomic.StoreUint32(w, v) // after the stream's earlier work, which it orders before it
-		return nil
-	})
-	return nil
+	return p.memOps("cuStreamWriteValue32", s, []gpu.MemOp{{Addr: addr, Value: v, Write: true}})
 }
 
 // DefaultWaitTimeout is how long a stream waits for a StreamWaitValue32
@@ -1491,42 +1476,78 @@ const DefaultWaitTimeout = 30 * time.Second
 
 func (p *Process) StreamWaitValue32(s gpu.Stream, addr uintptr, v uint32) error {
 	p.called("StreamWaitValue32")
-	const call = "cuStreamWaitValue32"
-	st, ctx, err := p.memOp(call, s, addr)
-	if err != nil {
+	return p.memOps("cuStreamWaitValue32", s, []gpu.MemOp{{Addr: addr, Value: v}})
+}
+
+func (p *Process) StreamBatchMemOp(s gpu.Stream, ops []gpu.MemOp) error {
+	p.called("StreamBatchMemOp")
+	const call = "cuStreamBatchMemOp"
+	if len(ops) > gpu.MaxMemOps {
+		return fail(call, gpu.ErrorInvalidValue, "%d operations, at most %d", len(ops), gpu.MaxMemOps)
+	}
+	return p.memOps(call, s, ops)
+}
+
+// memOps queues the waits and writes of ops on s, in order.
+func (p *Process) memOps(call string, s gpu.Stream, ops []gpu.MemOp) error {
+	if len(ops) == 0 {
+		_, err := p.stream(call, s)
 		return err
 	}
+	var st *stream
+	var ctx gpu.Context
+	for _, o := range ops {
+		var err error
+		if st, ctx, err = p.memOp(call, s, o.Addr); err != nil {
+			return err
+		}
+	}
+	ops = slices.Clone(ops)
 	timeout := p.m.opts.WaitTimeout
 	if timeout <= 0 {
 		timeout = DefaultWaitTimeout
 	}
 	st.enqueue(func() error {
-		start, pause := time.Now(), time.Microsecond
-		for {
-			w, err := p.word(addr)
-			if err != nil {
-				err = fail(call, gpu.ErrorIllegalAddress, "%v", err)
-				p.poison(ctx, err)
+		for _, o := range ops {
+			if err := p.memOpRun(call, ctx, o, timeout); err != nil {
 				return err
 			}
-			// CU_STREAM_WAIT_VALUE_GEQ, as the driver compares: safe
-			// across the wrap-around of a sequence number.
-			got := atomic.LoadUint32(w)
-			if int32(got-v) >= 0 {
-				return nil
-			}
-			if time.Since(start) > timeout {
-				// A GPU would wait for ever; the fake gives up, and the
-				// context is lost as after a watchdog's timeout.
-				err := fail(call, gpu.ErrorLaunchTimeout, "waited %v for [%#x] >= %d (it holds %d)", timeout, addr, v, got)
-				p.poison(ctx, err)
-				return err
-			}
-			time.Sleep(pause)
-			pause = min(2*pause, time.Millisecond)
 		}
+		return nil
 	})
 	return nil
+}
+
+// memOpRun runs one write or wait when its stream reaches it.
+func (p *Process) memOpRun(call string, ctx gpu.Context, o gpu.MemOp, timeout time.Duration) error {
+	start, pause := time.Now(), time.Microsecond
+	for {
+		w, err := p.word(o.Addr) // the mapping may have gone since
+		if err != nil {
+			err = fail(call, gpu.ErrorIllegalAddress, "%v", err)
+			p.poison(ctx, err)
+			return err
+		}
+		if o.Write {
+			atomic.StoreUint32(w, o.Value) // after the stream's earlier work, which it orders before it
+			return nil
+		}
+		// CU_STREAM_WAIT_VALUE_GEQ, as the driver compares: safe across
+		// the wrap-around of a sequence number.
+		got := atomic.LoadUint32(w)
+		if int32(got-o.Value) >= 0 {
+			return nil
+		}
+		if time.Since(start) > timeout {
+			// A GPU would wait for ever; the fake gives up, and the
+			// context is lost as after a watchdog's timeout.
+			err := fail(call, gpu.ErrorLaunchTimeout, "waited %v for [%#x] >= %d (it holds %d)", timeout, o.Addr, o.Value, got)
+			p.poison(ctx, err)
+			return err
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, time.Millisecond)
+	}
 }
 
 func (p *Process) MemsetD32Async(ptr uintptr, v uint32, n int, s gpu.Stream) error {

@@ -381,3 +381,54 @@ func TestPeerKernel(t *testing.T) {
 		t.Errorf("a source that is not device memory: %v, want CUDA_ERROR_ILLEGAL_ADDRESS", err)
 	}
 }
+
+// A batch of memory operations runs its writes and waits in order, as
+// one call: a rank's flag written, then every peer's waited for.
+func TestStreamBatchMemOp(t *testing.T) {
+	ps := node(t, fake.Options{}, 3)
+	flags := make([]uintptr, 3)
+	for i, p := range ps {
+		flags[i] = p.Malloc(0, 64)
+		p.Write(flags[i], word(0))
+	}
+	mapped := func(p *fake.Process, q int) uintptr { // q's flag as p sees it
+		if p == ps[q] {
+			return flags[q]
+		}
+		return must[uintptr](t)(p.IpcOpenMemHandle(must[gpu.IPCHandle](t)(ps[q].IpcGetMemHandle(flags[q]))))
+	}
+	evs := make([]gpu.Event, 3)
+	for i, p := range ps {
+		s := must[gpu.Stream](t)(p.StreamCreate())
+		ops := []gpu.MemOp{{Addr: flags[i], Value: 1, Write: true}}
+		for q := range ps {
+			if q != i {
+				ops = append(ops, gpu.MemOp{Addr: mapped(p, q), Value: 1})
+			}
+		}
+		if err := p.StreamBatchMemOp(s, ops); err != nil {
+			t.Fatal(err)
+		}
+		evs[i] = must[gpu.Event](t)(p.EventCreate())
+		if err := p.EventRecord(evs[i], s); err != nil {
+			t.Fatal(err)
+		}
+		if i < 2 {
+			time.Sleep(5 * time.Millisecond)
+			if done, _ := p.EventQuery(evs[i]); done {
+				t.Fatalf("rank %d passed its waits before every rank wrote its flag", i)
+			}
+		}
+	}
+	for i, p := range ps {
+		if err := p.EventSynchronize(evs[i]); err != nil {
+			t.Fatalf("rank %d: %v", i, err)
+		}
+		if c := p.Calls(); c["StreamBatchMemOp"] != 1 || c["StreamWaitValue32"] != 0 || c["StreamWriteValue32"] != 0 {
+			t.Errorf("rank %d: calls %v, want one StreamBatchMemOp", i, c)
+		}
+	}
+	if err := ps[0].StreamBatchMemOp(must[gpu.Stream](t)(ps[0].StreamCreate()), make([]gpu.MemOp, gpu.MaxMemOps+1)); !gpu.IsCode(err, gpu.ErrorInvalidValue) {
+		t.Errorf("%d operations: %v, want CUDA_ERROR_INVALID_VALUE", gpu.MaxMemOps+1, err)
+	}
+}

@@ -486,6 +486,20 @@ func (mr *MockDriverMockRecorder) SetCurrentContext(ctx any) *gomock.Call {
 	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "SetCurrentContext", reflect.TypeOf((*MockDriver)(nil).SetCurrentContext), ctx)
 }
 
+// StreamBatchMemOp mocks base method.
+func (m *MockDriver) StreamBatchMemOp(s gpu.Stream, ops []gpu.MemOp) error {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "StreamBatchMemOp", s, ops)
+	ret0, _ := ret[0].(error)
+	return ret0
+}
+
+// StreamBatchMemOp indicates an expected call of StreamBatchMemOp.
+func (mr *MockDriverMockRecorder) StreamBatchMemOp(s, ops any) *gomock.Call {
+	mr.mock.ctrl.T.Helper()
+	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "StreamBatchMemOp", reflect.TypeOf((*MockDriver)(nil).StreamBatchMemOp), s, ops)
+}
+
 // StreamCreate mocks base method.
 func (m *MockDriver) StreamCreate() (gpu.Stream, error) {
 	m.ctrl.T.Helper()

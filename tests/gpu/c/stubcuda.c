@@ -122,7 +122,7 @@ static int nfreed, capfreed;
 
 static struct {
     long allocs, reused, handles, opened, closed, deferred, misaligned;
-    long events, blocking_sync, writes, waits, held, peer;
+    long events, blocking_sync, writes, waits, held, peer, batches;
 } stats;
 
 /* The fields after "sticky error" are new: run.sh reads the ones before
@@ -134,10 +134,10 @@ void gpucoll_stub_report(void) {
             "stubcuda: pid %d: allocations %ld (at a reused address %ld), IPC handles made %ld, opened %ld, closed %ld, "
             "copies deferred on default streams %ld, misaligned launches %ld, sticky error %d, "
             "stream writes %ld, stream waits %ld (held a stream back %ld), peer kernels %ld, "
-            "events created %ld (blocking-sync %ld)\n",
+            "events created %ld (blocking-sync %ld), memop batches %ld\n",
             (int)getpid(), stats.allocs, stats.reused, stats.handles, stats.opened, stats.closed, stats.deferred,
             stats.misaligned, sticky, stats.writes, stats.waits, stats.held, stats.peer, stats.events,
-            stats.blocking_sync);
+            stats.blocking_sync, stats.batches);
 }
 
 /* gpucoll_stub_blocking_sync_events is how many events the process made
@@ -1271,6 +1271,32 @@ CUresult cuStreamWriteValue32_v2(void *s, CUdeviceptr addr, unsigned v, unsigned
 CUresult cuStreamWriteValue32(void *s, CUdeviceptr addr, unsigned v, unsigned flags) { return write32(s, addr, v, flags); }
 CUresult cuStreamWaitValue32_v2(void *s, CUdeviceptr addr, unsigned v, unsigned flags) { return wait32(s, addr, v, flags); }
 CUresult cuStreamWaitValue32(void *s, CUdeviceptr addr, unsigned v, unsigned flags) { return wait32(s, addr, v, flags); }
+
+/* cuStreamBatchMemOp: its 48-byte entries (CUstreamBatchMemOpParams), in
+ * order, each a write32 or a wait32. */
+struct batch_op {
+    unsigned operation; /* 1: wait 32 bits, 2: write 32 bits */
+    CUdeviceptr address;
+    unsigned long long value;
+    unsigned flags;
+    CUdeviceptr alias;
+    unsigned long long pad;
+};
+static CUresult batch(void *s, unsigned n, void *params, unsigned flags) {
+    NEED_CTX;
+    const struct batch_op *ops = params;
+    if (flags || (n && !ops)) return INVALID_VALUE;
+    __atomic_add_fetch(&stats.batches, 1, __ATOMIC_RELAXED);
+    for (unsigned i = 0; i < n; i++) {
+        CUresult r = ops[i].operation == 2   ? write32(s, ops[i].address, (unsigned)ops[i].value, ops[i].flags)
+                     : ops[i].operation == 1 ? wait32(s, ops[i].address, (unsigned)ops[i].value, ops[i].flags)
+                                             : INVALID_VALUE;
+        if (r != OK) return r;
+    }
+    return OK;
+}
+CUresult cuStreamBatchMemOp_v2(void *s, unsigned n, void *params, unsigned flags) { return batch(s, n, params, flags); }
+CUresult cuStreamBatchMemOp(void *s, unsigned n, void *params, unsigned flags) { return batch(s, n, params, flags); }
 
 CUresult cuMemsetD32Async(CUdeviceptr p, unsigned v, size_t n, void *s) {
     NEED_CTX;
