@@ -381,27 +381,28 @@ func how(c *C.struct_gc_call, cl algorithms.Collective, st *commState) string {
 	return "tuned" + corrected
 }
 
-// cbytes views n bytes of C memory.
-func cbytes(p unsafe.Pointer, n int64) []byte {
-	if n <= 0 || p == nil {
-		return nil
-	}
-	return unsafe.Slice((*byte)(p), n)
-}
-
 // place sets one of a call's buffers, n bytes at p: as Go bytes, or, on a
 // device call, by address where the C half found device memory (c.dev,
 // c.attrs: the driver is not asked again).
-func (st *commState) place(c *C.struct_gc_call, p unsafe.Pointer, n int64, host *[]byte, dev **gpu.Buffer) {
-	if c.device != 0 && n > 0 && p != nil {
-		for i, q := range [2]unsafe.Pointer{unsafe.Pointer(c.sbuf), unsafe.Pointer(c.rbuf)} {
+func (st *commState) place(c *C.struct_gc_call, p uintptr, n int64, host *[]byte, dev **gpu.Buffer) {
+	if c.device != 0 && n > 0 && p != 0 {
+		for i, q := range bufferAddrs(c) {
 			if q == p && c.dev[i] != 0 {
-				*dev = &gpu.Buffer{Ptr: uintptr(p), Len: int(n), Mem: gpu.AttrsOf(unsafe.Pointer(&c.attrs[i])).Memory(uintptr(p))}
+				*dev = &gpu.Buffer{Ptr: p, Len: int(n), Mem: gpu.AttrsOf(unsafe.Pointer(&c.attrs[i])).Memory(p)}
 				return
 			}
 		}
 	}
-	*host = cbytes(p, n)
+	if n > 0 && p != 0 { // C memory: p is a valid pointer from here on
+		*host = unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&p))), n)
+	}
+}
+
+// bufferAddrs are a call's send and receive buffers as numbers: never
+// held as pointers, since Open MPI's MPI_IN_PLACE is (void *)1, which
+// Go's stack copying takes for a bad pointer and stops the process.
+func bufferAddrs(c *C.struct_gc_call) [2]uintptr {
+	return [2]uintptr{*(*uintptr)(unsafe.Pointer(&c.sbuf)), *(*uintptr)(unsafe.Pointer(&c.rbuf))}
 }
 
 // args converts a call to coll's arguments. The C half has classified
@@ -416,7 +417,8 @@ func (st *commState) args(c *C.struct_gc_call) (coll.Args, error) {
 		a.Op = userOp(c)
 	}
 	elem, count, p := int64(c.elem), int64(c.count), int64(st.size)
-	send, recv := unsafe.Pointer(c.sbuf), unsafe.Pointer(c.rbuf)
+	b := bufferAddrs(c)
+	send, recv := b[0], b[1]
 	switch algorithms.Collective(c.coll) {
 	case algorithms.Allreduce:
 		a.Count = int(count)
