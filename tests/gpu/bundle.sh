@@ -50,14 +50,19 @@ cp examples/c/allreduce.c "$tmp/examples/"
 CFLAGS="-O2 -g -std=gnu11 -Wall"
 src=tests/gpu/c/gpucoll.c
 echo "cc $CFLAGS -Iinclude -o gpu-bundle/tests/gpucoll $src -Lbuild/lib -lgocoll -Wl,-rpath,'\$ORIGIN/../lib' -ldl -lm"
+# $CFLAGS is split into words on purpose (sh has no arrays); $ORIGIN is
+# the loader's, not the shell's.
+# shellcheck disable=SC2086,SC2016
 cc $CFLAGS -I"$tmp/include" -o "$tmp/tests/gpucoll" $src -L"$tmp/lib" -lgocoll -Wl,-rpath,'$ORIGIN/../lib' -ldl -lm
 built="gpucoll (gocoll's mpi.h)"
 echo "cc $CFLAGS -Iinclude -o gpu-bundle/tests/gpucalls tests/gpu/c/gpucalls.c -Lbuild/lib -lgocoll -Wl,-rpath,'\$ORIGIN/../lib' -ldl"
+# shellcheck disable=SC2086,SC2016
 cc $CFLAGS -I"$tmp/include" -o "$tmp/tests/gpucalls" tests/gpu/c/gpucalls.c -L"$tmp/lib" -lgocoll -Wl,-rpath,'$ORIGIN/../lib' -ldl
 built="$built, gpucalls (gocoll's mpi.h)"
 for m in openmpi mpich; do
 	if command -v mpicc.$m >/dev/null 2>&1; then
 		echo "mpicc.$m $CFLAGS -o gpu-bundle/tests/gpucoll-$m $src -ldl -lm"
+		# shellcheck disable=SC2086
 		mpicc.$m $CFLAGS -o "$tmp/tests/gpucoll-$m" $src -ldl -lm
 		built="$built, gpucoll-$m ($(mpicc.$m -show 2>/dev/null | tr ' ' '\n' | grep -m1 -- '-lmpi' || echo "-lmpi"))"
 	else

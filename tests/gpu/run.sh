@@ -164,7 +164,7 @@ else
 	if have nvidia-smi; then
 		gpus=$(nvidia-smi -L 2>&1) || missing "nvidia-smi fails: $gpus"
 		echo "$gpus" | grep -q '^GPU ' || missing "no NVIDIA GPU (nvidia-smi -L lists none)"
-		echo "$gpus" | sed 's/^/run.sh: /'
+		echo "run.sh: ${gpus//$'\n'/$'\n'run.sh: }"
 		echo "run.sh: driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)"
 	else
 		echo "run.sh: no nvidia-smi (for information only)"
@@ -174,7 +174,7 @@ export GOCOLL_CUDA=on # gocoll must find the driver, or say why not
 # The device, as the test program sees it: one rank, no launcher.
 probe=$(timeout -k 5 60 "$here/tests/gpucoll" --checks none --no-time 2>&1)
 rc=$?
-echo "$probe" | sed 's/^/run.sh: probe: /'
+echo "run.sh: probe: ${probe//$'\n'/$'\n'run.sh: probe: }"
 [ "$rc" -eq 0 ] || missing "the test program finds no usable CUDA device (exit $rc, above)"
 
 # ---- what to run ----
@@ -224,8 +224,8 @@ for m in $ready_preloads; do echo "run.sh: LD_PRELOAD over $m: ${mpirun_of[$m]} 
 
 qarg=""
 [ "$quick" = 1 ] && qarg=--quick
-targs="--max-bytes $max_bytes"
-[ "$no_time" = 1 ] && targs="--no-time"
+targs=(--max-bytes "$max_bytes")
+[ "$no_time" = 1 ] && targs=(--no-time)
 
 # ---- run ----
 total_pass=0 total_fail=0
@@ -273,7 +273,8 @@ runone() {
 			return
 		fi
 	fi
-	local t0=$(date +%s)
+	local t0
+	t0=$(date +%s)
 	timeout -k 5 "$limit" "$@" >"$log" 2>&1
 	local rc=$? secs=$(($(date +%s) - t0))
 	cat "$log"
@@ -370,15 +371,16 @@ check_calls() {
 	local errs="$work/$1.stderr"
 	cat "$dir"/rank-* >"$errs" 2>/dev/null
 	grep -vE "$call_re" "$errs"
-	local line checks r files reports=0 dev lines fell ok=1
+	local line fails checks r files reports=0 dev lines fell ok=1
 	for ((r = 0; r < n; r++)); do
 		# this rank's checks, each one collective on device memory
 		line=$(grep -E "^rank $r: [0-9]+ passed, [0-9]+ failed\$" "$log" | head -1)
 		line=${line#*: }
 		checks=0
-		[ -n "$line" ] && checks=$((${line%% passed*} + $(echo "${line#*, }" | sed 's/ failed//')))
+		fails=${line#*, }
+		[ -n "$line" ] && checks=$((${line%% passed*} + ${fails% failed}))
 		[ "$checks" -gt 0 ] || ok=0
-		files=$(ls "$dir"/rank-$r.* 2>/dev/null | wc -l)
+		files=$(find "$dir" -maxdepth 1 -name "rank-$r.*" | wc -l)
 		dev=$(cat "$dir"/rank-$r.* 2>/dev/null | sed -nE 's/^gocoll: rank [0-9]+: finalize: .* \(on device memory ([0-9]+)\).*/\1/p')
 		lines=$(cat "$dir"/rank-$r.* 2>/dev/null | grep -cE '^gocoll: rank [0-9]+: MPI_[A-Za-z_]+ comm=.* memory=device$')
 		fell=$(cat "$dir"/rank-$r.* 2>/dev/null | grep -cF -- '-> host MPI (CUDA device buffer)')
@@ -425,7 +427,6 @@ check_wrapper() {
 	if "$here/bin/mpicc" -O2 -o "$work/allreduce" "$here/examples/allreduce.c" >"$work/wrapper-cc.log" 2>&1 &&
 		{ ! have ldd || ldd "$work/allreduce" | grep -qF " => $here/lib/libgocoll.so."; }; then
 		p=$((p + 1))
-		local t0=$(date +%s)
 		timeout -k 5 "$per_run" "$here/bin/gocollrun" -n 2 "$work/allreduce" >"$work/wrapper.log" 2>&1
 		local rc=$?
 		cat "$work/wrapper.log"
@@ -448,7 +449,7 @@ check_wrapper
 runone "calls-cuda-off" 1 env GOCOLL_CUDA=off "$here/bin/gocollrun" -n 1 --timeout "$((per_run + 5))s" "$here/tests/gpucalls" --no-cuda
 for n in $ranks; do
 	g=("$here/bin/gocollrun" -n "$n" --timeout "$((per_run + 5))s")
-	t=$targs
+	t=("${targs[@]}")
 	if [ "$n" = 1 ]; then
 		# Nothing to time on one rank, and no peer for IPC.
 		runone "gocollrun-np1" 1 "${g[@]}" "$here/tests/gpucoll" $qarg --no-time --checks ops,order,cudart
@@ -458,7 +459,7 @@ for n in $ranks; do
 		runone "calls-np1" 1 "${g[@]}" "$here/tests/gpucalls" $qarg
 		continue
 	fi
-	runone "gocollrun-np$n-ipc" "$n" env GOCOLL_CUDA_IPC=1 "${g[@]}" "$here/tests/gpucoll" $qarg $t --checks ops,order,cudart
+	runone "gocollrun-np$n-ipc" "$n" env GOCOLL_CUDA_IPC=1 "${g[@]}" "$here/tests/gpucoll" $qarg "${t[@]}" --checks ops,order,cudart
 	stub_path "gocollrun-np$n-ipc" "$n" 1
 	runone "gocollrun-np$n-staged" "$n" env GOCOLL_CUDA_IPC=0 "${g[@]}" "$here/tests/gpucoll" $qarg --no-time --checks ops,order,cudart
 	stub_path "gocollrun-np$n-staged" "$n" 0
@@ -475,7 +476,7 @@ for n in $ranks; do
 		# then the quick ops checks again with GOCOLL_DEBUG=info (which
 		# turns the C half's decision cache off), to count the device calls.
 		launcher "$m" "$n" warn
-		runone "preload-$m-np$n" "$n" "${launch[@]}" "$here/tests/gpucoll-$m" $qarg $t --no-special
+		runone "preload-$m-np$n" "$n" "${launch[@]}" "$here/tests/gpucoll-$m" $qarg "${t[@]}" --no-special
 		launcher "$m" "$n" info
 		mkdir -p "$work/stderr-$m-np$n"
 		runone "preload-$m-np$n-calls" "$n" "${launch[@]}" "$work/rank-stderr.sh" "$work/stderr-$m-np$n" \
