@@ -12,8 +12,7 @@
 # dlopen, the checks of each group against a host reference):
 #   gocollrun-npN-ipc      every op and type, four collectives, in place
 #                          and not; the default-stream ordering; cudaMalloc
-#                          memory when a libcudart is found; the timing
-#                          table (device vs host buffers, 8 B up)
+#                          memory when a libcudart is found
 #   gocollrun-npN-staged   the same checks with GOCOLL_CUDA_IPC=0
 #   realloc-npN-ipc/-staged  allocate, call, free, again at the same address
 #   misaligned-npN-ipc/-staged  buffers off an element boundary, then the
@@ -26,16 +25,31 @@
 #   calls-cuda-off         the queries say 0 with GOCOLL_CUDA=off
 #   preload-M-npN(-calls)  under LD_PRELOAD over the host MPI M (Open MPI,
 #                          MPICH) when it is installed and the binary built
-#                          for it loads (ldd); NaNs and signed zeros left
+#                          for it loads (ldd), with an MPI_Allreduce table
+#                          (device buffers in gocoll, host buffers where
+#                          the preload sends them); NaNs and signed zeros left
 #                          out of MPI_MAX/MPI_MIN (the host MPI may run a
 #                          call, MPI leaves them open); the -calls run, with
 #                          GOCOLL_DEBUG=info, also checks that gocoll, not
 #                          the host MPI, ran every call on device memory
 #                          (the finalize reports' count of device calls)
+#   time-npN               the timing table: MPI_Allreduce,
+#                          MPI_Reduce_scatter_block, MPI_Reduce_scatter and
+#                          MPI_Allgather on device and host buffers, 8 B to
+#                          256 MiB (64 MiB from 8 ranks up), a barrier
+#                          before each call, the slowest rank's mean; the
+#                          baselines measured in the same run (an empty
+#                          kernel's launch + synchronize, the device-to-
+#                          device copy bandwidth); each cell's result
+#                          checked; within a share of --budget (cells that
+#                          do not fit are skipped and said to be); then one
+#                          summary line per collective, which the summary
+#                          below repeats
 #   wrapper (first)        the bundle's mpicc compiles examples/allreduce.c
 #                          against this copy's include/ and lib/, and it
 #                          runs (when a C compiler is here)
-# (npN for N of --ranks; 1 rank: no -ipc/-staged, IPC needs a peer.)
+# (npN for N of --ranks; 1 rank: no -ipc/-staged, IPC needs a peer; from 8
+# ranks up the checks are --quick, to fit the budget.)
 # Each rank judges its own checks (`rank R: N passed, N failed` and its
 # exit status; no verdict is combined through MPI). Prints every run's
 # output, then a summary and the totals, `N passed, N failed`, last.
@@ -48,7 +62,8 @@ usage() {
 usage: run.sh [options]   (build/gpu-bundle/run.sh, or tests/gpu/run.sh)
 
   --quick           fewer counts and cycles, sizes up to 16 MiB
-  --ranks "1 2 4"   rank counts to run (default "1 2 4")
+  --ranks "1 2 4 8" rank counts to run (default "1 2 4 8"; from 8 ranks up
+                    the checks are --quick and the table stops at 64 MiB)
   --max-bytes N     largest message of the timing table (default 268435456)
   --no-time         no timing table
   --mpi NAME        host MPI for the LD_PRELOAD runs: openmpi, mpich, both,
@@ -57,7 +72,10 @@ usage: run.sh [options]   (build/gpu-bundle/run.sh, or tests/gpu/run.sh)
   --timeout SECS    limit for each run (default 60)
   --budget SECS     limit for the whole script (default 225: under 4
                     minutes); runs that would pass it are not run, and
-                    count as failed
+                    count as failed; each timing table gets a share of it
+                    (3% at 1 rank, 7% at 2, 9% at 4, 11% from 8 up, 1% for
+                    an LD_PRELOAD run's MPI_Allreduce table) and skips the
+                    cells that do not fit
   --self-test       check this script, the bundle and gocoll's device path
                     without a GPU: the bundle's stand-in CUDA driver and
                     runtime (stub/) give "device" memory the CPU cannot
@@ -76,7 +94,7 @@ EOF
 }
 
 args=("$@")
-quick=0 ranks="1 2 4" max_bytes=268435456 mpi=auto per_run=60 budget=225 self_test=0 no_time=0
+quick=0 ranks="1 2 4 8" max_bytes=268435456 mpi=auto per_run=60 budget=225 self_test=0 no_time=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--quick) quick=1 ;;
@@ -224,8 +242,6 @@ for m in $ready_preloads; do echo "run.sh: LD_PRELOAD over $m: ${mpirun_of[$m]} 
 
 qarg=""
 [ "$quick" = 1 ] && qarg=--quick
-targs=(--max-bytes "$max_bytes")
-[ "$no_time" = 1 ] && targs=(--no-time)
 
 # ---- run ----
 total_pass=0 total_fail=0
@@ -398,6 +414,17 @@ check_calls() {
 	add "${name%-calls}-device" "$ok" "$((1 - ok))" "(gocoll ran the device calls: $reports reports of $n ranks)"
 }
 
+# table_budget SHARE: seconds for a timing table, SHARE% of --budget, and
+# no more than what is left of the budget or of a run's limit (--timeout),
+# less 15 s for the run's start and end.
+table_budget() {
+	local b=$((budget * $1 / 100)) left=$((budget - ($(date +%s) - start) - 15)) cap=$((per_run - 15))
+	[ "$b" -gt "$left" ] && b=$left
+	[ "$b" -gt "$cap" ] && b=$cap
+	[ "$b" -lt 1 ] && b=1
+	echo "$b"
+}
+
 # check_wrapper: the bundle's mpicc, from wherever this copy is, names
 # this copy's include/ and lib/, and what it builds loads this copy's
 # libgocoll.so and runs under its gocollrun.
@@ -449,45 +476,72 @@ check_wrapper
 runone "calls-cuda-off" 1 env GOCOLL_CUDA=off "$here/bin/gocollrun" -n 1 --timeout "$((per_run + 5))s" "$here/tests/gpucalls" --no-cuda
 for n in $ranks; do
 	g=("$here/bin/gocollrun" -n "$n" --timeout "$((per_run + 5))s")
-	t=("${targs[@]}")
+	q=$qarg
+	[ "$n" -ge 8 ] && q=--quick # the checks at 8 ranks and more: quick, for the budget
+	mb=$max_bytes
+	[ "$n" -ge 8 ] && [ "$mb" -gt 67108864 ] && mb=67108864
 	if [ "$n" = 1 ]; then
-		# Nothing to time on one rank, and no peer for IPC.
-		runone "gocollrun-np1" 1 "${g[@]}" "$here/tests/gpucoll" $qarg --no-time --checks ops,order,cudart
-		runone "realloc-np1" 1 "${g[@]}" "$here/tests/gpucoll" $qarg --no-time --checks realloc
+		# No peer for IPC.
+		runone "gocollrun-np1" 1 "${g[@]}" "$here/tests/gpucoll" $q --no-time --checks ops,order,cudart
+		runone "realloc-np1" 1 "${g[@]}" "$here/tests/gpucoll" $q --no-time --checks realloc
 		reuse_note "realloc-np1" 1
-		runone "misaligned-np1" 1 "${g[@]}" "$here/tests/gpucoll" $qarg --no-time --checks misaligned
-		runone "calls-np1" 1 "${g[@]}" "$here/tests/gpucalls" $qarg
-		continue
+		runone "misaligned-np1" 1 "${g[@]}" "$here/tests/gpucoll" $q --no-time --checks misaligned
+		runone "calls-np1" 1 "${g[@]}" "$here/tests/gpucalls" $q
+	else
+		runone "gocollrun-np$n-ipc" "$n" env GOCOLL_CUDA_IPC=1 "${g[@]}" "$here/tests/gpucoll" $q --no-time --checks ops,order,cudart
+		stub_path "gocollrun-np$n-ipc" "$n" 1
+		runone "gocollrun-np$n-staged" "$n" env GOCOLL_CUDA_IPC=0 "${g[@]}" "$here/tests/gpucoll" $q --no-time --checks ops,order,cudart
+		stub_path "gocollrun-np$n-staged" "$n" 0
+		for way in ipc staged; do
+			ipc=1
+			[ "$way" = staged ] && ipc=0
+			runone "realloc-np$n-$way" "$n" env GOCOLL_CUDA_IPC=$ipc "${g[@]}" "$here/tests/gpucoll" $q --no-time --checks realloc
+			reuse_note "realloc-np$n-$way" "$n"
+			runone "misaligned-np$n-$way" "$n" env GOCOLL_CUDA_IPC=$ipc "${g[@]}" "$here/tests/gpucoll" $q --no-time --checks misaligned
+			runone "calls-np$n-$way" "$n" env GOCOLL_CUDA_IPC=$ipc "${g[@]}" "$here/tests/gpucalls" $q
+		done
+		for m in $ready_preloads; do
+			# The checks and an MPI_Allreduce table as an application runs
+			# them; then the quick ops checks again with GOCOLL_DEBUG=info
+			# (which turns the C half's decision cache off), to count the
+			# device calls.
+			t=(--no-time)
+			[ "$no_time" = 0 ] && t=(--colls allreduce --max-bytes "$mb" --time-budget "$(table_budget 1)")
+			launcher "$m" "$n" warn
+			runone "preload-$m-np$n" "$n" "${launch[@]}" "$here/tests/gpucoll-$m" $q "${t[@]}" --no-special
+			launcher "$m" "$n" info
+			mkdir -p "$work/stderr-$m-np$n"
+			runone "preload-$m-np$n-calls" "$n" "${launch[@]}" "$work/rank-stderr.sh" "$work/stderr-$m-np$n" \
+				"$here/tests/gpucoll-$m" --quick --no-time --no-special --checks ops
+			check_calls "preload-$m-np$n-calls" "$n" "$work/stderr-$m-np$n"
+		done
 	fi
-	runone "gocollrun-np$n-ipc" "$n" env GOCOLL_CUDA_IPC=1 "${g[@]}" "$here/tests/gpucoll" $qarg "${t[@]}" --checks ops,order,cudart
-	stub_path "gocollrun-np$n-ipc" "$n" 1
-	runone "gocollrun-np$n-staged" "$n" env GOCOLL_CUDA_IPC=0 "${g[@]}" "$here/tests/gpucoll" $qarg --no-time --checks ops,order,cudart
-	stub_path "gocollrun-np$n-staged" "$n" 0
-	for way in ipc staged; do
-		ipc=1
-		[ "$way" = staged ] && ipc=0
-		runone "realloc-np$n-$way" "$n" env GOCOLL_CUDA_IPC=$ipc "${g[@]}" "$here/tests/gpucoll" $qarg --no-time --checks realloc
-		reuse_note "realloc-np$n-$way" "$n"
-		runone "misaligned-np$n-$way" "$n" env GOCOLL_CUDA_IPC=$ipc "${g[@]}" "$here/tests/gpucoll" $qarg --no-time --checks misaligned
-		runone "calls-np$n-$way" "$n" env GOCOLL_CUDA_IPC=$ipc "${g[@]}" "$here/tests/gpucalls" $qarg
-	done
-	for m in $ready_preloads; do
-		# The checks and the timing table as an application runs them;
-		# then the quick ops checks again with GOCOLL_DEBUG=info (which
-		# turns the C half's decision cache off), to count the device calls.
-		launcher "$m" "$n" warn
-		runone "preload-$m-np$n" "$n" "${launch[@]}" "$here/tests/gpucoll-$m" $qarg "${t[@]}" --no-special
-		launcher "$m" "$n" info
-		mkdir -p "$work/stderr-$m-np$n"
-		runone "preload-$m-np$n-calls" "$n" "${launch[@]}" "$work/rank-stderr.sh" "$work/stderr-$m-np$n" \
-			"$here/tests/gpucoll-$m" --quick --no-time --no-special --checks ops
-		check_calls "preload-$m-np$n-calls" "$n" "$work/stderr-$m-np$n"
-	done
+	# The timing table, last: at the last rank count it may take what the
+	# runs before have left of its share.
+	if [ "$no_time" = 0 ]; then
+		share=11
+		case $n in 1) share=3 ;; 2) share=7 ;; 3 | 4) share=9 ;; esac
+		runone "time-np$n" "$n" "${g[@]}" "$here/tests/gpucoll" --checks none --max-bytes "$mb" --time-budget "$(table_budget "$share")"
+	fi
 done
 grep -qs '^gpucoll: no libcudart found' "$work"/*.log && notes="$notes cudart:no-libcudart"
 
 echo
 echo "==== summary ($(($(date +%s) - start))s) ====$summary"
 [ -n "$notes" ] && echo "  not run (not failures):$notes"
+# The timing tables' summary lines, as gpucoll printed them.
+lines=""
+for n in $ranks; do
+	log="$work/time-np$n.log"
+	[ -f "$log" ] || continue
+	lines="$lines$(sed -nE 's/^gpucoll: ([0-9]+ of [0-9]+ cells skipped.*)/  time-np'"$n"': \1/p' "$log")
+$(grep -E '^summary ' "$log")
+"
+done
+if [ -n "${lines//[[:space:]]/}" ]; then
+	echo "  timing: device buffers, the slowest rank's mean, against the baselines measured in the same run (time-npN)"
+	[ "$self_test" = 1 ] && echo "  (self-test: the stand-in driver's times mean nothing; the lines are checked for form only)"
+	echo "$lines" | grep -v '^$'
+fi
 echo "$total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ]

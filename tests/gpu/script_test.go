@@ -4,12 +4,13 @@
 // away from the build, says plainly what is missing without a driver;
 // that its wrappers and programs name no path of the build; and that
 // `run.sh --self-test` in the copy, on the stand-in CUDA driver and
-// runtime (tests/gpu/c), runs every group of checks on 1, 2 and 4 ranks
+// runtime (tests/gpu/c), runs every group of checks on 1, 2, 4 and 8 ranks
 // under gocollrun (IPC and staged) and under LD_PRELOAD over each host
-// MPI installed, that gocoll itself runs the LD_PRELOAD calls on device
-// memory, that the -ipc runs used CUDA IPC and the -staged ones did not,
-// that the realloc runs saw addresses reused, that the copy's mpicc
-// builds and runs a C example, and that every check passed. On a GPU
+// MPI installed, that gocoll itself runs the LD_PRELOAD calls on device memory, that the -ipc runs
+// used CUDA IPC and the -staged ones did not, that the realloc runs saw
+// addresses reused, that the copy's mpicc builds and runs a C example,
+// that the timing tables and their summary lines have their form (the
+// stand-in's times mean nothing), and that every check passed. On a GPU
 // machine, run the bundle itself.
 package gputest
 
@@ -120,6 +121,23 @@ func TestRelocatable(t *testing.T) {
 	}
 }
 
+// A timing table that runs out of its --time-budget skips the cells left,
+// says so, and still prints its summary lines and every rank's verdict.
+// Up to 16 MiB the cells' smallest cost, even on the stand-in, is far
+// more than the budget: some are skipped however fast this machine is.
+func TestTableBudget(t *testing.T) {
+	b := filepath.Join(harness.Root, "build", "gpu-bundle")
+	out, code := run(t, []string{"LD_LIBRARY_PATH=" + filepath.Join(b, "stub"), "GOCOLL_CUDA=on"},
+		filepath.Join(b, "bin", "gocollrun"), "-n", "2", filepath.Join(b, "tests", "gpucoll"),
+		"--checks", "none", "--max-bytes", "16777216", "--time-budget", "0.05")
+	if code != 0 || !regexp.MustCompile(`(?m)^gpucoll: \d+ of \d+ cells skipped: the time budget`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^ +\d+ +\d+/\d+ .*skipped`).MatchString(out) ||
+		len(regexp.MustCompile(`(?m)^summary MPI_\w+ np=2: `).FindAllString(out, -1)) != 4 ||
+		len(regexp.MustCompile(`(?m)^rank \d: \d+ passed, 0 failed$`).FindAllString(out, -1)) != 2 {
+		t.Errorf("exit %d; want skipped cells said, 4 summary lines and 2 verdicts\n%s", code, out)
+	}
+}
+
 func contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {
@@ -169,7 +187,8 @@ func TestSelfTest(t *testing.T) {
 	}
 	// Quick checks, a small timing table; a per-run limit and a budget
 	// for a loaded 2-core machine, not the GPU machine's 4 minutes.
-	args := []string{"--self-test", "--quick", "--ranks", "1 2 4", "--max-bytes", "4096", "--timeout", "120", "--budget", "900"}
+	ranks := []int{1, 2, 4, 8}
+	args := []string{"--self-test", "--quick", "--ranks", "1 2 4 8", "--max-bytes", "4096", "--timeout", "120", "--budget", "900"}
 	switch len(mpis) {
 	case 0:
 		t.Log("no host MPI: no LD_PRELOAD runs")
@@ -190,7 +209,7 @@ func TestSelfTest(t *testing.T) {
 		t.Fatalf("exit %d; the first failures:\n%s\n%s", code, strings.Join(fails, "\n"), summary)
 	}
 	// Every run, each with its verdicts; the path and reuse checks.
-	for _, n := range []int{1, 2, 4} {
+	for _, n := range ranks {
 		runs := []string{"realloc-np1", "misaligned-np1", "gocollrun-np1", "calls-np1"}
 		if n > 1 {
 			runs = nil
@@ -198,6 +217,7 @@ func TestSelfTest(t *testing.T) {
 				runs = append(runs, r+"-np"+strconv.Itoa(n)+"-ipc", r+"-np"+strconv.Itoa(n)+"-staged")
 			}
 		}
+		runs = append(runs, "time-np"+strconv.Itoa(n))
 		for _, r := range runs {
 			if c := regexp.MustCompile(`(?m)^rank \d+: [1-9]\d* passed, 0 failed$`).FindAllString(sec[r], -1); len(c) != n {
 				t.Errorf("%s: %d ranks' verdicts with checks passed, want %d\n%s", r, len(c), n, sec[r])
@@ -217,8 +237,37 @@ func TestSelfTest(t *testing.T) {
 	if c := regexp.MustCompile(`(?m)^rank 0: [1-9]\d* passed, 0 failed$`).FindAllString(sec["calls-cuda-off"], -1); len(c) != 1 {
 		t.Errorf("calls-cuda-off: no verdict with checks passed\n%s", sec["calls-cuda-off"])
 	}
-	if !strings.Contains(sec["gocollrun-np2-ipc"], "device us") || !strings.Contains(sec["gocollrun-np4-ipc"], "device us") {
-		t.Errorf("no timing table in gocollrun-np2-ipc and -np4-ipc\n%s", out)
+	// The timing tables: the baselines, a table per collective, one
+	// summary line per collective and rank count in its run and again in
+	// the summary; their form only (the stand-in's times mean nothing).
+	// --max-bytes 4096: the largest size is 4 KiB; the smallest is 8 B,
+	// but the reduce-scatters' one float per rank.
+	for _, n := range ranks {
+		name := "time-np" + strconv.Itoa(n)
+		for _, want := range []string{"gpucoll: the stand-in driver (no GPU): these times mean nothing",
+			"gpucoll: baseline: an empty kernel's launch + cuStreamSynchronize: median ",
+			"gpucoll: baseline: device-to-device copy of 8 MiB",
+			"MPI_Allreduce (MPI_FLOAT, MPI_SUM) on " + strconv.Itoa(n) + " rank", "MPI_Allgather (MPI_CHAR) on ",
+			"MPI_Reduce_scatter_block (MPI_FLOAT, MPI_SUM) on ", "MPI_Reduce_scatter (MPI_FLOAT, MPI_SUM) on "} {
+			if !strings.Contains(sec[name], want) {
+				t.Errorf("%s: no %q\n%s", name, want, sec[name])
+			}
+		}
+		for c, f := range map[string]string{"MPI_Allreduce": "2pn", "MPI_Reduce_scatter_block": "(p+1)n", "MPI_Reduce_scatter": "(p+1)n", "MPI_Allgather": "2pn"} {
+			small, moved := 8, 2*n*4
+			if f == "(p+1)n" {
+				small, moved = max(8, 4*n), (n+1)*4
+			}
+			re := regexp.MustCompile(`(?m)^summary ` + c + ` np=` + strconv.Itoa(n) + `: ` + strconv.Itoa(small) +
+				` B in \d+\.\d µs = [\d.]+x launch\+sync \([\d.]+ µs\); 4 KiB in \d+\.\d µs = [\d.]+x its traffic bound \(` +
+				regexp.QuoteMeta(f) + ` = ` + strconv.Itoa(moved) + ` KiB over \d+ GB/s\)$`)
+			if !re.MatchString(sec[name]) || !re.MatchString(sec["summary"]) {
+				t.Errorf("%s: no summary line of %s like %s in its run and in the summary\n%s\n%s", name, c, re, sec[name], summary)
+			}
+		}
+	}
+	if !strings.Contains(summary, "  (self-test: the stand-in driver's times mean nothing") {
+		t.Errorf("the summary does not say the stand-in's times mean nothing\n%s", summary)
 	}
 	if !strings.Contains(sec["gocollrun-np2-ipc"], "gpucoll: CUDA runtime libcudart.so.12") {
 		t.Errorf("the cudart checks did not find the stand-in runtime\n%s", sec["gocollrun-np2-ipc"])
@@ -250,8 +299,9 @@ func TestSelfTest(t *testing.T) {
 	report := regexp.MustCompile(`(?m)^gocoll: rank \d+: finalize: .* calls run by gocoll (\d+) \(on device memory (\d+)\)`)
 	for _, mpi := range mpis {
 		name := "preload-" + mpi + "-np2"
-		if _, ok := sec[name]; !ok || !strings.Contains(sec[name], "device us") {
-			t.Errorf("%s: no run with a timing table\n%s", name, out)
+		if _, ok := sec[name]; !ok || !strings.Contains(sec[name], "MPI_Allreduce (MPI_FLOAT, MPI_SUM) on 2 ranks") ||
+			!regexp.MustCompile(`(?m)^summary MPI_Allreduce np=2: `).MatchString(sec[name]) {
+			t.Errorf("%s: no run with an MPI_Allreduce timing table\n%s", name, out)
 		}
 		calls := sec[name+"-calls"]
 		// Each rank's own verdict: the same checks, all passed.
