@@ -24,10 +24,11 @@
 #                          CUDA queries (MPIX_Query_cuda_support) say 1
 #   calls-cuda-off         the queries say 0 with GOCOLL_CUDA=off
 #   preload-M-npN(-calls)  under LD_PRELOAD over the host MPI M (Open MPI,
-#                          MPICH) when it is installed and the binary built
-#                          for it loads (ldd), with an MPI_Allreduce table
-#                          (device buffers in gocoll, host buffers where
-#                          the preload sends them); NaNs and signed zeros left
+#                          MPICH: installed, or the MPICH runtime the bundle
+#                          carries) when the binary built for it loads
+#                          (ldd), with an MPI_Allreduce table (device
+#                          buffers in gocoll, host buffers where the
+#                          preload sends them); NaNs and signed zeros left
 #                          out of MPI_MAX/MPI_MIN (the host MPI may run a
 #                          call, MPI leaves them open); the -calls run, with
 #                          GOCOLL_DEBUG=info, also checks that gocoll, not
@@ -48,6 +49,12 @@
 #   wrapper (first)        the bundle's mpicc compiles examples/allreduce.c
 #                          against this copy's include/ and lib/, and it
 #                          runs (when a C compiler is here)
+#   mpich-runtime          when the LD_PRELOAD runs over MPICH use the
+#                          bundle's MPICH runtime (mpich-runtime.tar.xz,
+#                          unpacked into this folder for the run): every
+#                          library its programs need resolves inside it or
+#                          to the C and C++ runtime, and each such run
+#                          loaded libmpich.so.12 from it (-mpich lines)
 # (npN for N of --ranks; 1 rank: no -ipc/-staged, IPC needs a peer; from 8
 # ranks up the checks are --quick, to fit the budget.)
 # Each rank judges its own checks (`rank R: N passed, N failed` and its
@@ -67,8 +74,12 @@ usage: run.sh [options]   (build/gpu-bundle/run.sh, or tests/gpu/run.sh)
   --max-bytes N     largest message of the timing table (default 268435456)
   --no-time         no timing table
   --mpi NAME        host MPI for the LD_PRELOAD runs: openmpi, mpich, both,
-                    or none (default: openmpi if installed, else mpich)
+                    or none (default: openmpi if installed, else mpich,
+                    installed or the bundle's own)
   --no-preload      same as --mpi none
+  --bundled-mpich   run the LD_PRELOAD runs over MPICH with the bundle's
+                    MPICH runtime even where an MPICH is installed (without
+                    one it is used anyway)
   --timeout SECS    limit for each run (default 60)
   --budget SECS     limit for the whole script (default 225: under 4
                     minutes); runs that would pass it are not run, and
@@ -87,14 +98,15 @@ usage: run.sh [options]   (build/gpu-bundle/run.sh, or tests/gpu/run.sh)
 Needs: Linux x86-64 with an NVIDIA GPU and its driver (libcuda.so.1;
 nvidia-smi for information only). Nothing else: the programs are built.
 A CUDA runtime (libcudart) is used when found, else its checks are said
-to be not run; a host MPI (Open MPI or MPICH) for the LD_PRELOAD runs,
-else they are said to be skipped; a C compiler for the wrapper check,
-else it is said to be skipped.
+to be not run; a host MPI (Open MPI or MPICH, or the MPICH runtime the
+bundle carries) for the LD_PRELOAD runs, else they are said to be
+skipped; a C compiler for the wrapper check, else it is said to be
+skipped.
 EOF
 }
 
 args=("$@")
-quick=0 ranks="1 2 4 8" max_bytes=268435456 mpi=auto per_run=60 budget=225 self_test=0 no_time=0
+quick=0 ranks="1 2 4 8" max_bytes=268435456 mpi=auto per_run=60 budget=225 self_test=0 no_time=0 bundled_mpich=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--quick) quick=1 ;;
@@ -103,6 +115,7 @@ while [ $# -gt 0 ]; do
 	--no-time) no_time=1 ;;
 	--mpi) [ $# -ge 2 ] || { echo "run.sh: --mpi needs a value" >&2; exit 2; }; mpi=$2; shift ;;
 	--no-preload) mpi=none ;;
+	--bundled-mpich) bundled_mpich=1 ;;
 	--timeout) [ $# -ge 2 ] || { echo "run.sh: --timeout needs a value" >&2; exit 2; }; per_run=$2; shift ;;
 	--budget) [ $# -ge 2 ] || { echo "run.sh: --budget needs a value" >&2; exit 2; }; budget=$2; shift ;;
 	--self-test) self_test=1 ;;
@@ -148,7 +161,8 @@ fi
 
 start=$(date +%s)
 work=$(mktemp -d /tmp/gocoll-gpu.XXXXXX) || missing "no temporary directory"
-trap 'rm -rf "$work"' EXIT
+mpich_dir="" # the bundle's MPICH runtime, once unpacked
+trap 'rm -rf "$work" ${mpich_dir:+"$mpich_dir"}' EXIT
 have() { command -v "$1" >/dev/null 2>&1; }
 echo "run.sh: bundle $here"
 [ -f "$here/BUILD" ] && sed 's/^/run.sh: /' "$here/BUILD"
@@ -210,6 +224,39 @@ launcher_of() {
 }
 declare -A mpirun_of
 for m in openmpi mpich; do mpirun_of[$m]=$(launcher_of $m); done
+
+# MPICH's runtime, carried by the bundle (tests/gpu/bundle.sh) for a
+# machine with no MPI: used when the LD_PRELOAD runs go over MPICH and
+# none is installed (or --bundled-mpich), unpacked into a folder of this
+# bundle's that is removed at exit (or a temporary one, when the bundle
+# is read-only). Only the MPICH launcher's environment names it (PATH,
+# LD_LIBRARY_PATH: mpich_env), so the ranks of the LD_PRELOAD runs over
+# MPICH load its libmpich.so.12, and no gocollrun run sees it.
+mpich_env=()
+mpich_notes=""
+wants_mpich=0
+case "$mpi" in mpich | both) wants_mpich=1 ;; auto) [ -z "${mpirun_of[openmpi]}" ] && wants_mpich=1 ;; esac
+if [ "$wants_mpich" = 1 ] && { [ -z "${mpirun_of[mpich]}" ] || [ "$bundled_mpich" = 1 ]; }; then
+	if [ ! -f "$here/mpich-runtime.tar.xz" ]; then
+		[ "$bundled_mpich" = 1 ] && missing "--bundled-mpich: this bundle carries no MPICH runtime (mpich-runtime.tar.xz; no MPICH where it was built)"
+	else
+		mpich_dir=$(mktemp -d "$here/mpich-runtime.XXXXXX" 2>/dev/null) || mpich_dir=$(mktemp -d "$work/mpich-runtime.XXXXXX")
+		if tar -C "$mpich_dir" -xJf "$here/mpich-runtime.tar.xz" 2>"$work/untar.log" ||
+			{ have python3 && python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+				"$here/mpich-runtime.tar.xz" "$mpich_dir" 2>>"$work/untar.log"; }; then
+			mpirun_of[mpich]=$mpich_dir/mpich/bin/mpiexec.mpich
+			mpich_env=(env "PATH=$mpich_dir/mpich/bin:$PATH" "LD_LIBRARY_PATH=$mpich_dir/mpich/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+			echo "run.sh: MPICH: the bundle's runtime (mpich-runtime.tar.xz), unpacked in $mpich_dir/mpich; only the" \
+				"LD_PRELOAD runs over MPICH see it (PATH, LD_LIBRARY_PATH)"
+		else
+			sed 's/^/run.sh:   /' "$work/untar.log"
+			echo "run.sh: MPICH: the bundle's runtime does not unpack here (tar with xz, or python3, is needed)"
+			mpich_notes=" preload-mpich:cannot-unpack"
+			rm -rf "$mpich_dir"
+			mpich_dir=""
+		fi
+	fi
+fi
 preloads=""
 case "$mpi" in
 auto) if [ -n "${mpirun_of[openmpi]}" ]; then preloads=openmpi; elif [ -n "${mpirun_of[mpich]}" ]; then preloads=mpich; fi ;;
@@ -217,8 +264,12 @@ both) preloads="openmpi mpich" ;;
 none) ;;
 *) preloads=$mpi ;;
 esac
-notes=""
+notes=$mpich_notes
 ready_preloads=""
+# ldd_of M FILE: ldd as the runs over host MPI M see FILE.
+ldd_of() {
+	if [ "$1" = mpich ]; then "${mpich_env[@]}" ldd "$2"; else ldd "$2"; fi
+}
 for m in $preloads; do
 	if [ ! -x "$here/tests/gpucoll-$m" ]; then
 		echo "run.sh: LD_PRELOAD over $m: skipped: the bundle has no gpucoll-$m (no mpicc.$m where it was built)"
@@ -226,16 +277,16 @@ for m in $preloads; do
 	elif [ -z "${mpirun_of[$m]}" ]; then
 		echo "run.sh: LD_PRELOAD over $m: skipped: no $m launcher here (mpirun.openmpi or an Open MPI mpirun; mpiexec.mpich or a Hydra mpiexec)"
 		notes="$notes preload-$m:no-$m"
-	elif have ldd && ldd "$here/tests/gpucoll-$m" 2>&1 | grep -q 'not found'; then
+	elif have ldd && ldd_of "$m" "$here/tests/gpucoll-$m" 2>&1 | grep -q 'not found'; then
 		echo "run.sh: LD_PRELOAD over $m: skipped: gpucoll-$m does not load here:"
-		ldd "$here/tests/gpucoll-$m" 2>&1 | grep 'not found' | sed 's/^/run.sh:   /'
+		ldd_of "$m" "$here/tests/gpucoll-$m" 2>&1 | grep 'not found' | sed 's/^/run.sh:   /'
 		notes="$notes preload-$m:does-not-load"
 	else
 		ready_preloads="$ready_preloads $m"
 	fi
 done
 if [ -z "$preloads" ] && [ "$mpi" != none ]; then
-	echo "run.sh: no host MPI (Open MPI's mpirun, MPICH's mpiexec): the LD_PRELOAD runs are skipped"
+	echo "run.sh: no host MPI (Open MPI's mpirun, MPICH's mpiexec, or the MPICH runtime a bundle carries): the LD_PRELOAD runs are skipped"
 	notes="$notes preload:no-host-mpi"
 fi
 for m in $ready_preloads; do echo "run.sh: LD_PRELOAD over $m: ${mpirun_of[$m]} ($(command -v "${mpirun_of[$m]}"))"; done
@@ -357,7 +408,7 @@ launcher() {
 			-x LD_PRELOAD="$here/lib/libgocoll-preload.so" -x GOCOLL_CUDA -x GOCOLL_DEBUG -x LD_LIBRARY_PATH
 			${GPUCOLL_STUB_REPORT:+-x GPUCOLL_STUB_REPORT}) ;;
 	mpich)
-		launch=("${mpirun_of[mpich]}" -n "$2" -genv LD_PRELOAD "$here/lib/libgocoll-preload.so"
+		launch=("${mpich_env[@]}" "${mpirun_of[mpich]}" -n "$2" -genv LD_PRELOAD "$here/lib/libgocoll-preload.so"
 			-genv GOCOLL_CUDA "$GOCOLL_CUDA" -genv GOCOLL_DEBUG "$3") ;;
 	esac
 }
@@ -425,6 +476,61 @@ table_budget() {
 	echo "$b"
 }
 
+# check_mpich_runtime: when the bundle's MPICH runtime is used, one check
+# that it is whole: every library its programs and libraries need, and
+# gpucoll-mpich's, as ldd finds them with the runs' LD_PRELOAD-run
+# environment, is inside it or one of the C and C++ runtime's that every
+# Linux has (libc, libm, libresolv, libpthread, libdl, librt, the dynamic
+# loader, libgcc_s, libstdc++, libz).
+check_mpich_runtime() {
+	[ -n "$mpich_dir" ] || return
+	echo
+	echo "==== mpich-runtime ===="
+	if ! have ldd; then
+		echo "run.sh: mpich-runtime: no ldd here: not checked"
+		notes="$notes mpich-runtime:no-ldd"
+		return
+	fi
+	local d=$mpich_dir/mpich f name arrow path inside base outside ok=1
+	local sys='^(linux-vdso\.so\.1|libc\.so\.6|libm\.so\.6|libresolv\.so\.2|libpthread\.so\.0|libdl\.so\.2|librt\.so\.1|ld-linux-x86-64\.so\.2|libgcc_s\.so\.1|libstdc\+\+\.so\.6|libz\.so\.1)$'
+	for f in "$d"/bin/* "$d"/lib/*.so* "$d"/lib/ucx/*.so* "$here/tests/gpucoll-mpich"; do
+		if [ ! -f "$f" ] || [ -L "$f" ]; then continue; fi
+		inside="" base="" outside=""
+		while read -r name arrow path _; do
+			[ "$arrow" = "=>" ] || path=$name
+			if [ "$path" = "not" ] || [ "$name" = "not" ]; then
+				outside="$outside $name(not found)"
+			elif [[ "$path" == "$d/"* ]]; then
+				inside="$inside $name"
+			elif [[ "$(basename "$name")" =~ $sys ]]; then
+				base="$base $(basename "$name")"
+			else
+				outside="$outside $name($path)"
+			fi
+		done < <("${mpich_env[@]}" ldd "$f" 2>&1 | grep -v -e 'statically linked' -e 'not a dynamic')
+		echo "run.sh: mpich-runtime: ${f#"$here/"}: carried:${inside:- none}; the C runtime:${base:- none}${outside:+; ELSEWHERE:$outside}"
+		[ -z "$outside" ] || ok=0
+	done
+	[ "$ok" = 1 ] || echo "run.sh: mpich-runtime: FAIL: the bundle's MPICH runtime needs libraries it does not carry"
+	add mpich-runtime "$ok" "$((1 - ok))" "(every library its programs need is carried or the C runtime's)"
+}
+
+# mpich_loaded NAME: after the LD_PRELOAD run NAME over MPICH with the
+# bundle's runtime, one check that its rank 0 loaded libmpich.so.12 from
+# it (gpucoll prints where PMPI_Init came from).
+mpich_loaded() {
+	[ -n "$mpich_dir" ] && [[ "$1" == preload-mpich-* ]] && [ -f "$work/$1.log" ] || return
+	local lib
+	lib=$(sed -nE 's/^gpucoll: MPI library: (.*) \(PMPI_Init\)$/\1/p' "$work/$1.log" | head -1)
+	echo "run.sh: $1: PMPI_Init from ${lib:-?}"
+	if [[ "$lib" == "$mpich_dir/mpich/lib/libmpich.so.12" ]]; then
+		add "$1-libmpich" 1 0 "(libmpich.so.12 from the bundle's MPICH runtime)"
+	else
+		echo "run.sh: $1: FAIL: want PMPI_Init from $mpich_dir/mpich/lib/libmpich.so.12"
+		add "$1-libmpich" 0 1 "(libmpich.so.12 not from the bundle's MPICH runtime)"
+	fi
+}
+
 # check_wrapper: the bundle's mpicc, from wherever this copy is, names
 # this copy's include/ and lib/, and what it builds loads this copy's
 # libgocoll.so and runs under its gocollrun.
@@ -473,6 +579,7 @@ check_wrapper() {
 }
 
 check_wrapper
+check_mpich_runtime
 runone "calls-cuda-off" 1 env GOCOLL_CUDA=off "$here/bin/gocollrun" -n 1 --timeout "$((per_run + 5))s" "$here/tests/gpucalls" --no-cuda
 for n in $ranks; do
 	g=("$here/bin/gocollrun" -n "$n" --timeout "$((per_run + 5))s")
@@ -509,6 +616,7 @@ for n in $ranks; do
 			[ "$no_time" = 0 ] && t=(--colls allreduce --max-bytes "$mb" --time-budget "$(table_budget 1)")
 			launcher "$m" "$n" warn
 			runone "preload-$m-np$n" "$n" "${launch[@]}" "$here/tests/gpucoll-$m" $q "${t[@]}" --no-special
+			mpich_loaded "preload-$m-np$n"
 			launcher "$m" "$n" info
 			mkdir -p "$work/stderr-$m-np$n"
 			runone "preload-$m-np$n-calls" "$n" "${launch[@]}" "$work/rank-stderr.sh" "$work/stderr-$m-np$n" \

@@ -2,11 +2,13 @@
 // build/gpu-bundle/ with its run.sh, from tests/gpu) as far as a machine
 // without a GPU can: run.sh's arguments; that a copy of the bundle, moved
 // away from the build, says plainly what is missing without a driver;
-// that its wrappers and programs name no path of the build; and that
+// that its wrappers and programs name no path of the build; that it is
+// under 64 MiB and carries this machine's MPICH runtime; and that
 // `run.sh --self-test` in the copy, on the stand-in CUDA driver and
 // runtime (tests/gpu/c), runs every group of checks on 1, 2, 4 and 8 ranks
 // under gocollrun (IPC and staged) and under LD_PRELOAD over each host
-// MPI installed, that gocoll itself runs the LD_PRELOAD calls on device memory, that the -ipc runs
+// MPI installed (MPICH's from the bundle's own runtime), that gocoll
+// itself runs the LD_PRELOAD calls on device memory, that the -ipc runs
 // used CUDA IPC and the -staged ones did not, that the realloc runs saw
 // addresses reused, that the copy's mpicc builds and runs a C example,
 // that the timing tables and their summary lines have their form (the
@@ -94,6 +96,12 @@ func TestRelocatable(t *testing.T) {
 			t.Errorf("%s names the build's folder %s", f, harness.Root)
 		}
 	}
+	// What the GPU machine's tool carries: 64 MiB at most.
+	if out, err := exec.Command("du", "-sm", b).Output(); err != nil {
+		t.Fatal(err)
+	} else if mib, _ := strconv.Atoi(strings.Fields(string(out))[0]); mib >= 64 {
+		t.Errorf("the bundle is %d MiB, want under 64", mib)
+	}
 	progs, _ := filepath.Glob(filepath.Join(b, "tests", "gpuc*"))
 	n := 0
 	for _, p := range progs {
@@ -118,6 +126,78 @@ func TestRelocatable(t *testing.T) {
 	}
 	if n != 2 {
 		t.Errorf("tests/gpucoll and tests/gpucalls are not both in the bundle: %v", progs)
+	}
+}
+
+// hasMPICH says whether this machine has MPICH's compiler and launcher,
+// which the bundle then carries.
+func hasMPICH() bool {
+	for _, p := range []string{"mpicc.mpich", "mpiexec.mpich", "hydra_pmi_proxy"} {
+		if _, err := exec.LookPath(p); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// The bundle carries this machine's MPICH runtime for the LD_PRELOAD runs
+// on a machine with no MPI: the launcher, its proxy, libmpich and what
+// they need but the C runtime, UCX's shared-memory module; BUILD names
+// them.
+func TestMPICHRuntime(t *testing.T) {
+	if !hasMPICH() {
+		t.Skip("no MPICH here: the bundle carries no MPICH runtime")
+	}
+	b := filepath.Join(harness.Root, "build", "gpu-bundle")
+	out, err := exec.Command("tar", "-tJf", filepath.Join(b, "mpich-runtime.tar.xz")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("tar -tJf mpich-runtime.tar.xz: %v\n%s", err, out)
+	}
+	files := strings.Fields(string(out))
+	for _, f := range []string{"mpich/bin/mpiexec.hydra", "mpich/bin/mpiexec.mpich", "mpich/bin/hydra_pmi_proxy",
+		"mpich/lib/libmpich.so.12", "mpich/lib/libhwloc.so.15", "mpich/lib/libucp.so.0", "mpich/lib/libucs.so.0",
+		"mpich/lib/ucx/libuct_cma.so.0"} {
+		if !contains(files, f) {
+			t.Errorf("mpich-runtime.tar.xz has no %s: %v", f, files)
+		}
+	}
+	for _, f := range files {
+		if regexp.MustCompile(`/lib(c|m|dl|pthread|rt|resolv|gcc_s|stdc\+\+|z)\.so|ld-linux|libibverbs|libuct_ib`).MatchString(f) {
+			t.Errorf("mpich-runtime.tar.xz carries %s, which the C runtime has or the machine does not need", f)
+		}
+	}
+	build, _ := os.ReadFile(filepath.Join(b, "BUILD"))
+	if !strings.Contains(string(build), "MPICH runtime for the LD_PRELOAD runs: mpich-runtime.tar.xz") ||
+		!strings.Contains(string(build), "libmpich.so.12") {
+		t.Errorf("BUILD does not name the MPICH runtime:\n%s", build)
+	}
+}
+
+// On a machine with no MPI installed, as the GPU machine is, run.sh's
+// default (--mpi auto) runs the LD_PRELOAD checks over the bundle's own
+// MPICH runtime, which must be whole: tests/gpu/without-mpi.sh takes this
+// machine's MPI launchers and the libraries MPICH needs out of sight (a
+// mount namespace, overlayfs), then the copy's self-test runs. Skipped
+// where that cannot be made (not root, no overlayfs).
+func TestWithoutMPI(t *testing.T) {
+	if !hasMPICH() {
+		t.Skip("no MPICH here: the bundle carries no MPICH runtime")
+	}
+	b := bundleCopy(t)
+	out, code := run(t, nil, filepath.Join(harness.Root, "tests", "gpu", "without-mpi.sh"), filepath.Join(b, "run.sh"),
+		"--self-test", "--quick", "--ranks", "2", "--no-time", "--timeout", "120", "--budget", "600")
+	if code == 3 && strings.HasPrefix(out, "without-mpi.sh: ") {
+		t.Skip(strings.TrimSpace(out))
+	}
+	summary := sections(out)["summary"]
+	if code != 0 || !strings.Contains(out, "run.sh: MPICH: the bundle's runtime (mpich-runtime.tar.xz), unpacked in "+b+"/mpich-runtime.") ||
+		strings.Contains(out, "preload-openmpi") {
+		t.Fatalf("exit %d: want the LD_PRELOAD runs over the bundle's MPICH runtime only\n%s", code, out)
+	}
+	for _, c := range []string{"mpich-runtime", "preload-mpich-np2-libmpich", "preload-mpich-np2-device"} {
+		if !regexp.MustCompile(`(?m)^  ` + c + ` +1 passed, +0 failed`).MatchString(summary) {
+			t.Errorf("no %s check passed\n%s", c, summary)
+		}
 	}
 }
 
@@ -186,7 +266,9 @@ func TestSelfTest(t *testing.T) {
 		}
 	}
 	// Quick checks, a small timing table; a per-run limit and a budget
-	// for a loaded 2-core machine, not the GPU machine's 4 minutes.
+	// for a loaded 2-core machine, not the GPU machine's 4 minutes. The
+	// runs over MPICH use the bundle's MPICH runtime, as on the GPU
+	// machine, which has no MPI.
 	ranks := []int{1, 2, 4, 8}
 	args := []string{"--self-test", "--quick", "--ranks", "1 2 4 8", "--max-bytes", "4096", "--timeout", "120", "--budget", "900"}
 	switch len(mpis) {
@@ -197,6 +279,10 @@ func TestSelfTest(t *testing.T) {
 		args = append(args, "--mpi", mpis[0])
 	default:
 		args = append(args, "--mpi", "both")
+	}
+	bundled := contains(mpis, "mpich") && hasMPICH()
+	if bundled {
+		args = append(args, "--bundled-mpich")
 	}
 	b := bundleCopy(t)
 	out, code := run(t, nil, filepath.Join(b, "run.sh"), args...)
@@ -337,6 +423,23 @@ func TestSelfTest(t *testing.T) {
 		}
 		if !regexp.MustCompile(`(?m)^  ` + name + `-device +1 passed, +0 failed`).MatchString(summary) {
 			t.Errorf("%s: run.sh did not check the device calls\n%s", name, summary)
+		}
+	}
+	// The runs over MPICH used the bundle's runtime: whole, and loaded.
+	if bundled {
+		if !regexp.MustCompile(`(?m)^  mpich-runtime +1 passed, +0 failed`).MatchString(summary) ||
+			!strings.Contains(sec["mpich-runtime"], "mpich/lib/libmpich.so.12: carried: libhwloc.so.15") {
+			t.Errorf("no mpich-runtime check passed\n%s\n%s", sec["mpich-runtime"], summary)
+		}
+		for _, n := range ranks[1:] {
+			name := "preload-mpich-np" + strconv.Itoa(n)
+			if !regexp.MustCompile(`(?m)^  `+name+`-libmpich +1 passed, +0 failed`).MatchString(summary) ||
+				!regexp.MustCompile(`(?m)^gpucoll: MPI library: `+regexp.QuoteMeta(b)+`/mpich-runtime\.\w+/mpich/lib/libmpich\.so\.12 \(PMPI_Init\)$`).MatchString(sec[name]) {
+				t.Errorf("%s did not load libmpich.so.12 from the bundle's runtime\n%s\n%s", name, sec[name], summary)
+			}
+		}
+		if m, _ := filepath.Glob(filepath.Join(b, "mpich-runtime.*")); len(m) != 1 {
+			t.Errorf("the unpacked MPICH runtime was not removed at exit: %v", m)
 		}
 	}
 }

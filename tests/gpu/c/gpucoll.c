@@ -212,9 +212,15 @@ static void load_driver(void) {
     char name[128] = "";
     cu.DeviceGetName(name, sizeof name, device);
     cu.DriverGetVersion(&ver);
-    if (rank == 0)
+    if (rank == 0) {
         printf("gpucoll: %d ranks on %d GPU(s): %s, CUDA driver %d.%d%s\n", size, ndev, name, ver / 1000, ver % 1000 / 10,
                quick ? ", quick" : "");
+        /* Which MPI library this is (run.sh checks that the runs over the
+         * bundle's MPICH runtime load its libmpich). */
+        Dl_info di;
+        void *pi = dlsym(RTLD_DEFAULT, "PMPI_Init");
+        if (pi && dladdr(pi, &di) && di.dli_fname) printf("gpucoll: MPI library: %s (PMPI_Init)\n", di.dli_fname);
+    }
 }
 
 /* load_runtime finds a libcudart ($GPUCOLL_CUDART, else the usual
