@@ -12,8 +12,7 @@
 # dlopen, the checks of each group against a host reference):
 #   gocollrun-npN-ipc      every op and type, four collectives, in place
 #                          and not; the default-stream ordering; cudaMalloc
-#                          memory when a libcudart is found; the timing
-#                          table (device vs host buffers, 8 B up)
+#                          memory when a libcudart is found
 #   gocollrun-npN-staged   the same checks with GOCOLL_CUDA_IPC=0
 #   realloc-npN-ipc/-staged  allocate, call, free, again at the same address
 #   misaligned-npN-ipc/-staged  buffers off an element boundary, then the
@@ -25,17 +24,39 @@
 #                          CUDA queries (MPIX_Query_cuda_support) say 1
 #   calls-cuda-off         the queries say 0 with GOCOLL_CUDA=off
 #   preload-M-npN(-calls)  under LD_PRELOAD over the host MPI M (Open MPI,
-#                          MPICH) when it is installed and the binary built
-#                          for it loads (ldd); NaNs and signed zeros left
+#                          MPICH: installed, or the MPICH runtime the bundle
+#                          carries) when the binary built for it loads
+#                          (ldd), with an MPI_Allreduce table (device
+#                          buffers in gocoll, host buffers where the
+#                          preload sends them); NaNs and signed zeros left
 #                          out of MPI_MAX/MPI_MIN (the host MPI may run a
 #                          call, MPI leaves them open); the -calls run, with
 #                          GOCOLL_DEBUG=info, also checks that gocoll, not
 #                          the host MPI, ran every call on device memory
 #                          (the finalize reports' count of device calls)
+#   time-npN               the timing table: MPI_Allreduce,
+#                          MPI_Reduce_scatter_block, MPI_Reduce_scatter and
+#                          MPI_Allgather on device and host buffers, 8 B to
+#                          256 MiB (64 MiB from 8 ranks up), a barrier
+#                          before each call, the slowest rank's mean; the
+#                          baselines measured in the same run (an empty
+#                          kernel's launch + synchronize, the device-to-
+#                          device copy bandwidth); each cell's result
+#                          checked; within a share of --budget (cells that
+#                          do not fit are skipped and said to be); then one
+#                          summary line per collective, which the summary
+#                          below repeats
 #   wrapper (first)        the bundle's mpicc compiles examples/allreduce.c
 #                          against this copy's include/ and lib/, and it
 #                          runs (when a C compiler is here)
-# (npN for N of --ranks; 1 rank: no -ipc/-staged, IPC needs a peer.)
+#   mpich-runtime          when the LD_PRELOAD runs over MPICH use the
+#                          bundle's MPICH runtime (mpich-runtime.tar.xz,
+#                          unpacked into this folder for the run): every
+#                          library its programs need resolves inside it or
+#                          to the C and C++ runtime, and each such run
+#                          loaded libmpich.so.12 from it (-mpich lines)
+# (npN for N of --ranks; 1 rank: no -ipc/-staged, IPC needs a peer; from 8
+# ranks up the checks are --quick, to fit the budget.)
 # Each rank judges its own checks (`rank R: N passed, N failed` and its
 # exit status; no verdict is combined through MPI). Prints every run's
 # output, then a summary and the totals, `N passed, N failed`, last.
@@ -48,16 +69,24 @@ usage() {
 usage: run.sh [options]   (build/gpu-bundle/run.sh, or tests/gpu/run.sh)
 
   --quick           fewer counts and cycles, sizes up to 16 MiB
-  --ranks "1 2 4"   rank counts to run (default "1 2 4")
+  --ranks "1 2 4 8" rank counts to run (default "1 2 4 8"; from 8 ranks up
+                    the checks are --quick and the table stops at 64 MiB)
   --max-bytes N     largest message of the timing table (default 268435456)
   --no-time         no timing table
   --mpi NAME        host MPI for the LD_PRELOAD runs: openmpi, mpich, both,
-                    or none (default: openmpi if installed, else mpich)
+                    or none (default: openmpi if installed, else mpich,
+                    installed or the bundle's own)
   --no-preload      same as --mpi none
+  --bundled-mpich   run the LD_PRELOAD runs over MPICH with the bundle's
+                    MPICH runtime even where an MPICH is installed (without
+                    one it is used anyway)
   --timeout SECS    limit for each run (default 60)
   --budget SECS     limit for the whole script (default 225: under 4
                     minutes); runs that would pass it are not run, and
-                    count as failed
+                    count as failed; each timing table gets a share of it
+                    (3% at 1 rank, 7% at 2, 9% at 4, 11% from 8 up, 1% for
+                    an LD_PRELOAD run's MPI_Allreduce table) and skips the
+                    cells that do not fit
   --self-test       check this script, the bundle and gocoll's device path
                     without a GPU: the bundle's stand-in CUDA driver and
                     runtime (stub/) give "device" memory the CPU cannot
@@ -69,14 +98,15 @@ usage: run.sh [options]   (build/gpu-bundle/run.sh, or tests/gpu/run.sh)
 Needs: Linux x86-64 with an NVIDIA GPU and its driver (libcuda.so.1;
 nvidia-smi for information only). Nothing else: the programs are built.
 A CUDA runtime (libcudart) is used when found, else its checks are said
-to be not run; a host MPI (Open MPI or MPICH) for the LD_PRELOAD runs,
-else they are said to be skipped; a C compiler for the wrapper check,
-else it is said to be skipped.
+to be not run; a host MPI (Open MPI or MPICH, or the MPICH runtime the
+bundle carries) for the LD_PRELOAD runs, else they are said to be
+skipped; a C compiler for the wrapper check, else it is said to be
+skipped.
 EOF
 }
 
 args=("$@")
-quick=0 ranks="1 2 4" max_bytes=268435456 mpi=auto per_run=60 budget=225 self_test=0 no_time=0
+quick=0 ranks="1 2 4 8" max_bytes=268435456 mpi=auto per_run=60 budget=225 self_test=0 no_time=0 bundled_mpich=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--quick) quick=1 ;;
@@ -85,6 +115,7 @@ while [ $# -gt 0 ]; do
 	--no-time) no_time=1 ;;
 	--mpi) [ $# -ge 2 ] || { echo "run.sh: --mpi needs a value" >&2; exit 2; }; mpi=$2; shift ;;
 	--no-preload) mpi=none ;;
+	--bundled-mpich) bundled_mpich=1 ;;
 	--timeout) [ $# -ge 2 ] || { echo "run.sh: --timeout needs a value" >&2; exit 2; }; per_run=$2; shift ;;
 	--budget) [ $# -ge 2 ] || { echo "run.sh: --budget needs a value" >&2; exit 2; }; budget=$2; shift ;;
 	--self-test) self_test=1 ;;
@@ -130,7 +161,8 @@ fi
 
 start=$(date +%s)
 work=$(mktemp -d /tmp/gocoll-gpu.XXXXXX) || missing "no temporary directory"
-trap 'rm -rf "$work"' EXIT
+mpich_dir="" # the bundle's MPICH runtime, once unpacked
+trap 'rm -rf "$work" ${mpich_dir:+"$mpich_dir"}' EXIT
 have() { command -v "$1" >/dev/null 2>&1; }
 echo "run.sh: bundle $here"
 [ -f "$here/BUILD" ] && sed 's/^/run.sh: /' "$here/BUILD"
@@ -164,7 +196,7 @@ else
 	if have nvidia-smi; then
 		gpus=$(nvidia-smi -L 2>&1) || missing "nvidia-smi fails: $gpus"
 		echo "$gpus" | grep -q '^GPU ' || missing "no NVIDIA GPU (nvidia-smi -L lists none)"
-		echo "$gpus" | sed 's/^/run.sh: /'
+		echo "run.sh: ${gpus//$'\n'/$'\n'run.sh: }"
 		echo "run.sh: driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)"
 	else
 		echo "run.sh: no nvidia-smi (for information only)"
@@ -174,7 +206,7 @@ export GOCOLL_CUDA=on # gocoll must find the driver, or say why not
 # The device, as the test program sees it: one rank, no launcher.
 probe=$(timeout -k 5 60 "$here/tests/gpucoll" --checks none --no-time 2>&1)
 rc=$?
-echo "$probe" | sed 's/^/run.sh: probe: /'
+echo "run.sh: probe: ${probe//$'\n'/$'\n'run.sh: probe: }"
 [ "$rc" -eq 0 ] || missing "the test program finds no usable CUDA device (exit $rc, above)"
 
 # ---- what to run ----
@@ -192,6 +224,39 @@ launcher_of() {
 }
 declare -A mpirun_of
 for m in openmpi mpich; do mpirun_of[$m]=$(launcher_of $m); done
+
+# MPICH's runtime, carried by the bundle (tests/gpu/bundle.sh) for a
+# machine with no MPI: used when the LD_PRELOAD runs go over MPICH and
+# none is installed (or --bundled-mpich), unpacked into a folder of this
+# bundle's that is removed at exit (or a temporary one, when the bundle
+# is read-only). Only the MPICH launcher's environment names it (PATH,
+# LD_LIBRARY_PATH: mpich_env), so the ranks of the LD_PRELOAD runs over
+# MPICH load its libmpich.so.12, and no gocollrun run sees it.
+mpich_env=()
+mpich_notes=""
+wants_mpich=0
+case "$mpi" in mpich | both) wants_mpich=1 ;; auto) [ -z "${mpirun_of[openmpi]}" ] && wants_mpich=1 ;; esac
+if [ "$wants_mpich" = 1 ] && { [ -z "${mpirun_of[mpich]}" ] || [ "$bundled_mpich" = 1 ]; }; then
+	if [ ! -f "$here/mpich-runtime.tar.xz" ]; then
+		[ "$bundled_mpich" = 1 ] && missing "--bundled-mpich: this bundle carries no MPICH runtime (mpich-runtime.tar.xz; no MPICH where it was built)"
+	else
+		mpich_dir=$(mktemp -d "$here/mpich-runtime.XXXXXX" 2>/dev/null) || mpich_dir=$(mktemp -d "$work/mpich-runtime.XXXXXX")
+		if tar -C "$mpich_dir" -xJf "$here/mpich-runtime.tar.xz" 2>"$work/untar.log" ||
+			{ have python3 && python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+				"$here/mpich-runtime.tar.xz" "$mpich_dir" 2>>"$work/untar.log"; }; then
+			mpirun_of[mpich]=$mpich_dir/mpich/bin/mpiexec.mpich
+			mpich_env=(env "PATH=$mpich_dir/mpich/bin:$PATH" "LD_LIBRARY_PATH=$mpich_dir/mpich/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+			echo "run.sh: MPICH: the bundle's runtime (mpich-runtime.tar.xz), unpacked in $mpich_dir/mpich; only the" \
+				"LD_PRELOAD runs over MPICH see it (PATH, LD_LIBRARY_PATH)"
+		else
+			sed 's/^/run.sh:   /' "$work/untar.log"
+			echo "run.sh: MPICH: the bundle's runtime does not unpack here (tar with xz, or python3, is needed)"
+			mpich_notes=" preload-mpich:cannot-unpack"
+			rm -rf "$mpich_dir"
+			mpich_dir=""
+		fi
+	fi
+fi
 preloads=""
 case "$mpi" in
 auto) if [ -n "${mpirun_of[openmpi]}" ]; then preloads=openmpi; elif [ -n "${mpirun_of[mpich]}" ]; then preloads=mpich; fi ;;
@@ -199,8 +264,12 @@ both) preloads="openmpi mpich" ;;
 none) ;;
 *) preloads=$mpi ;;
 esac
-notes=""
+notes=$mpich_notes
 ready_preloads=""
+# ldd_of M FILE: ldd as the runs over host MPI M see FILE.
+ldd_of() {
+	if [ "$1" = mpich ]; then "${mpich_env[@]}" ldd "$2"; else ldd "$2"; fi
+}
 for m in $preloads; do
 	if [ ! -x "$here/tests/gpucoll-$m" ]; then
 		echo "run.sh: LD_PRELOAD over $m: skipped: the bundle has no gpucoll-$m (no mpicc.$m where it was built)"
@@ -208,24 +277,22 @@ for m in $preloads; do
 	elif [ -z "${mpirun_of[$m]}" ]; then
 		echo "run.sh: LD_PRELOAD over $m: skipped: no $m launcher here (mpirun.openmpi or an Open MPI mpirun; mpiexec.mpich or a Hydra mpiexec)"
 		notes="$notes preload-$m:no-$m"
-	elif have ldd && ldd "$here/tests/gpucoll-$m" 2>&1 | grep -q 'not found'; then
+	elif have ldd && ldd_of "$m" "$here/tests/gpucoll-$m" 2>&1 | grep -q 'not found'; then
 		echo "run.sh: LD_PRELOAD over $m: skipped: gpucoll-$m does not load here:"
-		ldd "$here/tests/gpucoll-$m" 2>&1 | grep 'not found' | sed 's/^/run.sh:   /'
+		ldd_of "$m" "$here/tests/gpucoll-$m" 2>&1 | grep 'not found' | sed 's/^/run.sh:   /'
 		notes="$notes preload-$m:does-not-load"
 	else
 		ready_preloads="$ready_preloads $m"
 	fi
 done
 if [ -z "$preloads" ] && [ "$mpi" != none ]; then
-	echo "run.sh: no host MPI (Open MPI's mpirun, MPICH's mpiexec): the LD_PRELOAD runs are skipped"
+	echo "run.sh: no host MPI (Open MPI's mpirun, MPICH's mpiexec, or the MPICH runtime a bundle carries): the LD_PRELOAD runs are skipped"
 	notes="$notes preload:no-host-mpi"
 fi
 for m in $ready_preloads; do echo "run.sh: LD_PRELOAD over $m: ${mpirun_of[$m]} ($(command -v "${mpirun_of[$m]}"))"; done
 
 qarg=""
 [ "$quick" = 1 ] && qarg=--quick
-targs="--max-bytes $max_bytes"
-[ "$no_time" = 1 ] && targs="--no-time"
 
 # ---- run ----
 total_pass=0 total_fail=0
@@ -273,7 +340,8 @@ runone() {
 			return
 		fi
 	fi
-	local t0=$(date +%s)
+	local t0
+	t0=$(date +%s)
 	timeout -k 5 "$limit" "$@" >"$log" 2>&1
 	local rc=$? secs=$(($(date +%s) - t0))
 	cat "$log"
@@ -340,7 +408,7 @@ launcher() {
 			-x LD_PRELOAD="$here/lib/libgocoll-preload.so" -x GOCOLL_CUDA -x GOCOLL_DEBUG -x LD_LIBRARY_PATH
 			${GPUCOLL_STUB_REPORT:+-x GPUCOLL_STUB_REPORT}) ;;
 	mpich)
-		launch=("${mpirun_of[mpich]}" -n "$2" -genv LD_PRELOAD "$here/lib/libgocoll-preload.so"
+		launch=("${mpich_env[@]}" "${mpirun_of[mpich]}" -n "$2" -genv LD_PRELOAD "$here/lib/libgocoll-preload.so"
 			-genv GOCOLL_CUDA "$GOCOLL_CUDA" -genv GOCOLL_DEBUG "$3") ;;
 	esac
 }
@@ -370,15 +438,16 @@ check_calls() {
 	local errs="$work/$1.stderr"
 	cat "$dir"/rank-* >"$errs" 2>/dev/null
 	grep -vE "$call_re" "$errs"
-	local line checks r files reports=0 dev lines fell ok=1
+	local line fails checks r files reports=0 dev lines fell ok=1
 	for ((r = 0; r < n; r++)); do
 		# this rank's checks, each one collective on device memory
 		line=$(grep -E "^rank $r: [0-9]+ passed, [0-9]+ failed\$" "$log" | head -1)
 		line=${line#*: }
 		checks=0
-		[ -n "$line" ] && checks=$((${line%% passed*} + $(echo "${line#*, }" | sed 's/ failed//')))
+		fails=${line#*, }
+		[ -n "$line" ] && checks=$((${line%% passed*} + ${fails% failed}))
 		[ "$checks" -gt 0 ] || ok=0
-		files=$(ls "$dir"/rank-$r.* 2>/dev/null | wc -l)
+		files=$(find "$dir" -maxdepth 1 -name "rank-$r.*" | wc -l)
 		dev=$(cat "$dir"/rank-$r.* 2>/dev/null | sed -nE 's/^gocoll: rank [0-9]+: finalize: .* \(on device memory ([0-9]+)\).*/\1/p')
 		lines=$(cat "$dir"/rank-$r.* 2>/dev/null | grep -cE '^gocoll: rank [0-9]+: MPI_[A-Za-z_]+ comm=.* memory=device$')
 		fell=$(cat "$dir"/rank-$r.* 2>/dev/null | grep -cF -- '-> host MPI (CUDA device buffer)')
@@ -394,6 +463,72 @@ check_calls() {
 		echo "run.sh: $name: FAIL: gocoll did not run every call on device memory"
 	fi
 	add "${name%-calls}-device" "$ok" "$((1 - ok))" "(gocoll ran the device calls: $reports reports of $n ranks)"
+}
+
+# table_budget SHARE: seconds for a timing table, SHARE% of --budget, and
+# no more than what is left of the budget or of a run's limit (--timeout),
+# less 15 s for the run's start and end.
+table_budget() {
+	local b=$((budget * $1 / 100)) left=$((budget - ($(date +%s) - start) - 15)) cap=$((per_run - 15))
+	[ "$b" -gt "$left" ] && b=$left
+	[ "$b" -gt "$cap" ] && b=$cap
+	[ "$b" -lt 1 ] && b=1
+	echo "$b"
+}
+
+# check_mpich_runtime: when the bundle's MPICH runtime is used, one check
+# that it is whole: every library its programs and libraries need, and
+# gpucoll-mpich's, as ldd finds them with the runs' LD_PRELOAD-run
+# environment, is inside it or one of the C and C++ runtime's that every
+# Linux has (libc, libm, libresolv, libpthread, libdl, librt, the dynamic
+# loader, libgcc_s, libstdc++, libz).
+check_mpich_runtime() {
+	[ -n "$mpich_dir" ] || return
+	echo
+	echo "==== mpich-runtime ===="
+	if ! have ldd; then
+		echo "run.sh: mpich-runtime: no ldd here: not checked"
+		notes="$notes mpich-runtime:no-ldd"
+		return
+	fi
+	local d=$mpich_dir/mpich f name arrow path inside base outside ok=1
+	local sys='^(linux-vdso\.so\.1|libc\.so\.6|libm\.so\.6|libresolv\.so\.2|libpthread\.so\.0|libdl\.so\.2|librt\.so\.1|ld-linux-x86-64\.so\.2|libgcc_s\.so\.1|libstdc\+\+\.so\.6|libz\.so\.1)$'
+	for f in "$d"/bin/* "$d"/lib/*.so* "$d"/lib/ucx/*.so* "$here/tests/gpucoll-mpich"; do
+		if [ ! -f "$f" ] || [ -L "$f" ]; then continue; fi
+		inside="" base="" outside=""
+		while read -r name arrow path _; do
+			[ "$arrow" = "=>" ] || path=$name
+			if [ "$path" = "not" ] || [ "$name" = "not" ]; then
+				outside="$outside $name(not found)"
+			elif [[ "$path" == "$d/"* ]]; then
+				inside="$inside $name"
+			elif [[ "$(basename "$name")" =~ $sys ]]; then
+				base="$base $(basename "$name")"
+			else
+				outside="$outside $name($path)"
+			fi
+		done < <("${mpich_env[@]}" ldd "$f" 2>&1 | grep -v -e 'statically linked' -e 'not a dynamic')
+		echo "run.sh: mpich-runtime: ${f#"$here/"}: carried:${inside:- none}; the C runtime:${base:- none}${outside:+; ELSEWHERE:$outside}"
+		[ -z "$outside" ] || ok=0
+	done
+	[ "$ok" = 1 ] || echo "run.sh: mpich-runtime: FAIL: the bundle's MPICH runtime needs libraries it does not carry"
+	add mpich-runtime "$ok" "$((1 - ok))" "(every library its programs need is carried or the C runtime's)"
+}
+
+# mpich_loaded NAME: after the LD_PRELOAD run NAME over MPICH with the
+# bundle's runtime, one check that its rank 0 loaded libmpich.so.12 from
+# it (gpucoll prints where PMPI_Init came from).
+mpich_loaded() {
+	[ -n "$mpich_dir" ] && [[ "$1" == preload-mpich-* ]] && [ -f "$work/$1.log" ] || return
+	local lib
+	lib=$(sed -nE 's/^gpucoll: MPI library: (.*) \(PMPI_Init\)$/\1/p' "$work/$1.log" | head -1)
+	echo "run.sh: $1: PMPI_Init from ${lib:-?}"
+	if [[ "$lib" == "$mpich_dir/mpich/lib/libmpich.so.12" ]]; then
+		add "$1-libmpich" 1 0 "(libmpich.so.12 from the bundle's MPICH runtime)"
+	else
+		echo "run.sh: $1: FAIL: want PMPI_Init from $mpich_dir/mpich/lib/libmpich.so.12"
+		add "$1-libmpich" 0 1 "(libmpich.so.12 not from the bundle's MPICH runtime)"
+	fi
 }
 
 # check_wrapper: the bundle's mpicc, from wherever this copy is, names
@@ -425,7 +560,6 @@ check_wrapper() {
 	if "$here/bin/mpicc" -O2 -o "$work/allreduce" "$here/examples/allreduce.c" >"$work/wrapper-cc.log" 2>&1 &&
 		{ ! have ldd || ldd "$work/allreduce" | grep -qF " => $here/lib/libgocoll.so."; }; then
 		p=$((p + 1))
-		local t0=$(date +%s)
 		timeout -k 5 "$per_run" "$here/bin/gocollrun" -n 2 "$work/allreduce" >"$work/wrapper.log" 2>&1
 		local rc=$?
 		cat "$work/wrapper.log"
@@ -445,48 +579,77 @@ check_wrapper() {
 }
 
 check_wrapper
+check_mpich_runtime
 runone "calls-cuda-off" 1 env GOCOLL_CUDA=off "$here/bin/gocollrun" -n 1 --timeout "$((per_run + 5))s" "$here/tests/gpucalls" --no-cuda
 for n in $ranks; do
 	g=("$here/bin/gocollrun" -n "$n" --timeout "$((per_run + 5))s")
-	t=$targs
+	q=$qarg
+	[ "$n" -ge 8 ] && q=--quick # the checks at 8 ranks and more: quick, for the budget
+	mb=$max_bytes
+	[ "$n" -ge 8 ] && [ "$mb" -gt 67108864 ] && mb=67108864
 	if [ "$n" = 1 ]; then
-		# Nothing to time on one rank, and no peer for IPC.
-		runone "gocollrun-np1" 1 "${g[@]}" "$here/tests/gpucoll" $qarg --no-time --checks ops,order,cudart
-		runone "realloc-np1" 1 "${g[@]}" "$here/tests/gpucoll" $qarg --no-time --checks realloc
+		# No peer for IPC.
+		runone "gocollrun-np1" 1 "${g[@]}" "$here/tests/gpucoll" $q --no-time --checks ops,order,cudart
+		runone "realloc-np1" 1 "${g[@]}" "$here/tests/gpucoll" $q --no-time --checks realloc
 		reuse_note "realloc-np1" 1
-		runone "misaligned-np1" 1 "${g[@]}" "$here/tests/gpucoll" $qarg --no-time --checks misaligned
-		runone "calls-np1" 1 "${g[@]}" "$here/tests/gpucalls" $qarg
-		continue
+		runone "misaligned-np1" 1 "${g[@]}" "$here/tests/gpucoll" $q --no-time --checks misaligned
+		runone "calls-np1" 1 "${g[@]}" "$here/tests/gpucalls" $q
+	else
+		runone "gocollrun-np$n-ipc" "$n" env GOCOLL_CUDA_IPC=1 "${g[@]}" "$here/tests/gpucoll" $q --no-time --checks ops,order,cudart
+		stub_path "gocollrun-np$n-ipc" "$n" 1
+		runone "gocollrun-np$n-staged" "$n" env GOCOLL_CUDA_IPC=0 "${g[@]}" "$here/tests/gpucoll" $q --no-time --checks ops,order,cudart
+		stub_path "gocollrun-np$n-staged" "$n" 0
+		for way in ipc staged; do
+			ipc=1
+			[ "$way" = staged ] && ipc=0
+			runone "realloc-np$n-$way" "$n" env GOCOLL_CUDA_IPC=$ipc "${g[@]}" "$here/tests/gpucoll" $q --no-time --checks realloc
+			reuse_note "realloc-np$n-$way" "$n"
+			runone "misaligned-np$n-$way" "$n" env GOCOLL_CUDA_IPC=$ipc "${g[@]}" "$here/tests/gpucoll" $q --no-time --checks misaligned
+			runone "calls-np$n-$way" "$n" env GOCOLL_CUDA_IPC=$ipc "${g[@]}" "$here/tests/gpucalls" $q
+		done
+		for m in $ready_preloads; do
+			# The checks and an MPI_Allreduce table as an application runs
+			# them; then the quick ops checks again with GOCOLL_DEBUG=info
+			# (which turns the C half's decision cache off), to count the
+			# device calls.
+			t=(--no-time)
+			[ "$no_time" = 0 ] && t=(--colls allreduce --max-bytes "$mb" --time-budget "$(table_budget 1)")
+			launcher "$m" "$n" warn
+			runone "preload-$m-np$n" "$n" "${launch[@]}" "$here/tests/gpucoll-$m" $q "${t[@]}" --no-special
+			mpich_loaded "preload-$m-np$n"
+			launcher "$m" "$n" info
+			mkdir -p "$work/stderr-$m-np$n"
+			runone "preload-$m-np$n-calls" "$n" "${launch[@]}" "$work/rank-stderr.sh" "$work/stderr-$m-np$n" \
+				"$here/tests/gpucoll-$m" --quick --no-time --no-special --checks ops
+			check_calls "preload-$m-np$n-calls" "$n" "$work/stderr-$m-np$n"
+		done
 	fi
-	runone "gocollrun-np$n-ipc" "$n" env GOCOLL_CUDA_IPC=1 "${g[@]}" "$here/tests/gpucoll" $qarg $t --checks ops,order,cudart
-	stub_path "gocollrun-np$n-ipc" "$n" 1
-	runone "gocollrun-np$n-staged" "$n" env GOCOLL_CUDA_IPC=0 "${g[@]}" "$here/tests/gpucoll" $qarg --no-time --checks ops,order,cudart
-	stub_path "gocollrun-np$n-staged" "$n" 0
-	for way in ipc staged; do
-		ipc=1
-		[ "$way" = staged ] && ipc=0
-		runone "realloc-np$n-$way" "$n" env GOCOLL_CUDA_IPC=$ipc "${g[@]}" "$here/tests/gpucoll" $qarg --no-time --checks realloc
-		reuse_note "realloc-np$n-$way" "$n"
-		runone "misaligned-np$n-$way" "$n" env GOCOLL_CUDA_IPC=$ipc "${g[@]}" "$here/tests/gpucoll" $qarg --no-time --checks misaligned
-		runone "calls-np$n-$way" "$n" env GOCOLL_CUDA_IPC=$ipc "${g[@]}" "$here/tests/gpucalls" $qarg
-	done
-	for m in $ready_preloads; do
-		# The checks and the timing table as an application runs them;
-		# then the quick ops checks again with GOCOLL_DEBUG=info (which
-		# turns the C half's decision cache off), to count the device calls.
-		launcher "$m" "$n" warn
-		runone "preload-$m-np$n" "$n" "${launch[@]}" "$here/tests/gpucoll-$m" $qarg $t --no-special
-		launcher "$m" "$n" info
-		mkdir -p "$work/stderr-$m-np$n"
-		runone "preload-$m-np$n-calls" "$n" "${launch[@]}" "$work/rank-stderr.sh" "$work/stderr-$m-np$n" \
-			"$here/tests/gpucoll-$m" --quick --no-time --no-special --checks ops
-		check_calls "preload-$m-np$n-calls" "$n" "$work/stderr-$m-np$n"
-	done
+	# The timing table, last: at the last rank count it may take what the
+	# runs before have left of its share.
+	if [ "$no_time" = 0 ]; then
+		share=11
+		case $n in 1) share=3 ;; 2) share=7 ;; 3 | 4) share=9 ;; esac
+		runone "time-np$n" "$n" "${g[@]}" "$here/tests/gpucoll" --checks none --max-bytes "$mb" --time-budget "$(table_budget "$share")"
+	fi
 done
 grep -qs '^gpucoll: no libcudart found' "$work"/*.log && notes="$notes cudart:no-libcudart"
 
 echo
 echo "==== summary ($(($(date +%s) - start))s) ====$summary"
 [ -n "$notes" ] && echo "  not run (not failures):$notes"
+# The timing tables' summary lines, as gpucoll printed them.
+lines=""
+for n in $ranks; do
+	log="$work/time-np$n.log"
+	[ -f "$log" ] || continue
+	lines="$lines$(sed -nE 's/^gpucoll: ([0-9]+ of [0-9]+ cells skipped.*)/  time-np'"$n"': \1/p' "$log")
+$(grep -E '^summary ' "$log")
+"
+done
+if [ -n "${lines//[[:space:]]/}" ]; then
+	echo "  timing: device buffers, the slowest rank's mean, against the baselines measured in the same run (time-npN)"
+	[ "$self_test" = 1 ] && echo "  (self-test: the stand-in driver's times mean nothing; the lines are checked for form only)"
+	echo "$lines" | grep -v '^$'
+fi
 echo "$total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ]

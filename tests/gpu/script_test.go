@@ -2,14 +2,17 @@
 // build/gpu-bundle/ with its run.sh, from tests/gpu) as far as a machine
 // without a GPU can: run.sh's arguments; that a copy of the bundle, moved
 // away from the build, says plainly what is missing without a driver;
-// that its wrappers and programs name no path of the build; and that
+// that its wrappers and programs name no path of the build; that it is
+// under 64 MiB and carries this machine's MPICH runtime; and that
 // `run.sh --self-test` in the copy, on the stand-in CUDA driver and
-// runtime (tests/gpu/c), runs every group of checks on 1, 2 and 4 ranks
+// runtime (tests/gpu/c), runs every group of checks on 1, 2, 4 and 8 ranks
 // under gocollrun (IPC and staged) and under LD_PRELOAD over each host
-// MPI installed, that gocoll itself runs the LD_PRELOAD calls on device
-// memory, that the -ipc runs used CUDA IPC and the -staged ones did not,
-// that the realloc runs saw addresses reused, that the copy's mpicc
-// builds and runs a C example, and that every check passed. On a GPU
+// MPI installed (MPICH's from the bundle's own runtime), that gocoll
+// itself runs the LD_PRELOAD calls on device memory, that the -ipc runs
+// used CUDA IPC and the -staged ones did not, that the realloc runs saw
+// addresses reused, that the copy's mpicc builds and runs a C example,
+// that the timing tables and their summary lines have their form (the
+// stand-in's times mean nothing), and that every check passed. On a GPU
 // machine, run the bundle itself.
 package gputest
 
@@ -93,6 +96,12 @@ func TestRelocatable(t *testing.T) {
 			t.Errorf("%s names the build's folder %s", f, harness.Root)
 		}
 	}
+	// What the GPU machine's tool carries: 64 MiB at most.
+	if out, err := exec.Command("du", "-sm", b).Output(); err != nil {
+		t.Fatal(err)
+	} else if mib, _ := strconv.Atoi(strings.Fields(string(out))[0]); mib >= 64 {
+		t.Errorf("the bundle is %d MiB, want under 64", mib)
+	}
 	progs, _ := filepath.Glob(filepath.Join(b, "tests", "gpuc*"))
 	n := 0
 	for _, p := range progs {
@@ -117,6 +126,95 @@ func TestRelocatable(t *testing.T) {
 	}
 	if n != 2 {
 		t.Errorf("tests/gpucoll and tests/gpucalls are not both in the bundle: %v", progs)
+	}
+}
+
+// hasMPICH says whether this machine has MPICH's compiler and launcher,
+// which the bundle then carries.
+func hasMPICH() bool {
+	for _, p := range []string{"mpicc.mpich", "mpiexec.mpich", "hydra_pmi_proxy"} {
+		if _, err := exec.LookPath(p); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// The bundle carries this machine's MPICH runtime for the LD_PRELOAD runs
+// on a machine with no MPI: the launcher, its proxy, libmpich and what
+// they need but the C runtime, UCX's shared-memory module; BUILD names
+// them.
+func TestMPICHRuntime(t *testing.T) {
+	if !hasMPICH() {
+		t.Skip("no MPICH here: the bundle carries no MPICH runtime")
+	}
+	b := filepath.Join(harness.Root, "build", "gpu-bundle")
+	out, err := exec.Command("tar", "-tJf", filepath.Join(b, "mpich-runtime.tar.xz")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("tar -tJf mpich-runtime.tar.xz: %v\n%s", err, out)
+	}
+	files := strings.Fields(string(out))
+	for _, f := range []string{"mpich/bin/mpiexec.hydra", "mpich/bin/mpiexec.mpich", "mpich/bin/hydra_pmi_proxy",
+		"mpich/lib/libmpich.so.12", "mpich/lib/libhwloc.so.15", "mpich/lib/libucp.so.0", "mpich/lib/libucs.so.0",
+		"mpich/lib/ucx/libuct_cma.so.0"} {
+		if !contains(files, f) {
+			t.Errorf("mpich-runtime.tar.xz has no %s: %v", f, files)
+		}
+	}
+	for _, f := range files {
+		if regexp.MustCompile(`/lib(c|m|dl|pthread|rt|resolv|gcc_s|stdc\+\+|z)\.so|ld-linux|libibverbs|libuct_ib`).MatchString(f) {
+			t.Errorf("mpich-runtime.tar.xz carries %s, which the C runtime has or the machine does not need", f)
+		}
+	}
+	build, _ := os.ReadFile(filepath.Join(b, "BUILD"))
+	if !strings.Contains(string(build), "MPICH runtime for the LD_PRELOAD runs: mpich-runtime.tar.xz") ||
+		!strings.Contains(string(build), "libmpich.so.12") {
+		t.Errorf("BUILD does not name the MPICH runtime:\n%s", build)
+	}
+}
+
+// On a machine with no MPI installed, as the GPU machine is, run.sh's
+// default (--mpi auto) runs the LD_PRELOAD checks over the bundle's own
+// MPICH runtime, which must be whole: tests/gpu/without-mpi.sh takes this
+// machine's MPI launchers and the libraries MPICH needs out of sight (a
+// mount namespace, overlayfs), then the copy's self-test runs. Skipped
+// where that cannot be made (not root, no overlayfs).
+func TestWithoutMPI(t *testing.T) {
+	if !hasMPICH() {
+		t.Skip("no MPICH here: the bundle carries no MPICH runtime")
+	}
+	b := bundleCopy(t)
+	out, code := run(t, nil, filepath.Join(harness.Root, "tests", "gpu", "without-mpi.sh"), filepath.Join(b, "run.sh"),
+		"--self-test", "--quick", "--ranks", "2", "--no-time", "--timeout", "120", "--budget", "600")
+	if code == 3 && strings.HasPrefix(out, "without-mpi.sh: ") {
+		t.Skip(strings.TrimSpace(out))
+	}
+	summary := sections(out)["summary"]
+	if code != 0 || !strings.Contains(out, "run.sh: MPICH: the bundle's runtime (mpich-runtime.tar.xz), unpacked in "+b+"/mpich-runtime.") ||
+		strings.Contains(out, "preload-openmpi") {
+		t.Fatalf("exit %d: want the LD_PRELOAD runs over the bundle's MPICH runtime only\n%s", code, out)
+	}
+	for _, c := range []string{"mpich-runtime", "preload-mpich-np2-libmpich", "preload-mpich-np2-device"} {
+		if !regexp.MustCompile(`(?m)^  ` + c + ` +1 passed, +0 failed`).MatchString(summary) {
+			t.Errorf("no %s check passed\n%s", c, summary)
+		}
+	}
+}
+
+// A timing table that runs out of its --time-budget skips the cells left,
+// says so, and still prints its summary lines and every rank's verdict.
+// Up to 16 MiB the cells' smallest cost, even on the stand-in, is far
+// more than the budget: some are skipped however fast this machine is.
+func TestTableBudget(t *testing.T) {
+	b := filepath.Join(harness.Root, "build", "gpu-bundle")
+	out, code := run(t, []string{"LD_LIBRARY_PATH=" + filepath.Join(b, "stub"), "GOCOLL_CUDA=on"},
+		filepath.Join(b, "bin", "gocollrun"), "-n", "2", filepath.Join(b, "tests", "gpucoll"),
+		"--checks", "none", "--max-bytes", "16777216", "--time-budget", "0.05")
+	if code != 0 || !regexp.MustCompile(`(?m)^gpucoll: \d+ of \d+ cells skipped: the time budget`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^ +\d+ +\d+/\d+ .*skipped`).MatchString(out) ||
+		len(regexp.MustCompile(`(?m)^summary MPI_\w+ np=2: `).FindAllString(out, -1)) != 4 ||
+		len(regexp.MustCompile(`(?m)^rank \d: \d+ passed, 0 failed$`).FindAllString(out, -1)) != 2 {
+		t.Errorf("exit %d; want skipped cells said, 4 summary lines and 2 verdicts\n%s", code, out)
 	}
 }
 
@@ -168,8 +266,11 @@ func TestSelfTest(t *testing.T) {
 		}
 	}
 	// Quick checks, a small timing table; a per-run limit and a budget
-	// for a loaded 2-core machine, not the GPU machine's 4 minutes.
-	args := []string{"--self-test", "--quick", "--ranks", "1 2 4", "--max-bytes", "4096", "--timeout", "120", "--budget", "900"}
+	// for a loaded 2-core machine, not the GPU machine's 4 minutes. The
+	// runs over MPICH use the bundle's MPICH runtime, as on the GPU
+	// machine, which has no MPI.
+	ranks := []int{1, 2, 4, 8}
+	args := []string{"--self-test", "--quick", "--ranks", "1 2 4 8", "--max-bytes", "4096", "--timeout", "120", "--budget", "900"}
 	switch len(mpis) {
 	case 0:
 		t.Log("no host MPI: no LD_PRELOAD runs")
@@ -178,6 +279,10 @@ func TestSelfTest(t *testing.T) {
 		args = append(args, "--mpi", mpis[0])
 	default:
 		args = append(args, "--mpi", "both")
+	}
+	bundled := contains(mpis, "mpich") && hasMPICH()
+	if bundled {
+		args = append(args, "--bundled-mpich")
 	}
 	b := bundleCopy(t)
 	out, code := run(t, nil, filepath.Join(b, "run.sh"), args...)
@@ -190,7 +295,7 @@ func TestSelfTest(t *testing.T) {
 		t.Fatalf("exit %d; the first failures:\n%s\n%s", code, strings.Join(fails, "\n"), summary)
 	}
 	// Every run, each with its verdicts; the path and reuse checks.
-	for _, n := range []int{1, 2, 4} {
+	for _, n := range ranks {
 		runs := []string{"realloc-np1", "misaligned-np1", "gocollrun-np1", "calls-np1"}
 		if n > 1 {
 			runs = nil
@@ -198,6 +303,7 @@ func TestSelfTest(t *testing.T) {
 				runs = append(runs, r+"-np"+strconv.Itoa(n)+"-ipc", r+"-np"+strconv.Itoa(n)+"-staged")
 			}
 		}
+		runs = append(runs, "time-np"+strconv.Itoa(n))
 		for _, r := range runs {
 			if c := regexp.MustCompile(`(?m)^rank \d+: [1-9]\d* passed, 0 failed$`).FindAllString(sec[r], -1); len(c) != n {
 				t.Errorf("%s: %d ranks' verdicts with checks passed, want %d\n%s", r, len(c), n, sec[r])
@@ -217,8 +323,37 @@ func TestSelfTest(t *testing.T) {
 	if c := regexp.MustCompile(`(?m)^rank 0: [1-9]\d* passed, 0 failed$`).FindAllString(sec["calls-cuda-off"], -1); len(c) != 1 {
 		t.Errorf("calls-cuda-off: no verdict with checks passed\n%s", sec["calls-cuda-off"])
 	}
-	if !strings.Contains(sec["gocollrun-np2-ipc"], "device us") || !strings.Contains(sec["gocollrun-np4-ipc"], "device us") {
-		t.Errorf("no timing table in gocollrun-np2-ipc and -np4-ipc\n%s", out)
+	// The timing tables: the baselines, a table per collective, one
+	// summary line per collective and rank count in its run and again in
+	// the summary; their form only (the stand-in's times mean nothing).
+	// --max-bytes 4096: the largest size is 4 KiB; the smallest is 8 B,
+	// but the reduce-scatters' one float per rank.
+	for _, n := range ranks {
+		name := "time-np" + strconv.Itoa(n)
+		for _, want := range []string{"gpucoll: the stand-in driver (no GPU): these times mean nothing",
+			"gpucoll: baseline: an empty kernel's launch + cuStreamSynchronize: median ",
+			"gpucoll: baseline: device-to-device copy of 8 MiB",
+			"MPI_Allreduce (MPI_FLOAT, MPI_SUM) on " + strconv.Itoa(n) + " rank", "MPI_Allgather (MPI_CHAR) on ",
+			"MPI_Reduce_scatter_block (MPI_FLOAT, MPI_SUM) on ", "MPI_Reduce_scatter (MPI_FLOAT, MPI_SUM) on "} {
+			if !strings.Contains(sec[name], want) {
+				t.Errorf("%s: no %q\n%s", name, want, sec[name])
+			}
+		}
+		for c, f := range map[string]string{"MPI_Allreduce": "2pn", "MPI_Reduce_scatter_block": "(p+1)n", "MPI_Reduce_scatter": "(p+1)n", "MPI_Allgather": "2pn"} {
+			small, moved := 8, 2*n*4
+			if f == "(p+1)n" {
+				small, moved = max(8, 4*n), (n+1)*4
+			}
+			re := regexp.MustCompile(`(?m)^summary ` + c + ` np=` + strconv.Itoa(n) + `: ` + strconv.Itoa(small) +
+				` B in \d+\.\d µs = [\d.]+x launch\+sync \([\d.]+ µs\); 4 KiB in \d+\.\d µs = [\d.]+x its traffic bound \(` +
+				regexp.QuoteMeta(f) + ` = ` + strconv.Itoa(moved) + ` KiB over \d+ GB/s\)$`)
+			if !re.MatchString(sec[name]) || !re.MatchString(sec["summary"]) {
+				t.Errorf("%s: no summary line of %s like %s in its run and in the summary\n%s\n%s", name, c, re, sec[name], summary)
+			}
+		}
+	}
+	if !strings.Contains(summary, "  (self-test: the stand-in driver's times mean nothing") {
+		t.Errorf("the summary does not say the stand-in's times mean nothing\n%s", summary)
 	}
 	if !strings.Contains(sec["gocollrun-np2-ipc"], "gpucoll: CUDA runtime libcudart.so.12") {
 		t.Errorf("the cudart checks did not find the stand-in runtime\n%s", sec["gocollrun-np2-ipc"])
@@ -250,8 +385,9 @@ func TestSelfTest(t *testing.T) {
 	report := regexp.MustCompile(`(?m)^gocoll: rank \d+: finalize: .* calls run by gocoll (\d+) \(on device memory (\d+)\)`)
 	for _, mpi := range mpis {
 		name := "preload-" + mpi + "-np2"
-		if _, ok := sec[name]; !ok || !strings.Contains(sec[name], "device us") {
-			t.Errorf("%s: no run with a timing table\n%s", name, out)
+		if _, ok := sec[name]; !ok || !strings.Contains(sec[name], "MPI_Allreduce (MPI_FLOAT, MPI_SUM) on 2 ranks") ||
+			!regexp.MustCompile(`(?m)^summary MPI_Allreduce np=2: `).MatchString(sec[name]) {
+			t.Errorf("%s: no run with an MPI_Allreduce timing table\n%s", name, out)
 		}
 		calls := sec[name+"-calls"]
 		// Each rank's own verdict: the same checks, all passed.
@@ -287,6 +423,23 @@ func TestSelfTest(t *testing.T) {
 		}
 		if !regexp.MustCompile(`(?m)^  ` + name + `-device +1 passed, +0 failed`).MatchString(summary) {
 			t.Errorf("%s: run.sh did not check the device calls\n%s", name, summary)
+		}
+	}
+	// The runs over MPICH used the bundle's runtime: whole, and loaded.
+	if bundled {
+		if !regexp.MustCompile(`(?m)^  mpich-runtime +1 passed, +0 failed`).MatchString(summary) ||
+			!strings.Contains(sec["mpich-runtime"], "mpich/lib/libmpich.so.12: carried: libhwloc.so.15") {
+			t.Errorf("no mpich-runtime check passed\n%s\n%s", sec["mpich-runtime"], summary)
+		}
+		for _, n := range ranks[1:] {
+			name := "preload-mpich-np" + strconv.Itoa(n)
+			if !regexp.MustCompile(`(?m)^  `+name+`-libmpich +1 passed, +0 failed`).MatchString(summary) ||
+				!regexp.MustCompile(`(?m)^gpucoll: MPI library: `+regexp.QuoteMeta(b)+`/mpich-runtime\.\w+/mpich/lib/libmpich\.so\.12 \(PMPI_Init\)$`).MatchString(sec[name]) {
+				t.Errorf("%s did not load libmpich.so.12 from the bundle's runtime\n%s\n%s", name, sec[name], summary)
+			}
+		}
+		if m, _ := filepath.Glob(filepath.Join(b, "mpich-runtime.*")); len(m) != 1 {
+			t.Errorf("the unpacked MPICH runtime was not removed at exit: %v", m)
 		}
 	}
 }

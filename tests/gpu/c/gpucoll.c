@@ -42,13 +42,23 @@
  * cudart    MPI_Allreduce on cudaMalloc'd buffers, when a libcudart loads.
  *
  * Each result is copied back and compared, bit for bit, with a reference
- * the program computes itself on the host (never by asking MPI). Each
- * rank judges its own results: it prints each of its failures, then
- * "rank R: N passed, N failed", and exits non-zero if any of its checks
- * failed (no verdict is combined through MPI). Then rank 0 prints a table
- * of MPI_Allreduce times on device and on host buffers from 8 B up.
+ * the program computes itself on the host (never by asking MPI). Then,
+ * unless --no-time, the timing table (below "timing"): MPI_Allreduce,
+ * MPI_Reduce_scatter_block, MPI_Reduce_scatter and MPI_Allgather (--colls
+ * picks some) on device and on host buffers from 8 B to --max-bytes, each
+ * cell's result checked, after two baselines measured in the same run (an
+ * empty kernel's launch + synchronize, the device-to-device copy
+ * bandwidth), and one summary line per collective: the smallest size's
+ * time as a multiple of launch+sync, the largest size's as a multiple of
+ * its traffic bound. Each rank judges its own results: it prints each of
+ * its failures, then "rank R: N passed, N failed", and exits non-zero if
+ * any of its checks failed (no verdict is combined through MPI). On the
+ * stand-in driver (tests/gpu/c/stubcuda.c, run.sh --self-test) the times
+ * mean nothing, and the table says so.
  *
- *   gpucoll [--quick] [--checks LIST] [--max-bytes N] [--no-time] [--no-special]
+ *   gpucoll [--quick] [--checks LIST] [--max-bytes N] [--no-time]
+ *           [--colls allreduce,reduce_scatter_block,reduce_scatter,allgather]
+ *           [--time-budget SECS] [--no-special]
  *
  * --no-special leaves out the NaNs and signed zeros of MPI_MAX and
  * MPI_MIN, whose results MPI leaves open: gocoll returns the canonical NaN
@@ -63,6 +73,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <mpi.h>
 
 /* ---- the CUDA driver, loaded at run time ---- */
@@ -94,6 +105,11 @@ static struct {
     CUresult (*StreamSynchronize)(CUstream);
     CUresult (*StreamDestroy)(CUstream);
     CUresult (*GetErrorName)(CUresult, const char **);
+    CUresult (*ModuleLoadDataEx)(void **, const void *, unsigned, int *, void **);
+    CUresult (*ModuleGetFunction)(void **, void *, const char *);
+    CUresult (*ModuleUnload)(void *);
+    CUresult (*LaunchKernel)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, void **,
+                             void **);
 } cu;
 
 static const struct {
@@ -119,6 +135,10 @@ static const struct {
     {(void **)&cu.StreamSynchronize, "cuStreamSynchronize"},
     {(void **)&cu.StreamDestroy, "cuStreamDestroy_v2"},
     {(void **)&cu.GetErrorName, "cuGetErrorName"},
+    {(void **)&cu.ModuleLoadDataEx, "cuModuleLoadDataEx"},
+    {(void **)&cu.ModuleGetFunction, "cuModuleGetFunction"},
+    {(void **)&cu.ModuleUnload, "cuModuleUnload"},
+    {(void **)&cu.LaunchKernel, "cuLaunchKernel"},
 };
 
 /* The CUDA runtime, when one loads. */
@@ -133,7 +153,8 @@ static struct {
 static const char *rt_name;
 enum { cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2 };
 
-static int rank, size, quick, special = 1, device;
+static int rank, size, quick, special = 1, device, ndevices;
+static int stand_in; /* the stand-in driver (tests/gpu/c/stubcuda.c): its times mean nothing */
 static long max_bytes = 256L << 20;
 static int passed, failed;
 
@@ -183,6 +204,7 @@ static void load_driver(void) {
     }
     /* One GPU: every rank shares it. As the runtime does: the device's
      * primary context, current on this thread. */
+    ndevices = ndev;
     CU(cu.DeviceGet(&device, rank % ndev));
     CUcontext ctx;
     CU(cu.DevicePrimaryCtxRetain(&ctx, device));
@@ -190,9 +212,15 @@ static void load_driver(void) {
     char name[128] = "";
     cu.DeviceGetName(name, sizeof name, device);
     cu.DriverGetVersion(&ver);
-    if (rank == 0)
+    if (rank == 0) {
         printf("gpucoll: %d ranks on %d GPU(s): %s, CUDA driver %d.%d%s\n", size, ndev, name, ver / 1000, ver % 1000 / 10,
                quick ? ", quick" : "");
+        /* Which MPI library this is (run.sh checks that the runs over the
+         * bundle's MPICH runtime load its libmpich). */
+        Dl_info di;
+        void *pi = dlsym(RTLD_DEFAULT, "PMPI_Init");
+        if (pi && dladdr(pi, &di) && di.dli_fname) printf("gpucoll: MPI library: %s (PMPI_Init)\n", di.dli_fname);
+    }
 }
 
 /* load_runtime finds a libcudart ($GPUCOLL_CUDART, else the usual
@@ -800,41 +828,411 @@ static void check_cudart(void) {
 
 /* ---- timing ---- */
 
-static double time_allreduce(void *send, void *recv, long n, int iters) {
-    for (int i = 0; i < 2; i++) MPI_Allreduce(send, recv, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+/* The table times each collective as OSU's benchmarks do: a barrier
+ * before each call, then the call alone (it returns once its results are
+ * in the receive buffer), each rank's mean over the iterations, and the
+ * slowest rank's mean shown. A row's bytes are a rank's whole buffer, as
+ * nccl-tests counts them: MPI_Allreduce's buffer, the reduce-scatters'
+ * send buffer, MPI_Allgather's receive buffer (the smallest rows round up
+ * to one element per rank). The reductions are MPI_FLOAT MPI_SUM,
+ * MPI_Allgather MPI_CHAR, as in OSU. Device and host buffers alternate
+ * cell by cell, so that both see the machine in the same state; the
+ * buffers are allocated once, for the largest row, as OSU does. Each
+ * cell's result is checked (all of it, or a window at both ends and in
+ * the middle) and counts as one check.
+ *
+ * The baselines, measured in the same run by rank 0 alone while the
+ * others wait in MPI_Barrier: an empty kernel's launch plus
+ * cuStreamSynchronize (the median of 1000), and the device-to-device copy
+ * bandwidth (cuMemcpyDtoDAsync of 256 MiB, ten back to back, then
+ * cuStreamSynchronize; the best of three), counting the bytes read and
+ * the bytes written. The traffic bound of a call on p ranks sharing one
+ * GPU, n its bytes as above: 2pn for MPI_Allreduce (every input read once,
+ * every output written once), (p+1)n for the reduce-scatters, 2pn for
+ * MPI_Allgather, over that bandwidth.
+ *
+ * Each cell aims at 0.25 s, between 3 iterations and OSU's 1000 (up to 8
+ * KiB) or 100. With --time-budget each collective has an equal share of
+ * what is left when it starts; a cell aims at no more than what is left
+ * of that share over its cells left, and one whose 5 calls (estimated
+ * from the cell before it, its time per call grown with the size) no
+ * longer fit is skipped, and the table says so. */
+
+enum { MIN_ITERS = 3 };
+#define CELL_SECONDS 0.25 /* what a cell aims at, at most */
+static const long time_sizes[] = {8, 64, 512, 4L << 10, 32L << 10, 256L << 10, 1L << 20, 4L << 20, 16L << 20, 64L << 20, 256L << 20};
+#define NSIZES ((int)(sizeof time_sizes / sizeof time_sizes[0]))
+static const char *coll_args[] = {"allreduce", "reduce_scatter_block", "reduce_scatter", "allgather"};
+static int time_coll[4] = {1, 1, 1, 1}; /* --colls */
+static double time_budget;               /* --time-budget: seconds for the table; 0: no limit */
+static double launch_us = -1, launch_min_us = -1, copy_gbs = -1; /* the baselines; -1: not measured */
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* agreed returns the largest x of every rank (on host memory). */
+static double agreed(double x) {
+    double m = x;
+    MPI_Allreduce(&x, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return m;
+}
+
+/* human writes bytes as B, KiB, MiB or GiB, whichever is exact. */
+static const char *human(double bytes, char *buf, size_t n) {
+    static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (u < 4 && bytes >= 1024 && fmod(bytes, 1024) == 0) bytes /= 1024, u++;
+    snprintf(buf, n, "%.0f %s", bytes, unit[u]);
+    return buf;
+}
+
+/* times writes a multiple k as "k" with three or more significant digits. */
+static const char *times(double k, char *buf, size_t n) {
+    snprintf(buf, n, k < 10 ? "%.2f" : k < 1000 ? "%.1f" : "%.0f", k);
+    return buf;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* An empty kernel, JIT-compiled by the driver as gocoll's kernels are. */
+static const char empty_ptx[] = ".version 7.0\n.target sm_70\n.address_size 64\n"
+                                ".visible .entry gpucoll_empty()\n{\n\tret;\n}\n";
+
+/* baselines measures launch+sync and the copy bandwidth on rank 0 while
+ * the other ranks wait; a baseline the driver refuses is said to be not
+ * measured, and the summary has no multiple of it. */
+static void baselines(void) {
     MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = MPI_Wtime();
-    for (int i = 0; i < iters; i++) MPI_Allreduce(send, recv, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    double t = (MPI_Wtime() - t0) / iters, worst = 0;
-    MPI_Allreduce(&t, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    return worst;
+    if (rank == 0) {
+        CUstream s;
+        CU(cu.StreamCreate(&s, CU_STREAM_NON_BLOCKING));
+        void *mod = NULL, *fn = NULL;
+        const char *step = "cuModuleLoadDataEx";
+        CUresult e = cu.ModuleLoadDataEx(&mod, empty_ptx, 0, NULL, NULL);
+        if (e == 0) step = "cuModuleGetFunction", e = cu.ModuleGetFunction(&fn, mod, "gpucoll_empty");
+        int n = stand_in ? 100 : 1000;
+        double *t = malloc(sizeof(double) * (size_t)n);
+        for (int i = -20; i < n && e == 0; i++) { /* 20 to warm up */
+            double t0 = now();
+            step = "cuLaunchKernel", e = cu.LaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL);
+            if (e == 0) step = "cuStreamSynchronize", e = cu.StreamSynchronize(s);
+            if (i >= 0) t[i] = now() - t0;
+        }
+        if (e == 0) {
+            qsort(t, (size_t)n, sizeof(double), cmp_double);
+            launch_us = t[n / 2] * 1e6, launch_min_us = t[0] * 1e6;
+            printf("gpucoll: baseline: an empty kernel's launch + cuStreamSynchronize: median %.2f µs, min %.2f µs "
+                   "(%d launches; rank 0 alone, the others in MPI_Barrier)\n", launch_us, launch_min_us, n);
+        } else
+            printf("gpucoll: baseline: launch + synchronize not measured: %s failed: %s (%d)\n", step, cu_err(e), e);
+        free(t);
+        if (mod) cu.ModuleUnload(mod);
+        /* Copy bandwidth: a copy large enough that launch costs vanish. */
+        size_t bytes = stand_in ? 8u << 20 : 256u << 20;
+        const int reps = 10;
+        CUdeviceptr a = dalloc(bytes), b = dalloc(bytes);
+        CU(cu.MemcpyDtoDAsync(b, a, bytes, s));
+        CU(cu.StreamSynchronize(s));
+        double best = 1e30;
+        for (int k = 0; k < 3; k++) {
+            double t0 = now();
+            for (int i = 0; i < reps; i++) CU(cu.MemcpyDtoDAsync(b, a, bytes, s));
+            CU(cu.StreamSynchronize(s));
+            double per = (now() - t0) / reps;
+            if (per < best) best = per;
+        }
+        copy_gbs = 2.0 * (double)bytes / best / 1e9;
+        char hb[32];
+        printf("gpucoll: baseline: device-to-device copy of %s (cuMemcpyDtoDAsync, %d back to back, then "
+               "cuStreamSynchronize; best of 3): %.1f µs per copy = %.1f GB/s counting bytes read and written\n",
+               human((double)bytes, hb, sizeof hb), reps, best * 1e6, copy_gbs);
+        fflush(stdout);
+        CU(cu.MemFree(b));
+        CU(cu.MemFree(a));
+        CU(cu.StreamDestroy(s));
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+/* A cell's geometry: count (the count argument: MPI_Allreduce's count,
+ * the reduce-scatters' block, MPI_Allgather's count per rank), the row's
+ * bytes, and the send and receive buffers' bytes. */
+struct geom {
+    long count, bytes, send, recv;
+};
+
+static struct geom geometry(enum coll c, long bytes) {
+    struct geom g;
+    switch (c) {
+    case ALLREDUCE:
+        g.count = bytes / 4 > 0 ? bytes / 4 : 1;
+        g.bytes = g.send = g.recv = g.count * 4;
+        break;
+    case ALLGATHER:
+        g.count = bytes / size > 0 ? bytes / size : 1;
+        g.send = g.count, g.bytes = g.recv = g.count * size;
+        break;
+    default: /* RSB, RS */
+        g.count = bytes / (4L * size) > 0 ? bytes / (4L * size) : 1;
+        g.recv = g.count * 4, g.bytes = g.send = g.recv * size;
+        break;
+    }
+    return g;
+}
+
+/* traffic: the bytes a call of n bytes must read and write on one GPU. */
+static double traffic(enum coll c, long n) { return c == ALLREDUCE || c == ALLGATHER ? 2.0 * size * n : (size + 1.0) * n; }
+static const char *traffic_formula(enum coll c) { return c == ALLREDUCE || c == ALLGATHER ? "2pn" : "(p+1)n"; }
+/* busbw: nccl-tests' bus bandwidth factor. */
+static double busbw_factor(enum coll c) { return (c == ALLREDUCE ? 2.0 : 1.0) * (size - 1) / size; }
+
+static int *time_rcounts;
+
+static int tcall(enum coll c, void *s, void *r, long count) {
+    switch (c) {
+    case ALLREDUCE: return MPI_Allreduce(s, r, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    case RSB: return MPI_Reduce_scatter_block(s, r, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    case RS: return MPI_Reduce_scatter(s, r, time_rcounts, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    default: return MPI_Allgather(s, (int)count, MPI_CHAR, r, (int)count, MPI_CHAR, MPI_COMM_WORLD);
+    }
+}
+
+/* The receive bytes a cell checks: all of them, or 64 KiB at each end
+ * and in the middle. */
+#define WINDOW (64L << 10)
+static int windows(long recv, long lo[3], long n[3]) {
+    if (recv <= 3 * WINDOW) {
+        lo[0] = 0, n[0] = recv;
+        return 1;
+    }
+    lo[0] = 0, lo[1] = (recv / 2) & ~3L, lo[2] = recv - WINDOW;
+    n[0] = n[1] = n[2] = WINDOW;
+    return 3;
+}
+
+/* expect is the byte at offset off of the result: every rank sends
+ * float(rank+1) in every element, so a sum is p(p+1)/2 everywhere and
+ * MPI_Allgather's block q holds rank q's bytes. */
+static unsigned char expect(enum coll c, long count, long off) {
+    float v = (float)size * (float)(size + 1) / 2;
+    if (c == ALLGATHER) {
+        long q = off / count;
+        v = (float)(q + 1), off -= q * count;
+    }
+    unsigned char b[4];
+    memcpy(b, &v, 4);
+    return b[off % 4];
+}
+
+/* junk writes a pattern no result has over the bytes check_cell reads. */
+static void junk(int dev, void *r, long recv) {
+    long lo[3], n[3];
+    int w = windows(recv, lo, n);
+    char *j = malloc(WINDOW * 3);
+    memset(j, 0xa5, WINDOW * 3);
+    for (int i = 0; i < w; i++) {
+        if (dev) CU(cu.MemcpyHtoD((CUdeviceptr)(uintptr_t)r + (CUdeviceptr)lo[i], j, (size_t)n[i]));
+        else memcpy((char *)r + lo[i], j, (size_t)n[i]);
+    }
+    free(j);
+}
+
+/* check_cell counts one check: the call succeeded and its result is
+ * right in the bytes read back. */
+static void check_cell(enum coll c, int dev, void *r, struct geom g, int rc) {
+    long lo[3], n[3], bad = -1;
+    int w = windows(g.recv, lo, n);
+    unsigned char *got = malloc(WINDOW * 3);
+    for (int i = 0; i < w && bad < 0; i++) {
+        if (dev) CU(cu.MemcpyDtoH(got, (CUdeviceptr)(uintptr_t)r + (CUdeviceptr)lo[i], (size_t)n[i]));
+        else memcpy(got, (char *)r + lo[i], (size_t)n[i]);
+        for (long k = 0; k < n[i]; k++)
+            if (got[k] != expect(c, g.count, lo[i] + k)) {
+                bad = lo[i] + k;
+                fprintf(stderr, "gpucoll: FAIL timing: %s on %s buffers, %ld bytes, on rank %d: byte %ld is 0x%02x, want 0x%02x\n",
+                        coll_names[c], dev ? "device" : "host", g.bytes, rank, bad, got[k], expect(c, g.count, bad));
+                break;
+            }
+    }
+    free(got);
+    if (rc != MPI_SUCCESS) {
+        char err[MPI_MAX_ERROR_STRING] = "";
+        int len = 0;
+        MPI_Error_string(rc, err, &len);
+        fprintf(stderr, "gpucoll: FAIL timing: %s on %s buffers, %ld bytes, on rank %d: MPI error %d (%s)\n", coll_names[c],
+                dev ? "device" : "host", g.bytes, rank, rc, err);
+    }
+    if (rc == MPI_SUCCESS && bad < 0) passed++;
+    else failed++;
+}
+
+/* run_cell: one warm-up call (the buffers' first use), one call to
+ * estimate, then iters calls aimed at target seconds, each after a
+ * barrier; returns the slowest rank's mean seconds per call. */
+static double run_cell(enum coll c, void *s, void *r, long count, double target, int maxit, int *iters, int *rc) {
+    int e;
+    *rc = MPI_SUCCESS;
+#define KEEP(call) ((e = (call)) != MPI_SUCCESS && *rc == MPI_SUCCESS ? *rc = e : 0)
+    MPI_Barrier(MPI_COMM_WORLD);
+    KEEP(tcall(c, s, r, count));
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = now();
+    KEEP(tcall(c, s, r, count));
+    double one = agreed(now() - t0);
+    double want = one > 0 ? target / one : maxit;
+    int it = want < MIN_ITERS ? MIN_ITERS : want > maxit ? maxit : (int)want;
+    double sum = 0;
+    for (int i = 0; i < it; i++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        t0 = now();
+        KEEP(tcall(c, s, r, count));
+        sum += now() - t0;
+    }
+#undef KEEP
+    *iters = it;
+    return agreed(sum / it);
 }
 
 static void time_all(void) {
+    int nsizes = 0, ncolls = 0;
+    while (nsizes < NSIZES && time_sizes[nsizes] <= max_bytes) nsizes++;
+    for (int c = 0; c < 4; c++) ncolls += time_coll[c];
+    if (!nsizes || !ncolls) return;
+    /* The buffers, once, for the largest cell of any collective. */
+    long smax = 4, rmax = 4;
+    for (int c = 0; c < 4; c++)
+        for (int k = 0; k < nsizes && time_coll[c]; k++) {
+            struct geom g = geometry((enum coll)c, time_sizes[k]);
+            if (g.send > smax) smax = g.send;
+            if (g.recv > rmax) rmax = g.recv;
+        }
+    smax = (smax + 3) & ~3L;
+    CUdeviceptr ds = dalloc((size_t)smax), dr = dalloc((size_t)rmax);
+    float *hs = malloc((size_t)smax);
+    char *hr = calloc(1, (size_t)rmax);
+    for (long i = 0; i < smax / 4; i++) hs[i] = (float)(rank + 1);
+    CU(cu.MemcpyHtoD(ds, hs, (size_t)smax));
+    time_rcounts = malloc(sizeof(int) * (size_t)size);
     if (rank == 0) {
-        printf("MPI_Allreduce MPI_FLOAT MPI_SUM on %d ranks, slowest rank's time per call\n", size);
-        printf("%12s %12s %12s %12s %12s %8s\n", "bytes", "device us", "host us", "device busbw", "host busbw", "dev/host");
+        printf("gpucoll: timing on %d rank%s sharing %s: a barrier before each call, then the call alone (OSU's way); each "
+               "rank's mean over the iterations, the slowest rank's shown; bytes = a rank's whole buffer (MPI_Allreduce's, the "
+               "reduce-scatters' send buffer, MPI_Allgather's receive buffer: nccl-tests' size)",
+               size, size == 1 ? "" : "s", ndevices == 1 ? "one GPU" : "the GPUs");
+        if (time_budget > 0) printf("; time budget %.0f s", time_budget);
+        printf("\n");
+        if (stand_in) printf("gpucoll: the stand-in driver (no GPU): these times mean nothing, at most 5 calls a cell\n");
+        fflush(stdout);
     }
-    static const long sizes[] = {8, 64, 512, 4 << 10, 32 << 10, 256 << 10, 2 << 20, 16 << 20, 128 << 20, 256 << 20};
-    for (int k = 0; k < (int)(sizeof sizes / sizeof sizes[0]) && sizes[k] <= max_bytes; k++) {
-        long bytes = sizes[k], n = bytes / 4 > 0 ? bytes / 4 : 1;
-        int iters = bytes <= (64 << 10) ? 200 : bytes <= (2 << 20) ? 40 : bytes <= (32 << 20) ? 8 : 3;
-        if (quick) iters = iters / 4 > 2 ? iters / 4 : 2;
-        CUdeviceptr ds = dalloc((size_t)n * 4), dr = dalloc((size_t)n * 4);
-        float *hs = calloc((size_t)n, 4), *hr = calloc((size_t)n, 4);
-        CU(cu.MemcpyHtoD(ds, hs, (size_t)n * 4));
-        double td = time_allreduce(vp(ds), vp(dr), n, iters), th = time_allreduce(hs, hr, n, iters);
-        double f = 2.0 * (size - 1) / size * (double)n * 4 / 1e9;
-        if (rank == 0)
-            printf("%12ld %12.1f %12.1f %9.2f GB/s %7.2f GB/s %8.2f\n", n * 4, td * 1e6, th * 1e6, f / td, f / th, td / th);
-        CU(cu.MemFree(dr));
-        CU(cu.MemFree(ds));
-        free(hs), free(hr);
+    baselines();
+    double start = now();
+    int colls_left = ncolls, skipped = 0, cells = ncolls * nsizes * 2;
+    struct {
+        long bytes[2];
+        double t[2];
+        int n;
+    } sum[4] = {{{0, 0}, {0, 0}, 0}};
+    for (int ci = 0; ci < 4; ci++) {
+        enum coll c = (enum coll)ci;
+        if (!time_coll[c]) continue;
+        /* Each collective gets an equal share of what is left of the
+         * budget, so that one that overruns cannot starve the next. */
+        double now_s = agreed(now() - start), end = now_s + (time_budget - now_s) / colls_left--;
+        int cells_left = nsizes * 2;
+        if (rank == 0) {
+            printf("\n%s (%s) on %d rank%s: µs per call, the slowest rank's mean\n", coll_names[c],
+                   c == ALLGATHER ? "MPI_CHAR" : "MPI_FLOAT, MPI_SUM", size, size == 1 ? "" : "s");
+            printf("       bytes  iters d/h   device µs     host µs  dev/host  dev busbw  dev/launch  dev/bound\n");
+        }
+        double prev_t[2] = {0, 0};
+        long prev_b[2] = {0, 0}, last_bytes = -1;
+        for (int k = 0; k < nsizes; k++) {
+            struct geom g = geometry(c, time_sizes[k]);
+            if (g.bytes == last_bytes) { /* a small size rounded up to the row before */
+                cells_left -= 2, cells -= 2;
+                continue;
+            }
+            last_bytes = g.bytes;
+            for (int q = 0; q < size; q++) time_rcounts[q] = (int)g.count;
+            int maxit = stand_in ? 5 : g.bytes <= 8192 ? 1000 : 100, it[2] = {0, 0};
+            double t[2] = {-1, -1};
+            for (int m = 0; m < 2; m++) { /* 0: device buffers, 1: host buffers */
+                void *s = m == 0 ? vp(ds) : (void *)hs, *r = m == 0 ? vp(dr) : (void *)hr;
+                double left = time_budget > 0 ? end - agreed(now() - start) : 0;
+                double est = prev_t[m] > 0 ? prev_t[m] * (double)g.bytes / (double)prev_b[m] : 0;
+                if (time_budget > 0 && (left <= 0 || est * (2 + MIN_ITERS) > left)) {
+                    skipped++, cells_left--;
+                    continue;
+                }
+                double target = time_budget > 0 && left / cells_left < CELL_SECONDS ? left / cells_left : CELL_SECONDS;
+                cells_left--;
+                junk(m == 0, r, g.recv);
+                int rc;
+                t[m] = run_cell(c, s, r, g.count, target, maxit, &it[m], &rc);
+                prev_t[m] = t[m], prev_b[m] = g.bytes;
+                check_cell(c, m == 0, r, g, rc);
+            }
+            if (t[0] >= 0) {
+                if (!sum[c].n++) sum[c].bytes[0] = g.bytes, sum[c].t[0] = t[0];
+                sum[c].bytes[1] = g.bytes, sum[c].t[1] = t[0];
+            }
+            if (rank == 0) {
+                char iters[24], dev[16] = "skipped", host[16] = "skipped", ratio[16] = "", bw[16] = "", xl[16] = "", xb[16] = "";
+                snprintf(iters, sizeof iters, "%d/%d", it[0], it[1]);
+                if (t[1] >= 0) snprintf(host, sizeof host, "%.1f", t[1] * 1e6);
+                if (t[0] >= 0) {
+                    snprintf(dev, sizeof dev, "%.1f", t[0] * 1e6);
+                    snprintf(bw, sizeof bw, "%.2f", (double)g.bytes / t[0] * busbw_factor(c) / 1e9);
+                    char k[24];
+                    if (launch_us > 0) snprintf(xl, sizeof xl, "%sx", times(t[0] * 1e6 / launch_us, k, sizeof k));
+                    if (copy_gbs > 0) snprintf(xb, sizeof xb, "%sx", times(t[0] / (traffic(c, g.bytes) / (copy_gbs * 1e9)), k, sizeof k));
+                }
+                if (t[0] >= 0 && t[1] > 0) snprintf(ratio, sizeof ratio, "%.2f", t[0] / t[1]);
+                printf("%12ld %10s %11s %11s %9s %10s %11s %10s\n", g.bytes, iters, dev, host, ratio, bw, xl, xb);
+                fflush(stdout);
+            }
+        }
     }
+    if (rank == 0) {
+        if (skipped)
+            printf("\ngpucoll: %d of %d cells skipped: the time budget (%g s) was spent\n", skipped, cells, time_budget);
+        printf("\ngpucoll: summary: device buffers; the smallest and the largest size measured; the baselines above%s\n",
+               stand_in ? " (the stand-in driver: the times mean nothing)" : "");
+        for (int c = 0; c < 4; c++) {
+            if (!time_coll[c]) continue;
+            if (!sum[c].n) {
+                printf("summary %s np=%d: no size measured (time budget)\n", coll_names[c], size);
+                continue;
+            }
+            char small[32], large[32], moved[32], k[24], xl[64] = "? x launch+sync (not measured)",
+                                                        xb[128] = "? x its traffic bound (the copy bandwidth not measured)";
+            if (launch_us > 0)
+                snprintf(xl, sizeof xl, "%sx launch+sync (%.2f µs)", times(sum[c].t[0] * 1e6 / launch_us, k, sizeof k), launch_us);
+            double tr = traffic((enum coll)c, sum[c].bytes[1]);
+            if (copy_gbs > 0)
+                snprintf(xb, sizeof xb, "%sx its traffic bound (%s = %s over %.0f GB/s)",
+                         times(sum[c].t[1] / (tr / (copy_gbs * 1e9)), k, sizeof k), traffic_formula((enum coll)c),
+                         human(tr, moved, sizeof moved), copy_gbs);
+            printf("summary %s np=%d: %s in %.1f µs = %s; %s in %.1f µs = %s\n", coll_names[c], size,
+                   human((double)sum[c].bytes[0], small, sizeof small), sum[c].t[0] * 1e6, xl,
+                   human((double)sum[c].bytes[1], large, sizeof large), sum[c].t[1] * 1e6, xb);
+        }
+        fflush(stdout);
+    }
+    MPI_Barrier(MPI_COMM_WORLD); /* the table before the ranks' verdicts */
+    free(time_rcounts), free(hs), free(hr);
+    CU(cu.MemFree(dr));
+    CU(cu.MemFree(ds));
 }
 
 static const char *usage = "usage: gpucoll [--quick] [--checks ops,order,realloc,misaligned,cudart|none] [--max-bytes N] "
-                           "[--no-time] [--no-special]\n";
+                           "[--no-time] [--colls allreduce,reduce_scatter_block,reduce_scatter,allgather] "
+                           "[--time-budget SECS] [--no-special]\n";
 
 int main(int argc, char **argv) {
     int do_time = 1, bad = 0;
@@ -848,8 +1246,18 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--no-special")) special = 0;
         else if (!strcmp(argv[i], "--max-bytes") && i + 1 < argc) max_bytes = atol(argv[++i]);
         else if (!strcmp(argv[i], "--checks") && i + 1 < argc) checks = argv[++i];
-        else bad = 1;
+        else if (!strcmp(argv[i], "--time-budget") && i + 1 < argc) time_budget = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--colls") && i + 1 < argc) {
+            memset(time_coll, 0, sizeof time_coll);
+            for (char *p = strtok(strdup(argv[++i]), ","); p; p = strtok(NULL, ",")) {
+                int c = 0;
+                while (c < 4 && strcmp(p, coll_args[c])) c++;
+                if (c == 4) bad = 1;
+                else time_coll[c] = 1;
+            }
+        } else bad = 1;
     }
+    if (max_bytes < 0 || time_budget < 0) bad = 1;
     char list[256];
     snprintf(list, sizeof list, ",%s,", checks);
     for (char *p = strtok(strdup(checks), ","); p && !bad; p = strtok(NULL, ","))
@@ -865,20 +1273,24 @@ int main(int argc, char **argv) {
     if (WANT("cudart")) load_runtime();
     mpi_ops[SUM] = MPI_SUM, mpi_ops[PROD] = MPI_PROD, mpi_ops[MAX] = MPI_MAX, mpi_ops[MIN] = MPI_MIN, mpi_ops[BAND] = MPI_BAND;
     MPI_Op_create(user_sum, 1, &mpi_ops[USER]);
+    /* The stand-in driver's account of this process (run.sh --self-test
+     * counts its IPC handles); a real driver has no such function. */
+    void (*stub_report)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "gpucoll_stub_report");
+    stand_in = stub_report != NULL;
     if (!WANT("none")) {
         if (WANT("ops")) check_ops();
         if (WANT("order")) check_order();
         if (WANT("realloc")) check_realloc();
         if (WANT("cudart")) check_cudart();
         if (WANT("misaligned")) check_misaligned();
+    }
+    if (stub_report) stub_report();
+    if (do_time) time_all();
+    /* Each rank's verdict: its checks, and its cells of the table. */
+    if (!WANT("none") || do_time) {
         printf("rank %d: %d passed, %d failed\n", rank, passed, failed);
         fflush(stdout);
     }
-    /* The stand-in driver's account of this process (run.sh --self-test
-     * counts its IPC handles); a real driver has no such function. */
-    void (*stub_report)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "gpucoll_stub_report");
-    if (stub_report) stub_report();
-    if (do_time) time_all();
     MPI_Op_free(&mpi_ops[USER]);
     MPI_Finalize();
     cu.DevicePrimaryCtxRelease(device);
