@@ -45,6 +45,7 @@ const (
 	bellOffset = cacheLine          // the bell line, after a line of its own
 	ctlOffset  = 2 * cacheLine      // rank q's control line is at ctlOffset + q*cacheLine
 	sets       = 2                  // buffer sets, used by steps in turn (step % sets)
+	dataAlign  = 4096               // the data sets start at the first multiple of it after the control lines
 	magic      = 0x676f636f6c6c4731 // "gocollG1"
 	spinFor    = 100 * time.Microsecond
 	spinShort  = 500 * time.Microsecond // of sched_yield polls, when crowded
@@ -102,7 +103,7 @@ type Group struct {
 
 func layout(p, slot int) (data, result, total int) {
 	ctlEnd := ctlOffset + cacheLine*p
-	data = (ctlEnd + 4095) &^ 4095
+	data = (ctlEnd + dataAlign - 1) &^ (dataAlign - 1)
 	result = data + sets*p*slot
 	total = result + sets*slot
 	return

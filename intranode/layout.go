@@ -27,5 +27,6 @@ func LayoutConstants() []Constant {
 		{"CTL_OFFSET", ctlOffset, "offset of rank 0's control line; rank q's is LINE*q further"},
 		{"CTL_STEP", int(unsafe.Offsetof(c.step)), "offset in a control line of the steps published (uint64)"},
 		{"SETS", sets, "buffer sets: step k writes set k % SETS; slot q of set s is at data + (s*p + q)*slot"},
+		{"DATA_ALIGN", dataAlign, "data: the first multiple of DATA_ALIGN from CTL_OFFSET + LINE*p; the SETS result slots follow the data sets"},
 	}
 }

@@ -37,6 +37,22 @@
 #define YIELD_NS_CROWDED 10000000L
 #define COPY_MAX (4 * GOCOLL_SHM_MAX) /* largest allgather (all blocks) and bcast */
 
+#ifdef GOCOLL_ENGINE_PROFILE
+#include <x86intrin.h>
+unsigned long long gocoll_shm_prof[GOCOLL_PROF_STAGES];
+static unsigned long long prof_last;
+#define PROF_START() (prof_last = __rdtsc())
+#define PROF(stage)                                                   \
+    do {                                                              \
+        unsigned long long t_ = __rdtsc();                            \
+        gocoll_shm_prof[GOCOLL_PROF_##stage] += t_ - prof_last;       \
+        prof_last = t_;                                               \
+    } while (0)
+#else
+#define PROF_START() ((void)0)
+#define PROF(stage) ((void)0)
+#endif
+
 void gocoll_shm_init(struct gocoll_shm *s, void *base, int p, int rank, long slot, long data_off, int crowded,
                      gocoll_shm_wait_fn wait, long id) {
     s->p = p, s->rank = rank, s->slot = slot, s->data_off = data_off, s->wait = wait, s->id = id;
@@ -222,13 +238,18 @@ int gocoll_shm_allreduce(struct gocoll_shm *s, const void *in, void *out, long c
     if (!reducible(kind, op) || count <= 0 || size <= 0) return GOCOLL_SHM_DECLINE;
     long len = count * size;
     if (len > GOCOLL_SHM_MAX || len > s->slot) return GOCOLL_SHM_DECLINE;
+    PROF_START();
     uint64_t step = next(s);
     int set = set_of(step);
     memcpy(slot_of(s, set, s->rank), in ? in : out, len);
+    PROF(IN);
     publish(s, step);
+    PROF(PUBLISH);
     int rc = wait_all(s, step, GOCOLL_CALL_ALLREDUCE);
+    PROF(WAIT);
     if (rc) return rc;
     reduce_slots(s, set, kind, op, out, 0, len, size);
+    PROF(OUT);
     return 0;
 }
 
@@ -246,6 +267,7 @@ int gocoll_shm_reduce_scatter(struct gocoll_shm *s, const void *in, void *out, c
         if (c > longest) longest = c;
     }
     if (total == 0 || total * size > GOCOLL_SHM_MAX || longest > piece) return GOCOLL_SHM_DECLINE;
+    PROF_START();
     uint64_t step = next(s);
     int set = set_of(step);
     char *slot = slot_of(s, set, s->rank);
@@ -257,25 +279,34 @@ int gocoll_shm_reduce_scatter(struct gocoll_shm *s, const void *in, void *out, c
         at += c;
         if (q == s->rank) mine = c, lo = q * piece * size;
     }
+    PROF(IN);
     publish(s, step);
+    PROF(PUBLISH);
     int rc = wait_all(s, step, call);
+    PROF(WAIT);
     if (rc) return rc;
     if (mine > 0) reduce_slots(s, set, kind, op, out, lo, mine * size, size);
+    PROF(OUT);
     return 0;
 }
 
 int gocoll_shm_allgather(struct gocoll_shm *s, const void *in, void *out, long bytes) {
     if (bytes <= 0 || bytes > s->slot || bytes * s->p > COPY_MAX) return GOCOLL_SHM_DECLINE;
+    PROF_START();
     uint64_t step = next(s);
     int set = set_of(step);
     memcpy(slot_of(s, set, s->rank), in ? in : (char *)out + bytes * s->rank, bytes);
+    PROF(IN);
     publish(s, step);
+    PROF(PUBLISH);
     int rc = wait_all(s, step, GOCOLL_CALL_ALLGATHER);
+    PROF(WAIT);
     if (rc) return rc;
     for (int q = 0; q < s->p; q++) {
         if (q != s->rank) memcpy((char *)out + bytes * q, slot_of(s, set, q), bytes);
         else if (in) memcpy((char *)out + bytes * q, in, bytes);
     }
+    PROF(OUT);
     return 0;
 }
 

@@ -51,4 +51,13 @@ int gocoll_shm_reduce_scatter(struct gocoll_shm *s, const void *in, void *out, c
 int gocoll_shm_allgather(struct gocoll_shm *s, const void *in, void *out, long bytes);
 int gocoll_shm_bcast(struct gocoll_shm *s, void *buf, long bytes, int root);
 int gocoll_shm_barrier(struct gocoll_shm *s);
+
+#ifdef GOCOLL_ENGINE_PROFILE
+/* Built with -DGOCOLL_ENGINE_PROFILE (bench/engineprof.c, never the
+ * libraries), each call adds the time stamp counter's ticks it spends in
+ * each stage here: copying into its slot, publishing, waiting for the
+ * peers, and reducing or copying out of the slots. */
+enum { GOCOLL_PROF_IN, GOCOLL_PROF_PUBLISH, GOCOLL_PROF_WAIT, GOCOLL_PROF_OUT, GOCOLL_PROF_STAGES };
+extern unsigned long long gocoll_shm_prof[GOCOLL_PROF_STAGES];
+#endif
 #endif

@@ -15,6 +15,7 @@
 #define GOCOLL_SHM_CTL_OFFSET 128 /* offset of rank 0's control line; rank q's is LINE*q further */
 #define GOCOLL_SHM_CTL_STEP 0 /* offset in a control line of the steps published (uint64) */
 #define GOCOLL_SHM_SETS 2 /* buffer sets: step k writes set k % SETS; slot q of set s is at data + (s*p + q)*slot */
+#define GOCOLL_SHM_DATA_ALIGN 4096 /* data: the first multiple of DATA_ALIGN from CTL_OFFSET + LINE*p; the SETS result slots follow the data sets */
 
 /* Element kinds the C kernels reduce (ops.Type.Scalar); 0: copy only. */
 #define GOCOLL_SHM_K_NONE 0
