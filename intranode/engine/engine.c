@@ -10,8 +10,7 @@
  * for a message that fits one step, so that a rank whose call went to Go
  * (a derived datatype, say) still meets the others. Reductions combine
  * the p contributions in the canonical association, as the Go half's do,
- * and MAX/MIN follow package ops: a NaN operand gives the canonical NaN,
- * and max(+0, -0) = +0, min(+0, -0) = -0.
+ * with kernels (kernels.c) that give package ops' bits.
  */
 #define _GNU_SOURCE
 #include <limits.h>
@@ -24,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "engine.h"
+#include "kernels.h"
 
 #define SPINS 4000       /* polls before the wait goes to the wait function */
 #define SPINS_CROWDED 64 /* the same when there are more local ranks than cores */
@@ -110,72 +110,8 @@ static int wait_all(struct gocoll_shm *s, uint64_t step, int call) {
     return s->wait(s, call);
 }
 
-static float fmaxf_go(float a, float b) {
-    if (isnan(a) || isnan(b)) return __builtin_nanf("");
-    if (a > b) return a;
-    if (b > a) return b;
-    return signbit(a) && signbit(b) ? a : (signbit(a) ? b : a);
-}
-static float fminf_go(float a, float b) {
-    if (isnan(a) || isnan(b)) return __builtin_nanf("");
-    if (a < b) return a;
-    if (b < a) return b;
-    return signbit(a) ? a : b;
-}
-static double fmax_go(double a, double b) {
-    if (isnan(a) || isnan(b)) return __builtin_nan("");
-    if (a > b) return a;
-    if (b > a) return b;
-    return signbit(a) && signbit(b) ? a : (signbit(a) ? b : a);
-}
-static double fmin_go(double a, double b) {
-    if (isnan(a) || isnan(b)) return __builtin_nan("");
-    if (a < b) return a;
-    if (b < a) return b;
-    return signbit(a) ? a : b;
-}
-
-/* Integer sums and products wrap: compute in an unsigned type at least
- * as wide as int (narrower ones would be promoted to int, and overflow). */
-#define INT_LOOP(T, U)                                                        \
-    {                                                                         \
-        T *d = dst; const T *x = a, *y = b;                                   \
-        switch (op) {                                                         \
-        case GOCOLL_SHM_OP_SUM: for (long i = 0; i < n; i++) d[i] = (T)((U)x[i] + (U)y[i]); break; \
-        case GOCOLL_SHM_OP_PROD: for (long i = 0; i < n; i++) d[i] = (T)((U)x[i] * (U)y[i]); break; \
-        case GOCOLL_SHM_OP_MAX: for (long i = 0; i < n; i++) d[i] = x[i] > y[i] ? x[i] : y[i]; break; \
-        case GOCOLL_SHM_OP_MIN: for (long i = 0; i < n; i++) d[i] = x[i] < y[i] ? x[i] : y[i]; break; \
-        }                                                                     \
-    }                                                                         \
-    break;
-
-#define FLOAT_LOOP(T, MAX, MIN)                                               \
-    {                                                                         \
-        T *d = dst; const T *x = a, *y = b;                                   \
-        switch (op) {                                                         \
-        case GOCOLL_SHM_OP_SUM: for (long i = 0; i < n; i++) d[i] = x[i] + y[i]; break;   \
-        case GOCOLL_SHM_OP_PROD: for (long i = 0; i < n; i++) d[i] = x[i] * y[i]; break;  \
-        case GOCOLL_SHM_OP_MAX: for (long i = 0; i < n; i++) d[i] = MAX(x[i], y[i]); break; \
-        case GOCOLL_SHM_OP_MIN: for (long i = 0; i < n; i++) d[i] = MIN(x[i], y[i]); break; \
-        }                                                                     \
-    }                                                                         \
-    break;
-
-/* combine sets dst = a op b for n elements of kind k. */
-static void combine(int k, int op, void *dst, const void *a, const void *b, long n) {
-    switch (k) {
-    case GOCOLL_SHM_K_I8: INT_LOOP(int8_t, uint32_t)
-    case GOCOLL_SHM_K_U8: INT_LOOP(uint8_t, uint32_t)
-    case GOCOLL_SHM_K_I16: INT_LOOP(int16_t, uint32_t)
-    case GOCOLL_SHM_K_U16: INT_LOOP(uint16_t, uint32_t)
-    case GOCOLL_SHM_K_I32: INT_LOOP(int32_t, uint32_t)
-    case GOCOLL_SHM_K_U32: INT_LOOP(uint32_t, uint32_t)
-    case GOCOLL_SHM_K_I64: INT_LOOP(int64_t, uint64_t)
-    case GOCOLL_SHM_K_U64: INT_LOOP(uint64_t, uint64_t)
-    case GOCOLL_SHM_K_F32: FLOAT_LOOP(float, fmaxf_go, fminf_go)
-    case GOCOLL_SHM_K_F64: FLOAT_LOOP(double, fmax_go, fmin_go)
-    }
-}
+/* combine sets dst = a op b for n elements of kind k (kernels.c). */
+#define combine gocoll_shm_combine
 
 static int reducible(int k, int op) {
     return k > GOCOLL_SHM_K_NONE && k < GOCOLL_SHM_NUM_KINDS && op >= GOCOLL_SHM_OP_SUM && op <= GOCOLL_SHM_OP_MIN;
