@@ -19,11 +19,15 @@
  * preemption costs milliseconds.
  *
  *   engineprof [-p P] [-c allreduce,reduce_scatter_block,allgather,barrier]
- *              [-m MIN[:MAX]] [-i ITERS] [-w WARMUP] [-slot BYTES]
+ *              [-m MIN[:MAX]] [-i ITERS] [-w WARMUP] [-slot BYTES] [-cmamin BYTES]
  *              [-d float|double|int] [-pin] [-nobarrier] [-canonical] [-noref]
  *
  * Sizes as collbench's: the whole vector for the reductions (MPI_FLOAT by
- * default), the bytes each rank sends for allgather. Built and run by
+ * default), the bytes each rank sends for allgather. The segment's steps
+ * are the Go half's defaults (intranode.Steps: size classes in 1 MiB
+ * slots), or with -slot the slot's; the engine declines allgather blocks
+ * from -cmamin bytes (default 32 KiB, the Go half's CMAMin), which the Go
+ * half reads with CMA. Built and run by
  * bench/engineprof.sh, which also runs it under callgrind.
  */
 #define _GNU_SOURCE
@@ -79,7 +83,7 @@ static int has(const char *list, const char *name) {
 
 int main(int argc, char **argv) {
     int p = 2, iters = 2000, warm = 200, pin = 0, barrier = 1, canonical = 0, ref = 1;
-    long lo = 4, hi = 4096, slot = 128 << 10;
+    long lo = 4, hi = 4096, slot = 0, cma_min = 32 << 10;
     const char *colls = "allreduce,reduce_scatter_block,allgather", *dtype = "float";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
@@ -92,13 +96,14 @@ int main(int argc, char **argv) {
         } else if (!strcmp(a, "-i")) iters = atoi(v), i++;
         else if (!strcmp(a, "-w")) warm = atoi(v), i++;
         else if (!strcmp(a, "-slot")) slot = atol(v), i++;
+        else if (!strcmp(a, "-cmamin")) cma_min = atol(v), i++;
         else if (!strcmp(a, "-d")) dtype = v, i++;
         else if (!strcmp(a, "-pin")) pin = 1;
         else if (!strcmp(a, "-nobarrier")) barrier = 0;
         else if (!strcmp(a, "-canonical")) canonical = 1;
         else if (!strcmp(a, "-noref")) ref = 0;
         else {
-            fprintf(stderr, "usage: engineprof [-p P] [-c COLLS] [-m MIN[:MAX]] [-i ITERS] [-w WARMUP] [-slot BYTES]"
+            fprintf(stderr, "usage: engineprof [-p P] [-c COLLS] [-m MIN[:MAX]] [-i ITERS] [-w WARMUP] [-slot BYTES] [-cmamin BYTES]"
                             " [-d float|double|int] [-pin] [-nobarrier] [-canonical] [-noref]\n");
             return 2;
         }
@@ -108,6 +113,11 @@ int main(int argc, char **argv) {
     if (!strcmp(dtype, "double")) kind = GOCOLL_SHM_K_F64, size = 8;
     else if (!strcmp(dtype, "int")) kind = GOCOLL_SHM_K_I32;
     gocoll_shm_canonical = canonical;
+    /* The Go half's steps (intranode.Steps): by size class in a slot of
+     * 1 MiB, unless the slot is given (GOCOLL_SHM_SLOT), which then bounds
+     * every step. */
+    long one_step = slot, piece = slot / p;
+    if (slot <= 0) slot = 1 << 20, one_step = 128 << 10, piece = slot / p < 512 << 10 ? slot / p : 512 << 10;
     slot = (slot + 63) & ~63L;
     long data_off = (GOCOLL_SHM_CTL_OFFSET + (long)GOCOLL_SHM_LINE * p + GOCOLL_SHM_DATA_ALIGN - 1) &
                     ~(long)(GOCOLL_SHM_DATA_ALIGN - 1);
@@ -130,6 +140,12 @@ int main(int argc, char **argv) {
         sched_setaffinity(0, sizeof set, &set);
     }
     struct gocoll_shm s;
+#ifdef GOCOLL_SHM_CTL_ONE_STEP
+    char *ctl = seg + GOCOLL_SHM_CTL_OFFSET + (long)GOCOLL_SHM_LINE * rank;
+    *(uint32_t *)(ctl + GOCOLL_SHM_CTL_ONE_STEP) = one_step;
+    *(uint32_t *)(ctl + GOCOLL_SHM_CTL_PIECE) = piece;
+    *(uint32_t *)(ctl + GOCOLL_SHM_CTL_CMA_MIN) = p > 1 ? cma_min : 0;
+#endif
     gocoll_shm_init(&s, seg, p, rank, slot, data_off, p > ncpu, NULL, 0);
     if (rank == 0) {
         char load[128] = "";

@@ -35,7 +35,6 @@ type Call struct {
 	filled  bool
 	waiting bool          // Progress has found the peers missing at step i, since
 	since   time.Duration // (on the group's clock)
-	resSet  int           // allreduce: the set whose result slot the chunk's reduce step filled
 	failed  error         // allgather by CMA: a failed read, reported once the peers are done
 	done    bool
 	err     error
@@ -44,8 +43,8 @@ type Call struct {
 type kind uint8
 
 const (
-	allreduceOne     kind = iota // fits a slot: one step
-	allreduceChunked             // two steps per chunk: reduce a slice, copy the result out
+	allreduceOne     kind = iota // up to Steps.OneStep: one step
+	allreduceChunked             // a step per chunk and one more: reduce a slice of it, copy the last one's result out
 	reduceScatter                // a piece of every block per step
 	allgatherCopy                // a piece of each block per step, through the slots
 	allgatherCMA                 // publish the block's address; read the peers' blocks, publish done
@@ -55,12 +54,12 @@ const (
 func (g *Group) StartAllreduce(in, out []byte, r ops.Reduction) *Call {
 	c := g.begin(in, out, r, r.Size())
 	n := len(in)
-	if n <= g.slot {
+	if n <= g.steps.OneStep {
 		c.kind, c.steps = allreduceOne, 1
 		return c
 	}
-	c.kind, c.piece = allreduceChunked, g.slot/c.elem*c.elem
-	c.steps = 2 * ((n + c.piece - 1) / c.piece)
+	c.kind, c.piece = allreduceChunked, max(g.steps.Chunk/c.elem, 1)*c.elem
+	c.steps = (n+c.piece-1)/c.piece + 1
 	return c
 }
 
@@ -70,7 +69,7 @@ func (g *Group) StartReduceScatter(in, out []byte, counts []int, r ops.Reduction
 	var longest int
 	c.counts = counts
 	c.displ, longest = g.displacements(counts)
-	c.kind, c.piece = reduceScatter, max(g.slot/g.p/c.elem, 1)
+	c.kind, c.piece = reduceScatter, max(g.steps.Piece/c.elem, 1)
 	c.steps = (longest + c.piece - 1) / c.piece
 	return c
 }
@@ -194,10 +193,10 @@ func (c *Call) fill() {
 	case allreduceOne:
 		copy(g.slotBuf(g.next(), g.rank), c.in)
 	case allreduceChunked:
-		if c.i%2 == 1 {
-			return // the copy-out step: nothing to place
+		if c.i == c.steps-1 {
+			return // the last step only copies the last chunk's result out
 		}
-		off, m, lo, hi := c.chunk()
+		off, m, lo, hi := c.chunk(c.i)
 		// The others read every slice of this rank's slot but its own,
 		// which it reduces from in directly: 1/p less copying.
 		slot := g.slotBuf(g.next(), g.rank)
@@ -231,14 +230,17 @@ func (c *Call) readStep() {
 	case allreduceOne:
 		g.reduce(c.out[:len(c.in)], s, 0, len(c.in), c.r, nil)
 	case allreduceChunked:
-		off, m, lo, hi := c.chunk()
-		if c.i%2 == 0 {
-			c.resSet = s
+		// Step i reduces this rank's slice of chunk i into the result
+		// slot of its set and copies chunk i-1's result, which every
+		// rank finished before publishing step i, out of the other.
+		if c.i < c.steps-1 {
+			off, _, lo, hi := c.chunk(c.i)
 			g.reduce(g.resultBuf(s)[lo:hi], s, lo, hi, c.r, c.in[off+lo:off+hi])
-			return
 		}
-		// This step's buffers were the other set; the result stayed.
-		copy(c.out[off:off+m], g.resultBuf(c.resSet)[:m])
+		if c.i > 0 {
+			off, m, _, _ := c.chunk(c.i - 1)
+			copy(c.out[off:off+m], g.resultBuf((s + sets - 1) % sets)[:m]) // the previous step's set
+		}
 	case reduceScatter:
 		at := c.i * c.piece
 		n := min(c.piece, max(c.counts[g.rank]-at, 0))
@@ -270,10 +272,10 @@ func (c *Call) readStep() {
 	}
 }
 
-// chunk is the allreduce chunk of step i: its offset and length in bytes,
-// and this rank's slice [lo, hi) of it.
-func (c *Call) chunk() (off, m, lo, hi int) {
-	off = c.i / 2 * c.piece
+// chunk is allreduce chunk j: its offset and length in bytes, and this
+// rank's slice [lo, hi) of it.
+func (c *Call) chunk(j int) (off, m, lo, hi int) {
+	off = j * c.piece
 	m = min(c.piece, len(c.in)-off)
 	lo, hi = split(m/c.elem, c.elem, c.g.p, c.g.rank)
 	return

@@ -61,6 +61,15 @@ func (g *Group) probeCMA() error {
 // process_vm_readv, and if not, why.
 func (g *Group) CMA() (bool, error) { return g.cma, g.cmaErr }
 
+// CMAMin returns the shortest block Allgather reads with CMA (longer
+// ones too), or 0 if it never does.
+func (g *Group) CMAMin() int {
+	if !g.cma || g.p == 1 {
+		return 0
+	}
+	return g.cmaMin
+}
+
 // Allgather by CMA (Call's allgatherCMA) is two steps: every rank
 // publishes the address of its block (in) and the step; once all have,
 // each reads every peer's block straight into out, and publishes one more

@@ -47,11 +47,12 @@ func split(n, elem, p, q int) (lo, hi int) {
 // Allreduce combines in (len(in) bytes of elem-byte elements) from every
 // rank into out on every rank; in may be out.
 //
-// A message that fits a slot takes one step: every rank copies it into its
-// slot, and every rank reduces all slots. A larger one goes
-// in chunks of p slices: every rank copies its chunk in, reduces one slice
-// of it from all ranks into the shared result, and, one step later,
-// copies the whole result out.
+// A message up to Steps.OneStep takes one step: every rank copies it into
+// its slot, and every rank reduces all slots. A larger one goes in chunks
+// of p slices (a reduce-scatter and an allgather, pipelined): in step i
+// every rank copies chunk i in, reduces its slice of it from all ranks
+// into the shared result, and copies chunk i-1's whole result out, so
+// that a chunk costs one synchronisation, and the last one more.
 func (g *Group) Allreduce(in, out []byte, r ops.Reduction) error {
 	return g.StartAllreduce(in, out, r).Finish()
 }

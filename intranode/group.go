@@ -29,7 +29,7 @@ type Exchange interface {
 type Options struct {
 	JobID   string        // names the segment file; letters, digits, '-', '_', '.'
 	Context uint32        // the communicator's context, also in the name
-	Slot    int           // bytes per rank and buffer set; 0: DefaultSlot
+	Slot    int           // bytes per rank and buffer set, every step's bound (GOCOLL_SHM_SLOT); 0: by size class (Steps)
 	Timeout time.Duration // a peer that makes no progress for this long fails the call (0: none)
 	NoCMA   bool          // Allgather copies through the slots at every size, never by CMA
 	CMAMin  int           // the longest block from which Allgather uses CMA; 0: CMAMin, or CMAMinCrowded
@@ -37,8 +37,47 @@ type Options struct {
 	refuseCMA bool // tests: act as if the kernel refused process_vm_readv
 }
 
-// DefaultSlot is the data each rank can place per step.
+// DefaultSlot is the data each rank places in a step below the large
+// size classes: allreduce takes one step up to it (see Steps).
 const DefaultSlot = 128 << 10
+
+// Without Options.Slot, each rank's slot holds DefaultCapacity bytes (up
+// to MaxRanksLarge ranks; DefaultSlot beyond), and a large allreduce
+// moves LargeChunk bytes a step, a large reduce-scatter at most
+// LargeChunk of every block a step (see Steps for why).
+const (
+	DefaultCapacity = 1 << 20
+	LargeChunk      = 512 << 10
+	MaxRanksLarge   = 8
+)
+
+// Steps are the bytes the collectives move per step, chosen per size
+// class from the message and the slot (the same on every rank, and in
+// the C half, which reads them from the rank's control line).
+//
+// Measured on the 2-core reference VM at np=2 (collbench's pattern,
+// bench/abcoll.sh): one allreduce step per message wins up to 128 KiB;
+// above, chunks of 512 KiB took 0.61-0.65 of the time of 128 KiB chunks
+// from 1 to 4 MiB (256 KiB and 1 MiB chunks 0.81-0.97), and reduce-scatter
+// pieces of 512 KiB a block 0.49-0.54 of 64 KiB ones: a rank rewriting
+// slot lines its peer still holds in its cache pays for each line, while
+// lines written a megabyte ago have left the peer's L2. With
+// GOCOLL_SHM_SLOT set, every step is the slot (the behaviour before size
+// classes).
+type Steps struct {
+	OneStep int // allreduce: the longest message in bytes taken in one step
+	Chunk   int // allreduce: bytes of a chunk, above OneStep
+	Piece   int // reduce_scatter: the most bytes of every block a step moves
+}
+
+// stepsFor returns the steps of a group of p ranks whose slot is slot
+// bytes, chosen by size class unless the user set the slot (fixed).
+func stepsFor(p, slot int, fixed bool) Steps {
+	if fixed {
+		return Steps{OneStep: slot, Chunk: slot, Piece: slot / p}
+	}
+	return Steps{OneStep: min(DefaultSlot, slot), Chunk: min(LargeChunk, slot), Piece: min(LargeChunk, slot/p)}
+}
 
 const (
 	cacheLine  = 64
@@ -55,13 +94,17 @@ const (
 // control is one rank's cache line: how many steps it has published, its
 // pid (for liveness checks), once it gave up waiting, on whom (gaveUp,
 // see check), and the address of its block in a CMA allgather (at
-// Attach: of the probe word).
+// Attach: of the probe word). The rank's steps and CMA threshold follow,
+// written at Attach for the C half, which decides with them as Go does.
 type control struct {
-	step   atomic.Uint64
-	pid    atomic.Uint32
-	gaveUp atomic.Uint32
-	addr   atomic.Uint64
-	_      [cacheLine - 24]byte
+	step    atomic.Uint64
+	pid     atomic.Uint32
+	gaveUp  atomic.Uint32
+	addr    atomic.Uint64
+	oneStep atomic.Uint32 // Steps.OneStep
+	piece   atomic.Uint32 // Steps.Piece
+	cmaMin  atomic.Uint32 // the shortest allgather block read by CMA; 0: none
+	_       [cacheLine - 36]byte
 }
 
 // bell is the line sleepers wait on.
@@ -82,6 +125,7 @@ type Group struct {
 	data    int // offset of the data sets
 	result  int // offset of the result sets
 	step    uint64
+	steps   Steps
 
 	pids, pidfds []int
 	timeout      time.Duration
@@ -117,7 +161,10 @@ func layout(p, slot int) (data, result, total int) {
 func Attach(x Exchange, rank, p int, opts Options) (*Group, error) {
 	slot := opts.Slot
 	if slot <= 0 {
-		slot = DefaultSlot
+		slot = DefaultCapacity
+		if p > MaxRanksLarge {
+			slot = DefaultSlot
+		}
 	}
 	slot = (slot + 63) &^ 63
 	_, _, total := layout(p, slot)
@@ -166,6 +213,7 @@ func Attach(x Exchange, rank, p int, opts Options) (*Group, error) {
 		return nil, err
 	}
 	g.timeout = opts.Timeout
+	g.steps = stepsFor(p, slot, opts.Slot > 0)
 	for q := range p {
 		g.pids[q] = int(g.ctl[q].pid.Load())
 		g.pidfds[q] = -1
@@ -195,6 +243,12 @@ func Attach(x Exchange, rank, p int, opts Options) (*Group, error) {
 	g.cma = all
 	if !all && g.cmaErr == nil {
 		g.cmaErr = errors.New("another rank cannot use it")
+	}
+	c := g.ctl[rank]
+	c.oneStep.Store(uint32(g.steps.OneStep))
+	c.piece.Store(uint32(g.steps.Piece))
+	if g.cma {
+		c.cmaMin.Store(uint32(min(g.cmaMin, 1<<31)))
 	}
 	return g, nil
 }
@@ -282,6 +336,9 @@ func (g *Group) Rank() int { return g.rank }
 
 // Slot returns the bytes a rank can place per step.
 func (g *Group) Slot() int { return g.slot }
+
+// Steps returns the bytes the collectives move per step.
+func (g *Group) Steps() Steps { return g.steps }
 
 // slotBuf is rank q's slot of buffer set s.
 func (g *Group) slotBuf(s, q int) []byte {

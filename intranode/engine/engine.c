@@ -8,7 +8,9 @@
  * the futex and watches for dead peers and timeouts). Each call takes one
  * step and lays its data out as the Go half's call of the same name does
  * for a message that fits one step, so that a rank whose call went to Go
- * (a derived datatype, say) still meets the others. Reductions combine
+ * (a derived datatype, say) still meets the others: what fits one step
+ * it reads from its control line, where the Go half wrote its steps
+ * (intranode.Steps) and its CMA threshold at attach. Reductions combine
  * the p contributions in the canonical association, as the Go half's do,
  * with kernels (kernels.c) that give package ops' bits.
  */
@@ -36,6 +38,9 @@
  * shorter than Go's 100 ms check for dead peers. */
 #define YIELD_NS_CROWDED 10000000L
 #define COPY_MAX (4 * GOCOLL_SHM_MAX) /* largest allgather (all blocks) and bcast */
+#define PARAM(s, off) \
+    ((long)__atomic_load_n((uint32_t *)((s)->base + GOCOLL_SHM_CTL_OFFSET + (long)GOCOLL_SHM_LINE * (s)->rank + (off)), \
+                           __ATOMIC_RELAXED))
 
 #ifdef GOCOLL_ENGINE_PROFILE
 #include <x86intrin.h>
@@ -173,7 +178,7 @@ static void reduce_slots(struct gocoll_shm *s, int set, int k, int op, char *out
 int gocoll_shm_allreduce(struct gocoll_shm *s, const void *in, void *out, long count, int kind, int size, int op) {
     if (!reducible(kind, op) || count <= 0 || size <= 0) return GOCOLL_SHM_DECLINE;
     long len = count * size;
-    if (len > GOCOLL_SHM_MAX || len > s->slot) return GOCOLL_SHM_DECLINE;
+    if (len > GOCOLL_SHM_MAX || len > s->slot || len > PARAM(s, GOCOLL_SHM_CTL_ONE_STEP)) return GOCOLL_SHM_DECLINE;
     PROF_START();
     uint64_t step = next(s);
     int set = set_of(step);
@@ -189,13 +194,13 @@ int gocoll_shm_allreduce(struct gocoll_shm *s, const void *in, void *out, long c
     return 0;
 }
 
-/* The Go half's ReduceScatter moves a piece of slot/p/size elements of
- * every block per step, block q's at q*piece elements into the slot; a
- * call whose longest block fits a piece takes one step, laid out so. */
+/* The Go half's ReduceScatter moves a piece of Steps.Piece/size elements
+ * of every block per step, block q's at q*piece elements into the slot;
+ * a call whose longest block fits a piece takes one step, laid out so. */
 int gocoll_shm_reduce_scatter(struct gocoll_shm *s, const void *in, void *out, const int *counts, long count, int kind,
                               int size, int op, int call) {
     if (!reducible(kind, op) || size <= 0) return GOCOLL_SHM_DECLINE;
-    long total = 0, longest = 0, piece = s->slot / s->p / size;
+    long total = 0, longest = 0, piece = PARAM(s, GOCOLL_SHM_CTL_PIECE) / size;
     for (int q = 0; q < s->p; q++) {
         long c = counts ? counts[q] : count;
         if (c < 0) return GOCOLL_SHM_DECLINE;
@@ -226,8 +231,15 @@ int gocoll_shm_reduce_scatter(struct gocoll_shm *s, const void *in, void *out, c
     return 0;
 }
 
+/* The Go half's Allgather reads blocks of cma_min bytes and more with CMA
+ * (when every rank can), and copies shorter ones through the slots, a
+ * slot a step: this takes those that fit one step. Each rank copies its
+ * own block into its output while the others arrive, then each peer's
+ * block as soon as that peer has published it, whoever comes last. */
 int gocoll_shm_allgather(struct gocoll_shm *s, const void *in, void *out, long bytes) {
-    if (bytes <= 0 || bytes > s->slot || bytes * s->p > COPY_MAX) return GOCOLL_SHM_DECLINE;
+    long cma_min = PARAM(s, GOCOLL_SHM_CTL_CMA_MIN);
+    if (bytes <= 0 || bytes > s->slot || bytes * s->p > COPY_MAX || (cma_min > 0 && bytes >= cma_min && s->p > 1))
+        return GOCOLL_SHM_DECLINE;
     PROF_START();
     uint64_t step = next(s);
     int set = set_of(step);
@@ -235,13 +247,22 @@ int gocoll_shm_allgather(struct gocoll_shm *s, const void *in, void *out, long b
     PROF(IN);
     publish(s, step);
     PROF(PUBLISH);
-    int rc = wait_all(s, step, GOCOLL_CALL_ALLGATHER);
-    PROF(WAIT);
-    if (rc) return rc;
-    for (int q = 0; q < s->p; q++) {
-        if (q != s->rank) memcpy((char *)out + bytes * q, slot_of(s, set, q), bytes);
-        else if (in) memcpy((char *)out + bytes * q, in, bytes);
+    if (in) memcpy((char *)out + bytes * s->rank, in, bytes);
+    uint64_t copied = 1ull << (s->rank & 63); /* of the first 64 ranks: the blocks copied */
+    for (int spin = 0, left = s->p - 1; left > 0 && spin < s->spins; spin++) {
+        for (int q = 0; q < s->p && q < 64; q++)
+            if (!(copied >> q & 1) && __atomic_load_n(step_of(s, q), __ATOMIC_ACQUIRE) >= step) {
+                memcpy((char *)out + bytes * q, slot_of(s, set, q), bytes);
+                copied |= 1ull << q, left--, spin = 0;
+            }
+        if (s->p > 64) break;
+        __builtin_ia32_pause();
     }
+    PROF(WAIT);
+    int rc = wait_all(s, step, GOCOLL_CALL_ALLGATHER);
+    if (rc) return rc;
+    for (int q = 0; q < s->p; q++)
+        if (q >= 64 || !(copied >> q & 1)) memcpy((char *)out + bytes * q, slot_of(s, set, q), bytes);
     PROF(OUT);
     return 0;
 }

@@ -13,7 +13,10 @@
 /* GOCOLL_SHM_DECLINE: the call is not one for the engine (too large, an
  * unknown kind or op, ...); nothing was done, run it elsewhere. */
 #define GOCOLL_SHM_DECLINE (-1)
-#define GOCOLL_SHM_MAX 4096 /* largest message (bytes) the reductions take */
+/* The largest message (bytes) the reductions take: intranode.DefaultSlot,
+ * the longest allreduce the Go half takes in one step by default. Less
+ * where the segment's steps are shorter (GOCOLL_SHM_SLOT). */
+#define GOCOLL_SHM_MAX (128 << 10)
 
 struct gocoll_shm;
 /* A wait function finishes a step the engine stopped spinning for (Go:

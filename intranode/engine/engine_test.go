@@ -22,6 +22,12 @@ import (
 // taking the steps the others wait for.
 func onRanks(t *testing.T, p int, f func(g *intranode.Group, v *view, fail func(string, ...any)) error) {
 	t.Helper()
+	onRanksWith(t, p, intranode.Options{JobID: "enginetest", Slot: 4096}, f)
+}
+
+// onRanksWith is onRanks with the groups' options.
+func onRanksWith(t *testing.T, p int, o intranode.Options, f func(g *intranode.Group, v *view, fail func(string, ...any)) error) {
+	t.Helper()
 	x := intranodetest.NewExchange(p)
 	errs := make([]error, p)
 	var wg sync.WaitGroup
@@ -29,7 +35,7 @@ func onRanks(t *testing.T, p int, f func(g *intranode.Group, v *view, fail func(
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			g, err := intranode.Attach(x.Rank(r), r, p, intranode.Options{JobID: "enginetest", Slot: 4096})
+			g, err := intranode.Attach(x.Rank(r), r, p, o)
 			if err != nil {
 				errs[r] = err
 				return
@@ -379,6 +385,97 @@ func TestCanonical(t *testing.T) {
 				}
 			}
 			return nil
+		})
+	}
+}
+
+// On a segment of the default size classes (intranode.Steps), the C half
+// takes what the Go half does in one step, up to its own limit, with the
+// Go half's bits and layout, and declines the rest without taking a
+// step: allreduce up to OneStep (and GOCOLL_SHM_MAX), reduce_scatter
+// whose blocks fit a piece, allgather below the CMA threshold (the Go
+// half reads longer blocks with CMA where it can).
+func TestSizeClassesMatchGo(t *testing.T) {
+	for _, p := range []int{1, 2, 3} {
+		onRanksWith(t, p, intranode.Options{JobID: "enginetest"}, func(g *intranode.Group, v *view, fail func(string, ...any)) error {
+			r, steps, cmaMin := g.Rank(), g.Steps(), g.CMAMin()
+			round := 0
+			for _, typ := range []ops.Type{ops.Float, ops.Double, ops.Int} {
+				size, kind := mpichType(handles[typ])
+				for _, op := range []ops.Op{ops.Sum, ops.Max} {
+					red, err := ops.ReductionOf(op, typ)
+					if err != nil {
+						return err
+					}
+					red = red.Folded()
+					for _, n := range []int{4096 + size, 64 << 10, steps.OneStep, steps.OneStep + size} {
+						round++
+						in := make([]byte, n)
+						fill(in, typ, r, round)
+						want, got := make([]byte, n), make([]byte, n)
+						if err := g.Allreduce(in, want, red); err != nil {
+							return err
+						}
+						rc := v.allreduce(in, got, n/size, kind, size, int(op))
+						if n > steps.OneStep {
+							if rc != Decline {
+								fail("allreduce %v %v of %d bytes over OneStep: rc %d, want Decline", typ, op, n, rc)
+							}
+							continue
+						}
+						if rc != 0 || !bytes.Equal(got, want) {
+							fail("allreduce %v %v of %d bytes: rc %d, differs from Go: %v", typ, op, n, rc, !bytes.Equal(got, want))
+						}
+					}
+					for _, block := range []int{1 << 10, 40 << 10} {
+						round++
+						counts, c32 := make([]int, p), make([]int32, p)
+						for q := range counts {
+							counts[q], c32[q] = block/size, int32(block/size)
+						}
+						in := make([]byte, p*block)
+						fill(in, typ, r, round)
+						want, got := make([]byte, block), make([]byte, block)
+						if err := g.ReduceScatter(in, want, counts, red); err != nil {
+							return err
+						}
+						rc := v.reduceScatter(in, got, c32, 0, kind, size, int(op))
+						if p*block > 128<<10 {
+							if rc != Decline {
+								fail("reduce_scatter of %d bytes over GOCOLL_SHM_MAX: rc %d, want Decline", p*block, rc)
+							}
+							continue
+						}
+						if rc != 0 || !bytes.Equal(got, want) {
+							fail("reduce_scatter %v %v of %d-byte blocks: rc %d, differs from Go: %v", typ, op, block, rc, !bytes.Equal(got, want))
+						}
+					}
+				}
+			}
+			for _, block := range []int{16 << 10, intranode.CMAMin - 1, intranode.CMAMin, 100 << 10} {
+				round++
+				in := make([]byte, block)
+				fill(in, ops.Byte, r, round)
+				counts := make([]int, p)
+				for q := range counts {
+					counts[q] = block
+				}
+				want, got := make([]byte, p*block), make([]byte, p*block)
+				if err := g.Allgather(in, want, counts, 1); err != nil {
+					return err
+				}
+				rc := v.allgather(in, got, block)
+				if cmaMin > 0 && block >= cmaMin || p*block > 512<<10 {
+					if rc != Decline {
+						fail("allgather of %d-byte blocks, CMA from %d: rc %d, want Decline", block, cmaMin, rc)
+					}
+					continue
+				}
+				if rc != 0 || !bytes.Equal(got, want) {
+					fail("allgather of %d-byte blocks: rc %d, differs from Go: %v", block, rc, !bytes.Equal(got, want))
+				}
+			}
+			return g.Barrier()
 		})
 	}
 }
