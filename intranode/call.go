@@ -30,6 +30,7 @@ type Call struct {
 	counts  []int
 	displ   []int
 	piece   int // elements per step: of every block (reduceScatter), of each block (allgather); bytes per chunk (allreduce)
+	longest int // elements of the longest block (reduceScatter, allgather)
 	steps   int
 	i       int // the step under way
 	filled  bool
@@ -66,26 +67,24 @@ func (g *Group) StartAllreduce(in, out []byte, r ops.Reduction) *Call {
 // StartReduceScatter starts ReduceScatter as a call (see ReduceScatter).
 func (g *Group) StartReduceScatter(in, out []byte, counts []int, r ops.Reduction) *Call {
 	c := g.begin(in, out, r, r.Size())
-	var longest int
 	c.counts = counts
-	c.displ, longest = g.displacements(counts)
+	c.displ, c.longest = g.displacements(counts)
 	c.kind, c.piece = reduceScatter, max(g.steps.Piece/c.elem, 1)
-	c.steps = (longest + c.piece - 1) / c.piece
+	c.steps = (c.longest + c.piece - 1) / c.piece
 	return c
 }
 
 // StartAllgather starts Allgather as a call (see Allgather).
 func (g *Group) StartAllgather(in, out []byte, counts []int, elem int) *Call {
 	c := g.begin(in, out, ops.Reduction{}, elem)
-	var longest int
 	c.counts = counts
-	c.displ, longest = g.displacements(counts)
-	if g.cma && longest*elem >= g.cmaMin && g.p > 1 {
+	c.displ, c.longest = g.displacements(counts)
+	if g.cma && c.longest*elem >= g.cmaMin && g.p > 1 {
 		c.kind, c.steps = allgatherCMA, 2
 		return c
 	}
 	c.kind, c.piece = allgatherCopy, max(g.slot/elem, 1)
-	c.steps = (longest + c.piece - 1) / c.piece
+	c.steps = (c.longest + c.piece - 1) / c.piece
 	return c
 }
 
@@ -162,9 +161,33 @@ func (c *Call) publish() {
 	c.fill()
 	c.g.publish()
 	c.filled, c.waiting = true, false
-	if c.kind == allgatherCMA && c.i == 0 {
+	switch {
+	case c.kind == allgatherCMA && c.i == 0:
 		c.copyOwn() // needs no peer: while they arrive
+	case c.kind == allgatherCopy:
+		if at, n := c.blockPiece(c.g.rank); n > 0 {
+			copy(c.out[(c.displ[c.g.rank]+at)*c.elem:], c.in[at*c.elem:(at+n)*c.elem]) // the same
+		}
 	}
+}
+
+// blockPiece is the piece of block q a reduce-scatter or allgather step
+// i moves: its first element and its length.
+func (c *Call) blockPiece(q int) (at, n int) {
+	at = c.i * c.piece
+	return at, min(c.piece, max(c.counts[q]-at, 0))
+}
+
+// placedAt is where reduce-scatter and allgather step i, the group's
+// step number step, places every block's piece in its span of the slot
+// (placed): the span is a piece for reduce-scatter, the slot for
+// allgather, the bytes its longest block's piece.
+func (c *Call) placedAt(step uint64) int {
+	m := min(c.piece, max(c.longest-c.i*c.piece, 0)) * c.elem
+	if c.kind == reduceScatter {
+		return placed(step, m, c.piece*c.elem)
+	}
+	return placed(step, m, c.g.slot)
 }
 
 // read does this rank's part of step i once every rank has published it,
@@ -189,9 +212,11 @@ func (c *Call) end(err error) error {
 // fill writes this rank's part of step i into its slot of the step's set.
 func (c *Call) fill() {
 	g, elem := c.g, c.elem
+	step := g.ctl[g.rank].step.Load() + 1 // the step this rank publishes next
+	set := int(step % sets)
 	switch c.kind {
 	case allreduceOne:
-		copy(g.slotBuf(g.next(), g.rank), c.in)
+		copy(g.slotBuf(set, g.rank)[placed(step, len(c.in), g.slot):], c.in)
 	case allreduceChunked:
 		if c.i == c.steps-1 {
 			return // the last step only copies the last chunk's result out
@@ -199,21 +224,19 @@ func (c *Call) fill() {
 		off, m, lo, hi := c.chunk(c.i)
 		// The others read every slice of this rank's slot but its own,
 		// which it reduces from in directly: 1/p less copying.
-		slot := g.slotBuf(g.next(), g.rank)
+		slot := g.slotBuf(set, g.rank)[placed(step, c.piece, g.slot):]
 		copy(slot[:lo], c.in[off:off+lo])
 		copy(slot[hi:m], c.in[off+hi:off+m])
 	case reduceScatter:
-		at := c.i * c.piece
-		buf := g.slotBuf(g.next(), g.rank)
+		buf := g.slotBuf(set, g.rank)[c.placedAt(step):]
 		for q := range g.p {
-			if n := min(c.piece, max(c.counts[q]-at, 0)); n > 0 {
+			if at, n := c.blockPiece(q); n > 0 {
 				copy(buf[q*c.piece*elem:], c.in[(c.displ[q]+at)*elem:(c.displ[q]+at+n)*elem])
 			}
 		}
 	case allgatherCopy:
-		at := c.i * c.piece
-		if n := min(c.piece, max(c.counts[g.rank]-at, 0)); n > 0 {
-			copy(g.slotBuf(g.next(), g.rank), c.in[at*elem:(at+n)*elem])
+		if at, n := c.blockPiece(g.rank); n > 0 {
+			copy(g.slotBuf(set, g.rank)[c.placedAt(step):], c.in[at*elem:(at+n)*elem])
 		}
 	case allgatherCMA:
 		if c.i == 0 && len(c.in) > 0 {
@@ -228,39 +251,39 @@ func (c *Call) readStep() {
 	s := g.set()
 	switch c.kind {
 	case allreduceOne:
-		g.reduce(c.out[:len(c.in)], s, 0, len(c.in), c.r, nil)
+		at := placed(g.step, len(c.in), g.slot)
+		g.reduce(c.out[:len(c.in)], s, at, at+len(c.in), c.r, nil)
 	case allreduceChunked:
 		// Step i reduces this rank's slice of chunk i into the result
 		// slot of its set and copies chunk i-1's result, which every
 		// rank finished before publishing step i, out of the other.
 		if c.i < c.steps-1 {
 			off, _, lo, hi := c.chunk(c.i)
-			g.reduce(g.resultBuf(s)[lo:hi], s, lo, hi, c.r, c.in[off+lo:off+hi])
+			at := placed(g.step, c.piece, g.slot)
+			g.reduce(g.resultBuf(s)[at+lo:at+hi], s, at+lo, at+hi, c.r, c.in[off+lo:off+hi])
 		}
 		if c.i > 0 {
 			off, m, _, _ := c.chunk(c.i - 1)
-			copy(c.out[off:off+m], g.resultBuf((s + sets - 1) % sets)[:m]) // the previous step's set
+			at := placed(g.step-1, c.piece, g.slot)
+			copy(c.out[off:off+m], g.resultBuf((s + sets - 1) % sets)[at:at+m]) // the previous step's set
 		}
 	case reduceScatter:
-		at := c.i * c.piece
-		n := min(c.piece, max(c.counts[g.rank]-at, 0))
+		at, n := c.blockPiece(g.rank)
 		if n == 0 {
 			return
 		}
-		lo, hi := g.rank*c.piece*elem, (g.rank*c.piece+n)*elem
+		lo := g.rank*c.piece*elem + c.placedAt(g.step)
 		// In place, out overwrites in from its start: writing piece j of
 		// block r into out[j] is safe, since in[j] (block 0's piece j)
 		// went into the slot before.
-		g.reduce(c.out[at*elem:(at+n)*elem], s, lo, hi, c.r, nil)
+		g.reduce(c.out[at*elem:(at+n)*elem], s, lo, lo+n*elem, c.r, nil)
 	case allgatherCopy:
-		at := c.i * c.piece
+		from := c.placedAt(g.step)
 		for q := range g.p {
-			if n := min(c.piece, max(c.counts[q]-at, 0)); n > 0 {
-				src := g.slotBuf(s, q)[:n*elem]
-				if q == g.rank {
-					src = c.in[at*elem : (at+n)*elem] // this rank's own block needs no trip through the slot
-				}
-				copy(c.out[(c.displ[q]+at)*elem:], src)
+			// This rank's own block needs no trip through the slot, and
+			// is in out already (publish).
+			if at, n := c.blockPiece(q); n > 0 && q != g.rank {
+				copy(c.out[(c.displ[q]+at)*elem:], g.slotBuf(s, q)[from:from+n*elem])
 			}
 		}
 	case allgatherCMA:

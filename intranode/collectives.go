@@ -107,14 +107,16 @@ func (g *Group) Bcast(buf []byte, root int) error {
 		at := i * g.slot
 		m := min(g.slot, len(buf)-at)
 		if g.rank == root {
-			copy(g.slotBuf(g.next(), root), buf[at:at+m])
+			step := g.ctl[g.rank].step.Load() + 1
+			copy(g.slotBuf(int(step%sets), root)[placed(step, m, g.slot):], buf[at:at+m])
 		}
 		g.publish()
 		if err := g.waitAll(); err != nil {
 			return err
 		}
 		if g.rank != root {
-			copy(buf[at:at+m], g.slotBuf(g.set(), root)[:m])
+			from := placed(g.step, m, g.slot)
+			copy(buf[at:at+m], g.slotBuf(g.set(), root)[from:from+m])
 		}
 	}
 	return nil

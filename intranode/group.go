@@ -85,6 +85,8 @@ const (
 	ctlOffset  = 2 * cacheLine      // rank q's control line is at ctlOffset + q*cacheLine
 	sets       = 2                  // buffer sets, used by steps in turn (step % sets)
 	dataAlign  = 4096               // the data sets start at the first multiple of it after the control lines
+	rotateMin  = 16 << 10           // from this many bytes a step, its data moves around the slot (placed)
+	rotateStep = 4096               // by a multiple of this
 	magic      = 0x676f636f6c6c4731 // "gocollG1"
 	spinFor    = 100 * time.Microsecond
 	spinShort  = 500 * time.Microsecond // of sched_yield polls, when crowded
@@ -367,6 +369,24 @@ func (g *Group) publish() {
 
 // set returns the buffer set of the current step.
 func (g *Group) set() int { return int(g.step % sets) }
+
+// placed returns where in a span of a slot (the whole slot, or a
+// reduce-scatter piece of it) step places its m bytes: at its start
+// below rotateMin bytes, and from there on one place further, m rounded
+// up to a page, each time the step's set comes round, through the span.
+// A rank that rewrote the same bytes at every call would rewrite lines
+// its peers have just read, which their caches still hold, and pay for
+// each (its copy ran at 9-10 GB/s, against 35-38 GB/s into lines read a
+// megabyte of traffic ago; bench/engineprof.sh and docs/tuning.md). Every
+// rank and both halves compute it from the step and sizes every rank
+// knows.
+func placed(step uint64, m, span int) int {
+	if m < rotateMin || 2*m > span {
+		return 0
+	}
+	size := (m + rotateStep - 1) &^ (rotateStep - 1)
+	return int(step/sets%uint64(span/size)) * size
+}
 
 // Layout describes the segment to code outside Go (the engine's C half,
 // package intranode/engine): its base address, and the byte offsets of the

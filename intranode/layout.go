@@ -30,6 +30,8 @@ func LayoutConstants() []Constant {
 		{"CTL_PIECE", int(unsafe.Offsetof(c.piece)), "offset in a control line of the most bytes of every block a reduce_scatter step moves (uint32)"},
 		{"CTL_CMA_MIN", int(unsafe.Offsetof(c.cmaMin)), "offset in a control line of the shortest allgather block (bytes) read by CMA, 0 for none (uint32)"},
 		{"SETS", sets, "buffer sets: step k writes set k % SETS; slot q of set s is at data + (s*p + q)*slot"},
+		{"ROTATE_MIN", rotateMin, "from this many bytes a step places, its data moves around the slot: see placed"},
+		{"ROTATE_STEP", rotateStep, "by a multiple of this many bytes"},
 		{"DATA_ALIGN", dataAlign, "data: the first multiple of DATA_ALIGN from CTL_OFFSET + LINE*p; the SETS result slots follow the data sets"},
 	}
 }

@@ -73,6 +73,14 @@ static uint64_t *step_of(struct gocoll_shm *s, int q) {
 }
 static char *slot_of(struct gocoll_shm *s, int set, int q) { return s->base + s->data_off + ((long)set * s->p + q) * s->slot; }
 
+/* placed is intranode's placed: where in a span of a slot a step places
+ * its m bytes, moving on each time the step's set comes round. */
+static long placed(uint64_t step, long m, long span) {
+    if (m < GOCOLL_SHM_ROTATE_MIN || 2 * m > span) return 0;
+    long size = (m + GOCOLL_SHM_ROTATE_STEP - 1) & ~(long)(GOCOLL_SHM_ROTATE_STEP - 1);
+    return (long)(step / GOCOLL_SHM_SETS % (uint64_t)(span / size)) * size;
+}
+
 /* next returns the step this rank publishes next; its set is step % SETS. */
 static uint64_t next(struct gocoll_shm *s) { return __atomic_load_n(step_of(s, s->rank), __ATOMIC_RELAXED) + 1; }
 static int set_of(uint64_t step) { return (int)(step % GOCOLL_SHM_SETS); }
@@ -182,14 +190,15 @@ int gocoll_shm_allreduce(struct gocoll_shm *s, const void *in, void *out, long c
     PROF_START();
     uint64_t step = next(s);
     int set = set_of(step);
-    memcpy(slot_of(s, set, s->rank), in ? in : out, len);
+    long at = placed(step, len, s->slot);
+    memcpy(slot_of(s, set, s->rank) + at, in ? in : out, len);
     PROF(IN);
     publish(s, step);
     PROF(PUBLISH);
     int rc = wait_all(s, step, GOCOLL_CALL_ALLREDUCE);
     PROF(WAIT);
     if (rc) return rc;
-    reduce_slots(s, set, kind, op, out, 0, len, size);
+    reduce_slots(s, set, kind, op, out, at, len, size);
     PROF(OUT);
     return 0;
 }
@@ -211,14 +220,15 @@ int gocoll_shm_reduce_scatter(struct gocoll_shm *s, const void *in, void *out, c
     PROF_START();
     uint64_t step = next(s);
     int set = set_of(step);
-    char *slot = slot_of(s, set, s->rank);
+    long from = placed(step, longest * size, piece * size); /* in every block's piece */
+    char *slot = slot_of(s, set, s->rank) + from;
     const char *src = in ? in : out;
     long at = 0, mine = 0, lo = 0;
     for (int q = 0; q < s->p; q++) {
         long c = counts ? counts[q] : count;
         memcpy(slot + q * piece * size, src + at * size, c * size);
         at += c;
-        if (q == s->rank) mine = c, lo = q * piece * size;
+        if (q == s->rank) mine = c, lo = q * piece * size + from;
     }
     PROF(IN);
     publish(s, step);
@@ -243,7 +253,8 @@ int gocoll_shm_allgather(struct gocoll_shm *s, const void *in, void *out, long b
     PROF_START();
     uint64_t step = next(s);
     int set = set_of(step);
-    memcpy(slot_of(s, set, s->rank), in ? in : (char *)out + bytes * s->rank, bytes);
+    long at = placed(step, bytes, s->slot);
+    memcpy(slot_of(s, set, s->rank) + at, in ? in : (char *)out + bytes * s->rank, bytes);
     PROF(IN);
     publish(s, step);
     PROF(PUBLISH);
@@ -252,7 +263,7 @@ int gocoll_shm_allgather(struct gocoll_shm *s, const void *in, void *out, long b
     for (int spin = 0, left = s->p - 1; left > 0 && spin < s->spins; spin++) {
         for (int q = 0; q < s->p && q < 64; q++)
             if (!(copied >> q & 1) && __atomic_load_n(step_of(s, q), __ATOMIC_ACQUIRE) >= step) {
-                memcpy((char *)out + bytes * q, slot_of(s, set, q), bytes);
+                memcpy((char *)out + bytes * q, slot_of(s, set, q) + at, bytes);
                 copied |= 1ull << q, left--, spin = 0;
             }
         if (s->p > 64) break;
@@ -262,7 +273,7 @@ int gocoll_shm_allgather(struct gocoll_shm *s, const void *in, void *out, long b
     int rc = wait_all(s, step, GOCOLL_CALL_ALLGATHER);
     if (rc) return rc;
     for (int q = 0; q < s->p; q++)
-        if (q >= 64 || !(copied >> q & 1)) memcpy((char *)out + bytes * q, slot_of(s, set, q), bytes);
+        if (q >= 64 || !(copied >> q & 1)) memcpy((char *)out + bytes * q, slot_of(s, set, q) + at, bytes);
     PROF(OUT);
     return 0;
 }
@@ -271,11 +282,12 @@ int gocoll_shm_bcast(struct gocoll_shm *s, void *buf, long bytes, int root) {
     if (bytes <= 0 || bytes > s->slot || bytes > COPY_MAX || root < 0 || root >= s->p) return GOCOLL_SHM_DECLINE;
     uint64_t step = next(s);
     int set = set_of(step);
-    if (s->rank == root) memcpy(slot_of(s, set, root), buf, bytes);
+    long at = placed(step, bytes, s->slot);
+    if (s->rank == root) memcpy(slot_of(s, set, root) + at, buf, bytes);
     publish(s, step);
     int rc = wait_all(s, step, GOCOLL_CALL_BCAST);
     if (rc) return rc;
-    if (s->rank != root) memcpy(buf, slot_of(s, set, root), bytes);
+    if (s->rank != root) memcpy(buf, slot_of(s, set, root) + at, bytes);
     return 0;
 }
 

@@ -479,3 +479,114 @@ func TestSizeClassesMatchGo(t *testing.T) {
 		})
 	}
 }
+
+// Ranks whose calls go to different halves meet: for every call, half
+// the ranks (alternating by round) make it in C, going to Go where C
+// declines (as the C ABI does), the others in Go, on one segment; every
+// rank gets the result of the call made in Go by all, around the sizes
+// where the data starts moving around the slot (intranode's placed) and
+// the steps' limits, call after call (the data's place moves), on a
+// default segment and on one with a set slot.
+func TestHalvesMeet(t *testing.T) {
+	for _, o := range []intranode.Options{{JobID: "enginetest"}, {JobID: "enginetest", Slot: 64 << 10}} {
+		for _, p := range []int{2, 3} {
+			onRanksWith(t, p, o, func(g *intranode.Group, v *view, fail func(string, ...any)) error {
+				r, round := g.Rank(), 0
+				inC := func() bool { return (r+round)%2 == 0 }
+				size, kind := mpichType(handles[ops.Double])
+				red, _ := ops.ReductionOf(ops.Sum, ops.Double)
+				red = red.Folded()
+				for _, n := range []int{8, 4096, 16 << 10, 20 << 10, 64 << 10, 128 << 10} {
+					round++
+					in := make([]byte, n)
+					fill(in, ops.Double, r, round)
+					want := make([]byte, n)
+					if err := g.Allreduce(in, want, red); err != nil {
+						return err
+					}
+					for range 4 {
+						round++
+						got := make([]byte, n)
+						if !inC() || v.allreduce(in, got, n/size, kind, size, int(ops.Sum)) == Decline {
+							if err := g.Allreduce(in, got, red); err != nil {
+								return err
+							}
+						}
+						if !bytes.Equal(got, want) {
+							fail("allreduce of %d bytes, round %d (C: %v): differs", n, round, inC())
+						}
+					}
+					// reduce_scatter_block of n bytes a block
+					blk := n / p / size * size
+					if blk == 0 {
+						continue
+					}
+					all := make([]byte, p*blk)
+					fill(all, ops.Double, r, round)
+					counts, c32 := make([]int, p), make([]int32, p)
+					for q := range counts {
+						counts[q], c32[q] = blk/size, int32(blk/size)
+					}
+					wantRS := make([]byte, blk)
+					if err := g.ReduceScatter(all, wantRS, counts, red); err != nil {
+						return err
+					}
+					for range 4 {
+						round++
+						got := make([]byte, blk)
+						if !inC() || v.reduceScatter(all, got, c32, 0, kind, size, int(ops.Sum)) == Decline {
+							if err := g.ReduceScatter(all, got, counts, red); err != nil {
+								return err
+							}
+						}
+						if !bytes.Equal(got, wantRS) {
+							fail("reduce_scatter of %d-byte blocks, round %d (C: %v): differs", blk, round, inC())
+						}
+					}
+				}
+				for _, n := range []int{8, 4096, 16 << 10, 20 << 10, 31 << 10, 100 << 10} {
+					round++
+					in := make([]byte, n)
+					fill(in, ops.Byte, r, round)
+					counts := make([]int, p)
+					for q := range counts {
+						counts[q] = n
+					}
+					want := make([]byte, p*n)
+					if err := g.Allgather(in, want, counts, 1); err != nil {
+						return err
+					}
+					for range 4 {
+						round++
+						got := make([]byte, p*n)
+						if !inC() || v.allgather(in, got, n) == Decline {
+							if err := g.Allgather(in, got, counts, 1); err != nil {
+								return err
+							}
+						}
+						if !bytes.Equal(got, want) {
+							fail("allgather of %d-byte blocks, round %d (C: %v): differs", n, round, inC())
+						}
+					}
+					for range 4 {
+						round++
+						root := round % p
+						buf := make([]byte, n)
+						if r == root {
+							copy(buf, in)
+						}
+						if !inC() || v.bcast(buf, root) == Decline {
+							if err := g.Bcast(buf, root); err != nil {
+								return err
+							}
+						}
+						if !bytes.Equal(buf, want[root*n:(root+1)*n]) {
+							fail("bcast of %d bytes from %d, round %d (C: %v): differs", n, root, round, inC())
+						}
+					}
+				}
+				return g.Barrier()
+			})
+		}
+	}
+}
