@@ -18,12 +18,13 @@
  * the same run. Medians and minima, not means: on a loaded machine a
  * preemption costs milliseconds.
  *
- *   engineprof [-p P] [-c allreduce,reduce_scatter_block,allgather,barrier]
+ *   engineprof [-p P] [-c allreduce,reduce_scatter_block,allgather,barrier,reduce_scatter]
  *              [-m MIN[:MAX]] [-i ITERS] [-w WARMUP] [-slot BYTES] [-cmamin BYTES]
  *              [-d float|double|int] [-pin] [-nobarrier] [-canonical] [-noref]
  *
  * Sizes as collbench's: the whole vector for the reductions (MPI_FLOAT by
- * default), the bytes each rank sends for allgather. The segment's steps
+ * default), the bytes each rank sends for allgather; reduce_scatter splits
+ * the vector as collbench does (the first n mod p ranks one element more). The segment's steps
  * are the Go half's defaults (intranode.Steps: size classes in 1 MiB
  * slots), or with -slot the slot's; the engine declines allgather blocks
  * from -cmamin bytes (default 32 KiB, the Go half's CMAMin), which the Go
@@ -167,14 +168,17 @@ int main(int argc, char **argv) {
     }
     unsigned long long *calls = malloc(sizeof(unsigned long long) * iters);
     unsigned long long *stage = malloc(sizeof(unsigned long long) * iters * STAGES);
-    const char *names[] = {"allreduce", "reduce_scatter_block", "allgather", "barrier"};
-    for (int c = 0; c < 4; c++) {
+    const char *names[] = {"allreduce", "reduce_scatter_block", "allgather", "barrier", "reduce_scatter"};
+    int *counts = malloc(sizeof(int) * p);
+    for (int c = 0; c < 5; c++) {
         if (!has(colls, names[c])) continue;
         for (long n = lo; n <= hi; n *= 2) {
             long count = n / size, bytes = n;
             if (c == 1) count = n / size / p, bytes = count * size * p;
             if (c == 3) bytes = 0;
-            if ((c < 2 && count == 0)) continue;
+            if (c == 4) /* as collbench splits it: the first n mod p ranks one element more */
+                for (int q = 0; q < p; q++) counts[q] = n / size / p + (q < n / size % p);
+            if ((c < 2 || c == 4) && count == 0) continue;
             long inlen = c == 2 ? bytes : bytes, outlen = c == 2 ? bytes * p : bytes;
             char *in = aligned_alloc(64, inlen + 64), *out = aligned_alloc(64, outlen + 64);
             for (long i = 0; i < inlen; i++) in[i] = (char)(i * 7 + rank);
@@ -193,6 +197,10 @@ int main(int argc, char **argv) {
                     break;
                 case 2: rc = gocoll_shm_allgather(&s, in, out, bytes); break;
                 case 3: rc = gocoll_shm_barrier(&s); break;
+                case 4:
+                    rc = gocoll_shm_reduce_scatter(&s, in, out, counts, 0, kind, size, GOCOLL_SHM_OP_SUM,
+                                                   GOCOLL_CALL_REDUCE_SCATTER);
+                    break;
                 }
                 unsigned long long t1 = __rdtsc();
                 if (rc == GOCOLL_SHM_DECLINE) {

@@ -110,22 +110,33 @@ func (c *Call) Progress() (done, moved bool, err error) {
 	g := c.g
 	for c.i < c.steps {
 		if !c.filled {
+			if !g.settled() {
+				return c.missing(moved)
+			}
 			c.publish()
 			moved = true
 		}
-		if !g.ready() {
-			now := time.Since(g.epoch)
-			if !c.waiting {
-				c.waiting, c.since, g.lastCheck = true, now, now
-			} else if err := g.check(now, c.since); err != nil {
-				return true, moved, c.end(err)
-			}
-			return false, moved, nil
+		if !c.quiet() && !g.ready() {
+			return c.missing(moved)
 		}
 		c.read()
 		moved = true
 	}
 	return true, moved, c.end(nil)
+}
+
+// missing is Progress's answer when the peers it needs are missing: it
+// checks on them as a waiting rank does, from when it first found them
+// missing.
+func (c *Call) missing(moved bool) (done, _ bool, err error) {
+	g := c.g
+	now := time.Since(g.epoch)
+	if !c.waiting {
+		c.waiting, c.since, g.lastCheck = true, now, now
+	} else if err := g.check(now, c.since); err != nil {
+		return true, moved, c.end(err)
+	}
+	return false, moved, nil
 }
 
 // Finish takes the call's remaining steps, waiting for the peers, and
@@ -137,23 +148,49 @@ func (c *Call) Finish() error {
 	g := c.g
 	for c.i < c.steps {
 		if !c.filled {
+			if !g.settled() {
+				if err := c.wait(); err != nil {
+					return c.end(err)
+				}
+			}
 			c.publish()
 		}
-		if !g.ready() {
-			start := time.Since(g.epoch)
-			since := start
-			if c.waiting {
-				since = c.since // the wait began in Progress
-			} else {
-				g.lastCheck = start
-			}
-			if err := g.waitFrom(start, since); err != nil {
+		if !c.quiet() && !g.ready() {
+			if err := c.wait(); err != nil {
 				return c.end(err)
 			}
 		}
 		c.read()
 	}
 	return c.end(nil)
+}
+
+// wait waits for every rank to publish the group's step, counting from
+// when Progress began waiting, if it did.
+func (c *Call) wait() error {
+	g := c.g
+	start := time.Since(g.epoch)
+	since := start
+	if c.waiting {
+		since = c.since // the wait began in Progress
+	} else {
+		g.lastCheck = start
+	}
+	c.waiting = false
+	return g.waitFrom(start, since)
+}
+
+// quiet reports whether this rank reads nothing in step i, which it may
+// then leave without waiting for the peers: a reduce-scatter step with
+// nothing of its block. (Before it writes its slot again, it waits for
+// every rank to have published the step, that is, finished reading the
+// step before: Group.settled.)
+func (c *Call) quiet() bool {
+	if c.kind != reduceScatter {
+		return false
+	}
+	_, n := c.blockPiece(c.g.rank)
+	return n == 0
 }
 
 // publish fills this rank's part of step i and publishes it.

@@ -100,24 +100,31 @@ func (g *Group) Allgather(in, out []byte, counts []int, elem int) error {
 	return g.StartAllgather(in, out, counts, elem).Finish()
 }
 
-// Bcast copies buf on root to buf on every rank.
+// Bcast copies buf on root to buf on every rank. The root reads
+// nothing, so it leaves each step without waiting for the others, and
+// waits for them before it writes its slot again (settled).
 func (g *Group) Bcast(buf []byte, root int) error {
 	steps := max(1, (len(buf)+g.slot-1)/g.slot)
 	for i := range steps {
 		at := i * g.slot
 		m := min(g.slot, len(buf)-at)
 		if g.rank == root {
-			step := g.ctl[g.rank].step.Load() + 1
+			if !g.settled() {
+				if err := g.waitAll(); err != nil {
+					return err
+				}
+			}
+			step := g.step + 1
 			copy(g.slotBuf(int(step%sets), root)[placed(step, m, g.slot):], buf[at:at+m])
+			g.publish()
+			continue
 		}
 		g.publish()
 		if err := g.waitAll(); err != nil {
 			return err
 		}
-		if g.rank != root {
-			from := placed(g.step, m, g.slot)
-			copy(buf[at:at+m], g.slotBuf(g.set(), root)[from:from+m])
-		}
+		from := placed(g.step, m, g.slot)
+		copy(buf[at:at+m], g.slotBuf(g.set(), root)[from:from+m])
 	}
 	return nil
 }

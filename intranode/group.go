@@ -417,6 +417,16 @@ func (g *Group) Wait() error {
 	return g.waitAll()
 }
 
+// settled reports whether every rank has published the step this rank
+// published last (from Go or from outside), which this rank may have
+// left without waiting for them (a step in which it read nothing): then
+// none reads the set of the step before any more, which its next step
+// writes. It makes that step the group's current step.
+func (g *Group) settled() bool {
+	g.step = g.ctl[g.rank].step.Load()
+	return g.ready()
+}
+
 // ready reports whether every rank has published the current step.
 func (g *Group) ready() bool {
 	for _, c := range g.ctl {

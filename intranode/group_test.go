@@ -260,3 +260,70 @@ func TestSizeClasses(t *testing.T) {
 		})
 	}
 }
+
+// A rank that reads nothing in a step (a reduce-scatter block of zero
+// elements, a bcast's root) leaves it without waiting for the others,
+// and waits for them before it writes its slot again: here rank 0,
+// whose blocks are empty, runs ahead through many reduce-scatters and
+// bcasts while rank 1 reduces slowly (a user op that sleeps), and every
+// result is still the reference's. Without the wait, rank 0 would
+// rewrite the slot rank 1 reads.
+func TestQuietStepsRunAhead(t *testing.T) {
+	slow := func(dst, a, b []byte) {
+		time.Sleep(200 * time.Microsecond)
+		sum64(dst, a, b)
+	}
+	for _, slot := range []int{0, 4096} {
+		run(t, 2, slot, func(g *Group) error {
+			r := g.Rank()
+			k := ops.Kernel(sum64)
+			if r == 1 {
+				k = slow
+			}
+			red := ops.UserReduction(k, 8)
+			for call := range 20 {
+				n := 40 + call // every element in rank 1's block
+				counts := []int{0, n}
+				want := reference(2, n, sum64)
+				in := input(r, n)
+				for i := range in {
+					in[i] += byte(call)
+				}
+				for q := range 2 {
+					w := input(q, n)
+					for i := range w {
+						w[i] += byte(call)
+					}
+					if q == 0 {
+						copy(want, w)
+					} else {
+						sum64(want, want, w)
+					}
+				}
+				out := make([]byte, 8*counts[r])
+				if err := g.ReduceScatter(in, out, counts, red); err != nil {
+					return err
+				}
+				if r == 1 && !bytes.Equal(out, want) {
+					return fmt.Errorf("call %d: reduce_scatter differs from the reference", call)
+				}
+				b := make([]byte, 8*n)
+				if r == 0 {
+					copy(b, in)
+				}
+				if err := g.Bcast(b, 0); err != nil {
+					return err
+				}
+				if w := input(0, n); r == 1 {
+					for i := range w {
+						w[i] += byte(call)
+					}
+					if !bytes.Equal(b, w) {
+						return fmt.Errorf("call %d: bcast differs", call)
+					}
+				}
+			}
+			return g.Barrier()
+		})
+	}
+}

@@ -123,6 +123,14 @@ static int wait_all(struct gocoll_shm *s, uint64_t step, int call) {
     return s->wait(s, call);
 }
 
+/* settle waits, before this rank writes its slot for step, for every
+ * rank to have published the step before, which this rank may have left
+ * without waiting (one in which it read nothing): then no rank reads the
+ * set step writes any more. The Go half's Group.settled. */
+static int settle(struct gocoll_shm *s, uint64_t step, int call) {
+    return all_at(s, step - 1) ? 0 : wait_all(s, step - 1, call);
+}
+
 /* combine sets dst = a op b for n elements of kind k (kernels.c). */
 #define combine gocoll_shm_combine
 
@@ -189,13 +197,15 @@ int gocoll_shm_allreduce(struct gocoll_shm *s, const void *in, void *out, long c
     if (len > GOCOLL_SHM_MAX || len > s->slot || len > PARAM(s, GOCOLL_SHM_CTL_ONE_STEP)) return GOCOLL_SHM_DECLINE;
     PROF_START();
     uint64_t step = next(s);
-    int set = set_of(step);
+    int set = set_of(step), rc = settle(s, step, GOCOLL_CALL_ALLREDUCE);
+    if (rc) return rc;
+    PROF(WAIT);
     long at = placed(step, len, s->slot);
     memcpy(slot_of(s, set, s->rank) + at, in ? in : out, len);
     PROF(IN);
     publish(s, step);
     PROF(PUBLISH);
-    int rc = wait_all(s, step, GOCOLL_CALL_ALLREDUCE);
+    rc = wait_all(s, step, GOCOLL_CALL_ALLREDUCE);
     PROF(WAIT);
     if (rc) return rc;
     reduce_slots(s, set, kind, op, out, at, len, size);
@@ -219,7 +229,9 @@ int gocoll_shm_reduce_scatter(struct gocoll_shm *s, const void *in, void *out, c
     if (total == 0 || total * size > GOCOLL_SHM_MAX || longest > piece) return GOCOLL_SHM_DECLINE;
     PROF_START();
     uint64_t step = next(s);
-    int set = set_of(step);
+    int set = set_of(step), rc = settle(s, step, call);
+    if (rc) return rc;
+    PROF(WAIT);
     long from = placed(step, longest * size, piece * size); /* in every block's piece */
     char *slot = slot_of(s, set, s->rank) + from;
     const char *src = in ? in : out;
@@ -233,10 +245,11 @@ int gocoll_shm_reduce_scatter(struct gocoll_shm *s, const void *in, void *out, c
     PROF(IN);
     publish(s, step);
     PROF(PUBLISH);
-    int rc = wait_all(s, step, call);
+    if (mine == 0) return 0; /* nothing to read: no need to wait (settle) */
+    rc = wait_all(s, step, call);
     PROF(WAIT);
     if (rc) return rc;
-    if (mine > 0) reduce_slots(s, set, kind, op, out, lo, mine * size, size);
+    reduce_slots(s, set, kind, op, out, lo, mine * size, size);
     PROF(OUT);
     return 0;
 }
@@ -252,7 +265,9 @@ int gocoll_shm_allgather(struct gocoll_shm *s, const void *in, void *out, long b
         return GOCOLL_SHM_DECLINE;
     PROF_START();
     uint64_t step = next(s);
-    int set = set_of(step);
+    int set = set_of(step), rc = settle(s, step, GOCOLL_CALL_ALLGATHER);
+    if (rc) return rc;
+    PROF(WAIT);
     long at = placed(step, bytes, s->slot);
     memcpy(slot_of(s, set, s->rank) + at, in ? in : (char *)out + bytes * s->rank, bytes);
     PROF(IN);
@@ -270,7 +285,7 @@ int gocoll_shm_allgather(struct gocoll_shm *s, const void *in, void *out, long b
         __builtin_ia32_pause();
     }
     PROF(WAIT);
-    int rc = wait_all(s, step, GOCOLL_CALL_ALLGATHER);
+    rc = wait_all(s, step, GOCOLL_CALL_ALLGATHER);
     if (rc) return rc;
     for (int q = 0; q < s->p; q++)
         if (q >= 64 || !(copied >> q & 1)) memcpy((char *)out + bytes * q, slot_of(s, set, q) + at, bytes);
@@ -283,11 +298,17 @@ int gocoll_shm_bcast(struct gocoll_shm *s, void *buf, long bytes, int root) {
     uint64_t step = next(s);
     int set = set_of(step);
     long at = placed(step, bytes, s->slot);
-    if (s->rank == root) memcpy(slot_of(s, set, root) + at, buf, bytes);
+    if (s->rank == root) { /* it reads nothing: it leaves without waiting (settle) */
+        int rc = settle(s, step, GOCOLL_CALL_BCAST);
+        if (rc) return rc;
+        memcpy(slot_of(s, set, root) + at, buf, bytes);
+        publish(s, step);
+        return 0;
+    }
     publish(s, step);
     int rc = wait_all(s, step, GOCOLL_CALL_BCAST);
     if (rc) return rc;
-    if (s->rank != root) memcpy(buf, slot_of(s, set, root) + at, bytes);
+    memcpy(buf, slot_of(s, set, root) + at, bytes);
     return 0;
 }
 

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gocoll/gocoll/intranode"
 	"github.com/gocoll/gocoll/intranode/intranodetest"
@@ -589,4 +590,53 @@ func TestHalvesMeet(t *testing.T) {
 			})
 		}
 	}
+}
+
+// The C half's reduce_scatter and bcast leave a step in which they read
+// nothing without waiting, and wait before writing their slot again, as
+// the Go half does: rank 0 (empty blocks, the bcasts' root) runs ahead
+// in C while rank 1 reduces slowly in Go, and rank 1's results are right.
+func TestQuietStepsRunAhead(t *testing.T) {
+	size, kind := mpichType(handles[ops.Double])
+	sum, _ := ops.Lookup(ops.Sum, ops.Double)
+	slow := ops.UserReduction(func(dst, a, b []byte) {
+		time.Sleep(200 * time.Microsecond)
+		sum(dst, a, b)
+	}, size)
+	onRanksWith(t, 2, intranode.Options{JobID: "enginetest"}, func(g *intranode.Group, v *view, fail func(string, ...any)) error {
+		r := g.Rank()
+		for call := range 20 {
+			n := 40 + call
+			ins := [2][]byte{make([]byte, n*size), make([]byte, n*size)}
+			for q := range ins {
+				fill(ins[q], ops.Double, q, call)
+			}
+			want := make([]byte, n*size)
+			sum(want, ins[0], ins[1])
+			if r == 0 {
+				if rc := v.reduceScatter(ins[0], nil, []int32{0, int32(n)}, 0, kind, size, int(ops.Sum)); rc != 0 {
+					fail("call %d: C reduce_scatter: rc %d", call, rc)
+				}
+				if rc := v.bcast(bytes.Clone(ins[0]), 0); rc != 0 {
+					fail("call %d: C bcast: rc %d", call, rc)
+				}
+				continue
+			}
+			out := make([]byte, n*size)
+			if err := g.ReduceScatter(ins[1], out, []int{0, n}, slow); err != nil {
+				return err
+			}
+			if !bytes.Equal(out, want) {
+				fail("call %d: reduce_scatter differs", call)
+			}
+			b := make([]byte, n*size)
+			if err := g.Bcast(b, 0); err != nil {
+				return err
+			}
+			if !bytes.Equal(b, ins[0]) {
+				fail("call %d: bcast differs", call)
+			}
+		}
+		return g.Barrier()
+	})
 }
