@@ -18,13 +18,17 @@
  * the same run. Medians and minima, not means: on a loaded machine a
  * preemption costs milliseconds.
  *
- *   engineprof [-p P] [-c allreduce,reduce_scatter_block,allgather,barrier,reduce_scatter]
+ *   engineprof [-p P] [-c allreduce,reduce_scatter_block,allgather,barrier,reduce_scatter,allgather_cma]
  *              [-m MIN[:MAX]] [-i ITERS] [-w WARMUP] [-slot BYTES] [-cmamin BYTES]
  *              [-d float|double|int] [-pin] [-nobarrier] [-canonical] [-noref]
  *
  * Sizes as collbench's: the whole vector for the reductions (MPI_FLOAT by
  * default), the bytes each rank sends for allgather; reduce_scatter splits
- * the vector as collbench does (the first n mod p ranks one element more). The segment's steps
+ * the vector as collbench does (the first n mod p ranks one element more);
+ * allgather_cma is the Go half's allgather by CMA written out here (its
+ * stages are not split), to compare with the engine's copy through the
+ * slots at the same sizes (ENGINE_CFLAGS=-DCOPY_MAX=... lets the engine
+ * copy longer blocks). The segment's steps
  * are the Go half's defaults (intranode.Steps: size classes in 1 MiB
  * slots), or with -slot the slot's; the engine declines allgather blocks
  * from -cmamin bytes (default 32 KiB, the Go half's CMAMin), which the Go
@@ -38,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -73,6 +78,42 @@ static int cmp(const void *a, const void *b) {
 static unsigned long long median(unsigned long long *v, int n) {
     qsort(v, n, sizeof *v, cmp);
     return v[n / 2];
+}
+
+/* The Go half's allgather by CMA (intranode/cma.go), for comparison with
+ * the engine's copy through the slots: publish the block's address and
+ * a step, copy the own block while the peers arrive, wait, read every
+ * peer's block with process_vm_readv, publish "done reading", wait. */
+static uint64_t *ctl_step(char *seg, int q) { return (uint64_t *)(seg + GOCOLL_SHM_CTL_OFFSET + (long)GOCOLL_SHM_LINE * q); }
+static void step_all(char *seg, int p, int rank) {
+    uint64_t step = __atomic_load_n(ctl_step(seg, rank), __ATOMIC_RELAXED) + 1;
+    __atomic_store_n(ctl_step(seg, rank), step, __ATOMIC_SEQ_CST);
+    for (int q = 0; q < p; q++)
+        while (__atomic_load_n(ctl_step(seg, q), __ATOMIC_ACQUIRE) < step) __builtin_ia32_pause();
+}
+static int allgather_cma(char *seg, int p, int rank, const char *in, char *out, long bytes) {
+#ifdef GOCOLL_SHM_CTL_ADDR
+    char *ctl = seg + GOCOLL_SHM_CTL_OFFSET + (long)GOCOLL_SHM_LINE * rank;
+    __atomic_store_n((uint64_t *)(ctl + GOCOLL_SHM_CTL_ADDR), (uint64_t)(uintptr_t)in, __ATOMIC_RELAXED);
+    uint64_t step = __atomic_load_n(ctl_step(seg, rank), __ATOMIC_RELAXED) + 1;
+    __atomic_store_n(ctl_step(seg, rank), step, __ATOMIC_SEQ_CST);
+    memcpy(out + bytes * rank, in, bytes);
+    gocoll_shm_prof[GOCOLL_PROF_IN] = 0;
+    for (int q = 0; q < p; q++)
+        while (__atomic_load_n(ctl_step(seg, q), __ATOMIC_ACQUIRE) < step) __builtin_ia32_pause();
+    for (int i = 1; i < p; i++) {
+        int q = (rank + i) % p;
+        char *qc = seg + GOCOLL_SHM_CTL_OFFSET + (long)GOCOLL_SHM_LINE * q;
+        struct iovec l = {out + bytes * q, bytes},
+                     r = {(void *)(uintptr_t)__atomic_load_n((uint64_t *)(qc + GOCOLL_SHM_CTL_ADDR), __ATOMIC_RELAXED), bytes};
+        if (process_vm_readv(*(uint32_t *)(qc + GOCOLL_SHM_CTL_PID), &l, 1, &r, 1, 0) != bytes) return 1;
+    }
+    step_all(seg, p, rank);
+    return 0;
+#else
+    (void)seg, (void)p, (void)rank, (void)in, (void)out, (void)bytes;
+    return GOCOLL_SHM_DECLINE;
+#endif
 }
 
 static int has(const char *list, const char *name) {
@@ -143,6 +184,9 @@ int main(int argc, char **argv) {
     struct gocoll_shm s;
 #ifdef GOCOLL_SHM_CTL_ONE_STEP
     char *ctl = seg + GOCOLL_SHM_CTL_OFFSET + (long)GOCOLL_SHM_LINE * rank;
+#ifdef GOCOLL_SHM_CTL_PID
+    *(uint32_t *)(ctl + GOCOLL_SHM_CTL_PID) = getpid();
+#endif
     *(uint32_t *)(ctl + GOCOLL_SHM_CTL_ONE_STEP) = one_step;
     *(uint32_t *)(ctl + GOCOLL_SHM_CTL_PIECE) = piece;
     *(uint32_t *)(ctl + GOCOLL_SHM_CTL_CMA_MIN) = p > 1 ? cma_min : 0;
@@ -168,9 +212,9 @@ int main(int argc, char **argv) {
     }
     unsigned long long *calls = malloc(sizeof(unsigned long long) * iters);
     unsigned long long *stage = malloc(sizeof(unsigned long long) * iters * STAGES);
-    const char *names[] = {"allreduce", "reduce_scatter_block", "allgather", "barrier", "reduce_scatter"};
+    const char *names[] = {"allreduce", "reduce_scatter_block", "allgather", "barrier", "reduce_scatter", "allgather_cma"};
     int *counts = malloc(sizeof(int) * p);
-    for (int c = 0; c < 5; c++) {
+    for (int c = 0; c < 6; c++) {
         if (!has(colls, names[c])) continue;
         for (long n = lo; n <= hi; n *= 2) {
             long count = n / size, bytes = n;
@@ -179,7 +223,7 @@ int main(int argc, char **argv) {
             if (c == 4) /* as collbench splits it: the first n mod p ranks one element more */
                 for (int q = 0; q < p; q++) counts[q] = n / size / p + (q < n / size % p);
             if ((c < 2 || c == 4) && count == 0) continue;
-            long inlen = c == 2 ? bytes : bytes, outlen = c == 2 ? bytes * p : bytes;
+            long inlen = bytes, outlen = c == 2 || c == 5 ? bytes * p : bytes;
             char *in = aligned_alloc(64, inlen + 64), *out = aligned_alloc(64, outlen + 64);
             for (long i = 0; i < inlen; i++) in[i] = (char)(i * 7 + rank);
             memset(out, 0, outlen);
@@ -201,6 +245,7 @@ int main(int argc, char **argv) {
                     rc = gocoll_shm_reduce_scatter(&s, in, out, counts, 0, kind, size, GOCOLL_SHM_OP_SUM,
                                                    GOCOLL_CALL_REDUCE_SCATTER);
                     break;
+                case 5: rc = allgather_cma(seg, p, rank, in, out, bytes); break;
                 }
                 unsigned long long t1 = __rdtsc();
                 if (rc == GOCOLL_SHM_DECLINE) {

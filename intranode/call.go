@@ -83,7 +83,7 @@ func (g *Group) StartAllgather(in, out []byte, counts []int, elem int) *Call {
 		c.kind, c.steps = allgatherCMA, 2
 		return c
 	}
-	c.kind, c.piece = allgatherCopy, max(g.slot/elem, 1)
+	c.kind, c.piece = allgatherCopy, max(g.steps.Gather/elem, 1)
 	c.steps = (c.longest + c.piece - 1) / c.piece
 	return c
 }

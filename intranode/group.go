@@ -68,15 +68,17 @@ type Steps struct {
 	OneStep int // allreduce: the longest message in bytes taken in one step
 	Chunk   int // allreduce: bytes of a chunk, above OneStep
 	Piece   int // reduce_scatter: the most bytes of every block a step moves
+	Gather  int // allgather through the slots: the most bytes of each block a step moves
 }
 
 // stepsFor returns the steps of a group of p ranks whose slot is slot
 // bytes, chosen by size class unless the user set the slot (fixed).
 func stepsFor(p, slot int, fixed bool) Steps {
 	if fixed {
-		return Steps{OneStep: slot, Chunk: slot, Piece: slot / p}
+		return Steps{OneStep: slot, Chunk: slot, Piece: slot / p, Gather: slot}
 	}
-	return Steps{OneStep: min(DefaultSlot, slot), Chunk: min(LargeChunk, slot), Piece: min(LargeChunk, slot/p)}
+	return Steps{OneStep: min(DefaultSlot, slot), Chunk: min(LargeChunk, slot), Piece: min(LargeChunk, slot/p),
+		Gather: min(LargeChunk, slot)}
 }
 
 const (

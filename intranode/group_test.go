@@ -196,13 +196,13 @@ func TestStalledPeerTimesOut(t *testing.T) {
 // boundary, for a commutative and a non-commutative op. With the slot
 // set, every step is the slot.
 func TestSizeClasses(t *testing.T) {
-	if g := stepsFor(2, 1<<20, false); g != (Steps{OneStep: DefaultSlot, Chunk: LargeChunk, Piece: LargeChunk}) {
+	if g := stepsFor(2, 1<<20, false); g != (Steps{OneStep: DefaultSlot, Chunk: LargeChunk, Piece: LargeChunk, Gather: LargeChunk}) {
 		t.Errorf("steps of 2 ranks by size class: %+v", g)
 	}
 	if g := stepsFor(4, 1<<20, false); g.Piece != 256<<10 {
 		t.Errorf("steps of 4 ranks by size class: %+v, want a piece of a slot's share", g)
 	}
-	if g := stepsFor(4, 64<<10, true); g != (Steps{OneStep: 64 << 10, Chunk: 64 << 10, Piece: 16 << 10}) {
+	if g := stepsFor(4, 64<<10, true); g != (Steps{OneStep: 64 << 10, Chunk: 64 << 10, Piece: 16 << 10, Gather: 64 << 10}) {
 		t.Errorf("steps of a set slot: %+v", g)
 	}
 	const elem = 8

@@ -37,7 +37,9 @@
  * the hand-offs the yields are for (a few µs to a time slice) and far
  * shorter than Go's 100 ms check for dead peers. */
 #define YIELD_NS_CROWDED 10000000L
+#ifndef COPY_MAX /* bench/engineprof.sh may set it, to compare the copy with CMA at larger sizes */
 #define COPY_MAX (4 * GOCOLL_SHM_MAX) /* largest allgather (all blocks) and bcast */
+#endif
 #define PARAM(s, off) \
     ((long)__atomic_load_n((uint32_t *)((s)->base + GOCOLL_SHM_CTL_OFFSET + (long)GOCOLL_SHM_LINE * (s)->rank + (off)), \
                            __ATOMIC_RELAXED))
