@@ -117,6 +117,9 @@ func (c *Call) Progress() (done, moved bool, err error) {
 			moved = true
 		}
 		if !c.quiet() && !g.ready() {
+			if c.early() {
+				moved = true
+			}
 			return c.missing(moved)
 		}
 		c.read()
@@ -156,7 +159,10 @@ func (c *Call) Finish() error {
 			c.publish()
 		}
 		if !c.quiet() && !g.ready() {
-			if err := c.wait(); err != nil {
+			g.early = c
+			err := c.wait()
+			g.early = nil
+			if err != nil {
 				return c.end(err)
 			}
 		}
@@ -198,6 +204,10 @@ func (c *Call) publish() {
 	c.fill()
 	c.g.publish()
 	c.filled, c.waiting = true, false
+	if c.kind == allgatherCopy || c.kind == allgatherCMA {
+		clear(c.g.got)
+		c.g.got[c.g.rank] = true // its own block: copied below
+	}
 	switch {
 	case c.kind == allgatherCMA && c.i == 0:
 		c.copyOwn() // needs no peer: while they arrive
@@ -315,12 +325,11 @@ func (c *Call) readStep() {
 		// went into the slot before.
 		g.reduce(c.out[at*elem:(at+n)*elem], s, lo, lo+n*elem, c.r, nil)
 	case allgatherCopy:
-		from := c.placedAt(g.step)
+		// This rank's own block needs no trip through the slot, and is in
+		// out already (publish); early read some of the others'.
 		for q := range g.p {
-			// This rank's own block needs no trip through the slot, and
-			// is in out already (publish).
-			if at, n := c.blockPiece(q); n > 0 && q != g.rank {
-				copy(c.out[(c.displ[q]+at)*elem:], g.slotBuf(s, q)[from:from+n*elem])
+			if !g.got[q] {
+				c.readBlock(q)
 			}
 		}
 	case allgatherCMA:
@@ -329,6 +338,49 @@ func (c *Call) readStep() {
 		}
 		// Step 1 is "done reading": once all have published it, no
 		// rank's block is read any more, and every rank may return.
+	}
+}
+
+// early reads, while the peers of an allgather's step are still
+// arriving, the blocks of those that are there: each as soon as its rank
+// has published the step (for CMA, its block's address), not once all
+// have, so that the copies overlap the wait for the last one. It
+// reports whether it read any.
+func (c *Call) early() bool {
+	g := c.g
+	if c.kind != allgatherCopy && (c.kind != allgatherCMA || c.i != 0) || !c.filled {
+		return false
+	}
+	read := false
+	for q, done := range g.got {
+		if !done && g.ctl[q].step.Load() >= g.step {
+			c.readBlock(q)
+			read = true
+		}
+	}
+	return read
+}
+
+// readBlock reads rank q's piece of an allgather step into out: from
+// q's slot, or (CMA) from q's buffer; a failed read ends the reading,
+// and the call ends with it once the peers are done.
+func (c *Call) readBlock(q int) {
+	g, elem := c.g, c.elem
+	g.got[q] = true
+	if c.kind == allgatherCopy {
+		if at, n := c.blockPiece(q); n > 0 {
+			from := c.placedAt(g.step)
+			copy(c.out[(c.displ[q]+at)*elem:], g.slotBuf(g.set(), q)[from:from+n*elem])
+		}
+		return
+	}
+	n := c.counts[q] * elem
+	if n == 0 || c.failed != nil {
+		return
+	}
+	dst := c.out[c.displ[q]*elem : c.displ[q]*elem+n]
+	if err := g.vmRead(g.pids[q], dst, uintptr(g.ctl[q].addr.Load())); err != nil {
+		c.failed = g.readFailed(q, err)
 	}
 }
 

@@ -85,20 +85,13 @@ func (c *Call) copyOwn() {
 	}
 }
 
-// readPeers reads every peer's block into out; a failed read ends the
-// reading, and the call ends with it once the peers are done.
+// readPeers reads every peer's block into out that early has not read
+// (readBlock).
 func (c *Call) readPeers() {
 	g := c.g
 	for i := 1; i < g.p; i++ {
-		q := (g.rank + i) % g.p // not everyone from rank 0 first
-		n := c.counts[q] * c.elem
-		if n == 0 {
-			continue
-		}
-		dst := c.out[c.displ[q]*c.elem : c.displ[q]*c.elem+n]
-		if err := g.vmRead(g.pids[q], dst, uintptr(g.ctl[q].addr.Load())); err != nil {
-			c.failed = g.readFailed(q, err)
-			return
+		if q := (g.rank + i) % g.p; !g.got[q] { // not everyone from rank 0 first
+			c.readBlock(q)
 		}
 	}
 }

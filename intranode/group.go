@@ -138,6 +138,8 @@ type Group struct {
 	epoch        time.Time
 	lastCheck    time.Duration
 	displ        []int    // reused by displacements
+	got          []bool   // an allgather step's blocks read so far, by rank (Call.early)
+	early        *Call    // while set, waits read what they can of its step (Call.early)
 	scratch      []byte   // reused by reduce
 	parts        [][]byte // the slots reduce combines, refilled per call
 	call         Call     // the collective under way (Start...)
@@ -304,7 +306,7 @@ func mapSegment(path string, rank, p, slot, total int) (*Group, error) {
 	}
 	data, result, _ := layout(p, slot)
 	g := &Group{p: p, rank: rank, slot: slot, mem: mem, data: data, result: result,
-		pids: make([]int, p), pidfds: make([]int, p), epoch: time.Now(), spin: spinFor}
+		pids: make([]int, p), pidfds: make([]int, p), got: make([]bool, p), epoch: time.Now(), spin: spinFor}
 	g.bell = (*bell)(unsafe.Pointer(&mem[bellOffset]))
 	for q := range p {
 		g.ctl = append(g.ctl, (*control)(unsafe.Pointer(&mem[ctlOffset+cacheLine*q])))
@@ -458,6 +460,10 @@ func (g *Group) waitFrom(start, since time.Duration) error {
 	for spins := 1; ; spins++ {
 		if g.ready() {
 			return nil
+		}
+		if g.early != nil && g.early.early() {
+			spins = 0 // a peer came: the others may be close behind
+			continue
 		}
 		if g.crowded {
 			// More ranks than cores: the rank we wait for may be waiting
