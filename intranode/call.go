@@ -49,8 +49,6 @@ const (
 	reduceScatter                // a piece of every block per step
 	allgatherCopy                // a piece of each block per step, through the slots
 	allgatherCMA                 // publish the block's address; read the peers' blocks, publish done
-	allreduceCMA                 // publish the buffers; reduce this rank's slice reading the peers' (CMA); read their slices; done
-	reduceScatterCMA             // publish the input; reduce this rank's block reading the peers' (CMA); done
 )
 
 // StartAllreduce starts Allreduce as a call (see Allreduce).
@@ -59,10 +57,6 @@ func (g *Group) StartAllreduce(in, out []byte, r ops.Reduction) *Call {
 	n := len(in)
 	if n <= g.steps.OneStep {
 		c.kind, c.steps = allreduceOne, 1
-		return c
-	}
-	if g.useReduceCMA(n) {
-		c.startReduceCMA(allreduceCMA)
 		return c
 	}
 	c.kind, c.piece = allreduceChunked, max(g.steps.Chunk/c.elem, 1)*c.elem
@@ -75,10 +69,6 @@ func (g *Group) StartReduceScatter(in, out []byte, counts []int, r ops.Reduction
 	c := g.begin(in, out, r, r.Size())
 	c.counts = counts
 	c.displ, c.longest = g.displacements(counts)
-	if total := c.displ[len(counts)-1] + counts[len(counts)-1]; g.useReduceCMA(total * c.elem) {
-		c.startReduceCMA(reduceScatterCMA)
-		return c
-	}
 	c.kind, c.piece = reduceScatter, max(g.steps.Piece/c.elem, 1)
 	c.steps = (c.longest + c.piece - 1) / c.piece
 	return c
@@ -299,8 +289,6 @@ func (c *Call) fill() {
 		if c.i == 0 && len(c.in) > 0 {
 			g.ctl[g.rank].addr.Store(uint64(uintptr(unsafe.Pointer(&c.in[0]))))
 		}
-	case allreduceCMA, reduceScatterCMA:
-		c.fillCMA()
 	}
 }
 
@@ -344,8 +332,6 @@ func (c *Call) readStep() {
 				c.readBlock(q)
 			}
 		}
-	case allreduceCMA, reduceScatterCMA:
-		c.readCMA()
 	case allgatherCMA:
 		if c.i == 0 {
 			c.readPeers()

@@ -64,9 +64,7 @@ func doubles(r, k, n int) []byte {
 // stepCalls are the calls every rank makes, in order, with a slot of
 // agSlot bytes: one step and many chunks, in place and not, irregular
 // and empty blocks, a non-commutative op, and allgathers both through
-// the slots and (from agCMAMin bytes a block, where CMA is on) by CMA;
-// TestProgressNeverWaits has the reductions from 2*agSlot bytes go by
-// CMA too, where it is on.
+// the slots and (from agCMAMin bytes a block, where CMA is on) by CMA.
 func stepCalls(p int) []stepCall {
 	sum, _ := ops.ReductionOf(ops.Sum, ops.Double)
 	aff := ops.UserReduction(affine, 8)
@@ -130,7 +128,7 @@ func TestProgressNeverWaits(t *testing.T) {
 	for p := 1; p <= 8; p++ {
 		for _, cma := range []bool{true, false} {
 			t.Run(fmt.Sprintf("p=%d/cma=%v", p, cma), func(t *testing.T) {
-				gs := attach(t, p, Options{JobID: "test", Slot: agSlot, CMAMin: agCMAMin, ReduceCMAMin: 2 * agSlot, NoCMA: !cma, Timeout: 10 * time.Second})
+				gs := attach(t, p, Options{JobID: "test", Slot: agSlot, CMAMin: agCMAMin, NoCMA: !cma, Timeout: 10 * time.Second})
 				if ok, why := gs[0].CMA(); p > 1 && ok != cma {
 					t.Skipf("CMA is %v here (%v)", ok, why)
 				}

@@ -33,10 +33,6 @@ type Options struct {
 	Timeout time.Duration // a peer that makes no progress for this long fails the call (0: none)
 	NoCMA   bool          // Allgather copies through the slots at every size, never by CMA
 	CMAMin  int           // the longest block from which Allgather uses CMA; 0: CMAMin, or CMAMinCrowded
-	// ReduceCMAMin: the message (bytes) from which Allreduce and
-	// ReduceScatter read peers' data with CMA; 0: ReduceCMAMin (never
-	// with more ranks than cores).
-	ReduceCMAMin int
 
 	refuseCMA bool // tests: act as if the kernel refused process_vm_readv
 }
@@ -101,20 +97,18 @@ const (
 
 // control is one rank's cache line: how many steps it has published, its
 // pid (for liveness checks), once it gave up waiting, on whom (gaveUp,
-// see check), and the addresses of its input and output in a collective
-// by CMA (at Attach: of the probe word). The rank's steps and CMA
-// threshold follow, written at Attach for the C half, which decides with
-// them as Go does.
+// see check), and the address of its block in a CMA allgather (at
+// Attach: of the probe word). The rank's steps and CMA threshold follow,
+// written at Attach for the C half, which decides with them as Go does.
 type control struct {
 	step    atomic.Uint64
 	pid     atomic.Uint32
 	gaveUp  atomic.Uint32
 	addr    atomic.Uint64
-	outAddr atomic.Uint64
 	oneStep atomic.Uint32 // Steps.OneStep
 	piece   atomic.Uint32 // Steps.Piece
 	cmaMin  atomic.Uint32 // the shortest allgather block read by CMA; 0: none
-	_       [cacheLine - 44]byte
+	_       [cacheLine - 36]byte
 }
 
 // bell is the line sleepers wait on.
@@ -153,8 +147,6 @@ type Group struct {
 	cma       bool  // Allgather may read peers' blocks with process_vm_readv
 	cmaErr    error // why not, when it may not
 	cmaMin    int
-	redCMAMin int    // Allreduce and ReduceScatter read with CMA from this many bytes; 0: never
-	cmaBuf    []byte // reused by the reductions by CMA
 	refuseCMA bool
 	iov       [2]linuxsys.IOVec
 }
@@ -244,10 +236,6 @@ func Attach(x Exchange, rank, p int, opts Options) (*Group, error) {
 		if g.crowded {
 			g.cmaMin = CMAMinCrowded
 		}
-	}
-	g.redCMAMin = opts.ReduceCMAMin
-	if g.redCMAMin <= 0 && !g.crowded {
-		g.redCMAMin = ReduceCMAMin
 	}
 	g.cmaErr = errors.New("turned off")
 	if !opts.NoCMA {

@@ -209,8 +209,7 @@ func TestSizeClasses(t *testing.T) {
 	sizes := []int{DefaultSlot/elem - 1, DefaultSlot / elem, DefaultSlot/elem + 1, LargeChunk / elem,
 		LargeChunk/elem + 3, 2*LargeChunk/elem + 5}
 	for _, p := range []int{1, 2, 3} {
-		// (ReduceCMAMin out of reach: the steps through the slots.)
-		runOpts(t, p, func(int) Options { return Options{JobID: "test", ReduceCMAMin: 1 << 30, Timeout: 10 * time.Second} }, func(g *Group) error {
+		runOpts(t, p, func(int) Options { return Options{JobID: "test", Timeout: 10 * time.Second} }, func(g *Group) error {
 			if g.Slot() != DefaultCapacity {
 				return fmt.Errorf("slot %d, want DefaultCapacity", g.Slot())
 			}
@@ -326,78 +325,5 @@ func TestQuietStepsRunAhead(t *testing.T) {
 			}
 			return g.Barrier()
 		})
-	}
-}
-
-// Allreduce and ReduceScatter by CMA (from Options.ReduceCMAMin bytes)
-// against the reference: in place and not, a commutative and a
-// non-commutative op, sizes across the LargeChunk chunks of the reads,
-// irregular and empty blocks, at 1 to 5 ranks; allreduce in three steps
-// (above OneStep), reduce-scatter in two. Where the kernel refuses CMA every rank goes
-// through the slots.
-func TestReduceByCMA(t *testing.T) {
-	for _, p := range []int{1, 2, 3, 5} {
-		for _, refuse := range []bool{false, true} {
-			t.Run(fmt.Sprintf("p=%d/refused=%v", p, refuse), func(t *testing.T) {
-				runOpts(t, p, func(int) Options {
-					return Options{JobID: "test", ReduceCMAMin: 64, refuseCMA: refuse, Timeout: 10 * time.Second}
-				}, func(g *Group) error {
-					r := g.Rank()
-					cma, _ := g.CMA()
-					for _, n := range []int{0, 1, 7, 8, 100, 1003, LargeChunk/8 + 77, 3*LargeChunk/8/2 + 5} {
-						for _, k := range []ops.Kernel{sum64, affine} {
-							red := ops.UserReduction(k, 8)
-							want := reference(p, n, k)
-							byCMA := cma && p > 1 && 8*n >= 64
-							for _, inPlace := range []bool{false, true} {
-								in := input(r, n)
-								out := make([]byte, 8*n)
-								if inPlace {
-									out = in
-								}
-								before := g.ctl[r].step.Load()
-								if err := g.Allreduce(in, out, red); err != nil {
-									return err
-								}
-								// (Allreduce takes one step up to OneStep, by CMA or not.)
-								if took := g.ctl[r].step.Load() - before; byCMA && 8*n > g.Steps().OneStep && took != 3 {
-									return fmt.Errorf("allreduce of %d bytes by CMA: %d steps, want 3", 8*n, took)
-								}
-								if !bytes.Equal(out, want) {
-									return fmt.Errorf("allreduce of %d bytes (in place %v, CMA %v) differs from the reference", 8*n, inPlace, byCMA)
-								}
-								counts := make([]int, p)
-								left := n
-								for q := range p {
-									counts[q] = min(left, (q*5+n)%7*n/5)
-									left -= counts[q]
-								}
-								counts[p-1] += left
-								lo := 0
-								for _, c := range counts[:r] {
-									lo += c
-								}
-								in = input(r, n)
-								mine := make([]byte, 8*counts[r])
-								if inPlace {
-									mine = in
-								}
-								before = g.ctl[r].step.Load()
-								if err := g.ReduceScatter(in, mine, counts, red); err != nil {
-									return err
-								}
-								if took := g.ctl[r].step.Load() - before; byCMA && took != 2 {
-									return fmt.Errorf("reduce_scatter of %d bytes by CMA: %d steps, want 2", 8*n, took)
-								}
-								if !bytes.Equal(mine[:8*counts[r]], want[8*lo:8*(lo+counts[r])]) {
-									return fmt.Errorf("reduce_scatter %v (in place %v, CMA %v) differs from the reference", counts, inPlace, byCMA)
-								}
-							}
-						}
-					}
-					return nil
-				})
-			})
-		}
 	}
 }

@@ -27,7 +27,7 @@ func LayoutConstants() []Constant {
 		{"CTL_OFFSET", ctlOffset, "offset of rank 0's control line; rank q's is LINE*q further"},
 		{"CTL_STEP", int(unsafe.Offsetof(c.step)), "offset in a control line of the steps published (uint64)"},
 		{"CTL_PID", int(unsafe.Offsetof(c.pid)), "offset in a control line of its rank's process id (uint32)"},
-		{"CTL_ADDR", int(unsafe.Offsetof(c.addr)), "offset in a control line of the address of its rank's input in a collective by CMA (uint64)"},
+		{"CTL_ADDR", int(unsafe.Offsetof(c.addr)), "offset in a control line of the address of its rank's block in a CMA allgather (uint64)"},
 		{"CTL_ONE_STEP", int(unsafe.Offsetof(c.oneStep)), "offset in a control line of the longest allreduce (bytes) its rank takes in one step (uint32)"},
 		{"CTL_PIECE", int(unsafe.Offsetof(c.piece)), "offset in a control line of the most bytes of every block a reduce_scatter step moves (uint32)"},
 		{"CTL_CMA_MIN", int(unsafe.Offsetof(c.cmaMin)), "offset in a control line of the shortest allgather block (bytes) read by CMA, 0 for none (uint32)"},

@@ -312,20 +312,7 @@ func TestCanonical(t *testing.T) {
 	defer SetCanonical(false)
 	types := []ops.Type{ops.Double, ops.Float, ops.CDoubleComplex, ops.CFloatComplex, ops.Float16, ops.BFloat16, ops.Complex4}
 	for p := 1; p <= 8; p++ {
-		// The Go half's reductions through the slots, and by CMA where
-		// the kernel allows it (from 4 KiB here).
-		for _, o := range []intranode.Options{{JobID: "enginetest", Slot: 4096}, {JobID: "enginetest", Slot: 4096, ReduceCMAMin: 4096}} {
-			onRanksWith(t, p, o, func(g *intranode.Group, v *view, fail func(string, ...any)) error {
-				return canonicalCalls(g, v, fail, types, p)
-			})
-		}
-	}
-}
-
-// canonicalCalls is TestCanonical on one group.
-func canonicalCalls(g *intranode.Group, v *view, fail func(string, ...any), types []ops.Type, p int) error {
-	{
-		{
+		onRanks(t, p, func(g *intranode.Group, v *view, fail func(string, ...any)) error {
 			r := g.Rank()
 			round := 0
 			for _, typ := range types {
@@ -399,7 +386,7 @@ func canonicalCalls(g *intranode.Group, v *view, fail func(string, ...any), type
 				}
 			}
 			return nil
-		}
+		})
 	}
 }
 
