@@ -78,7 +78,9 @@ case "$1" in
     awk '$2 !~ /^#/ && $4 ~ /^[0-9.]+$/ { k = $2 " " $3; if (!(k in seen)) { seen[k] = 1; order[n++] = k }
              if (!((k, $1) in m) || $4 < m[k, $1]) m[k, $1] = $4 }
          END { printf "%-32s %9s %9s %7s\n", "collective bytes", "A_ns", "B_ns", "A/B"
-               for (i = 0; i < n; i++) { k = order[i]; printf "%-32s %9.0f %9.0f %7.2f\n", k, m[k, "A"], m[k, "B"], m[k, "A"] / m[k, "B"] } }' "$dir/runs.txt"
+               for (i = 0; i < n; i++) { k = order[i]
+                   if (!((k, "A") in m) || !((k, "B") in m)) { printf "%-32s %9s %9s %7s\n", k, ((k, "A") in m) ? m[k, "A"] : "declined", ((k, "B") in m) ? m[k, "B"] : "declined", "-"; continue }
+                   printf "%-32s %9.0f %9.0f %7.2f\n", k, m[k, "A"], m[k, "B"], m[k, "A"] / m[k, "B"] } }' "$dir/runs.txt"
     echo "# uptime: $(uptime)"
     rm -rf "$dir"
     ;;

@@ -5,8 +5,10 @@ package intranode
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gocoll/gocoll/intranode/intranodetest"
 	"github.com/gocoll/gocoll/ops"
@@ -156,12 +158,14 @@ func benchAllgather(b *testing.B, p, size int, opts Options) {
 // slower than the faster host MPI, on 2 goroutine ranks, as the MPI
 // micro-benchmarks call them (a barrier before every call; MPI_FLOAT
 // MPI_SUM for the reductions, sized by the whole vector; allgather of
-// bytes, sized by what each rank sends). For the profile of each cell:
+// bytes, sized by what each rank sends). Beside the mean (ns/op) it
+// reports rank 0's median call (med-ns/op), which a loaded machine's
+// preemptions move less. For the profile of each cell:
 //
 //	go test -run XXX -bench 'Cells/allreduce/1M' -cpuprofile cpu.out ./intranode
 //	go tool pprof -top intranode.test cpu.out
 //
-// bench/engineprof.sh -go runs them all, a profile each.
+// bench/goprof.sh runs them all, a profile each.
 func BenchmarkCells(b *testing.B) {
 	cells := []struct {
 		name  string
@@ -179,7 +183,6 @@ func BenchmarkCells(b *testing.B) {
 		}
 	}
 }
-
 func sizeName(n int) string {
 	if n >= 1<<20 {
 		return fmt.Sprintf("%dM", n>>20)
@@ -188,6 +191,7 @@ func sizeName(n int) string {
 }
 
 func benchCell(b *testing.B, p, size int, name string, opts Options) {
+	var times []time.Duration // rank 0's calls
 	red, _ := ops.ReductionOf(ops.Sum, ops.Float)
 	red = red.Folded() // outside reproducible mode, as coll passes it
 	x := intranodetest.NewExchange(p)
@@ -229,20 +233,28 @@ func benchCell(b *testing.B, p, size int, name string, opts Options) {
 			}
 			start.Done()
 			<-ready
-			for range b.N {
+			for i := range b.N {
 				if err := g.Barrier(); err != nil {
 					b.Error(err)
 					return
 				}
+				t0 := time.Now()
 				if err := call(); err != nil {
 					b.Error(err)
 					return
 				}
+				if r == 0 {
+					times[i] = time.Since(t0)
+				}
 			}
 		}()
 	}
+	times = make([]time.Duration, b.N)
 	start.Wait()
 	b.ResetTimer()
 	close(ready)
 	wg.Wait()
+	b.StopTimer()
+	slices.Sort(times)
+	b.ReportMetric(float64(times[len(times)/2].Nanoseconds()), "med-ns/op")
 }

@@ -228,7 +228,8 @@ int gocoll_shm_reduce_scatter(struct gocoll_shm *s, const void *in, void *out, c
         total += c;
         if (c > longest) longest = c;
     }
-    if (total == 0 || total * size > GOCOLL_SHM_MAX || longest > piece) return GOCOLL_SHM_DECLINE;
+    if (total == 0 || total * size > GOCOLL_SHM_MAX || longest > piece || piece * size * s->p > s->slot)
+        return GOCOLL_SHM_DECLINE; /* (the last: a piece the slot cannot hold, never from the Go half) */
     PROF_START();
     uint64_t step = next(s);
     int set = set_of(step), rc = settle(s, step, call);
