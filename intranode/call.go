@@ -213,7 +213,7 @@ func (c *Call) publish() {
 		c.copyOwn() // needs no peer: while they arrive
 	case c.kind == allgatherCopy:
 		if at, n := c.blockPiece(c.g.rank); n > 0 {
-			copy(c.out[(c.displ[c.g.rank]+at)*c.elem:], c.in[at*c.elem:(at+n)*c.elem]) // the same
+			move(c.out[(c.displ[c.g.rank]+at)*c.elem:], c.in[at*c.elem:(at+n)*c.elem]) // the same
 		}
 	}
 }
@@ -263,7 +263,7 @@ func (c *Call) fill() {
 	set := int(step % sets)
 	switch c.kind {
 	case allreduceOne:
-		copy(g.slotBuf(set, g.rank)[placed(step, len(c.in), g.slot):], c.in)
+		move(g.slotBuf(set, g.rank)[placed(step, len(c.in), g.slot):], c.in)
 	case allreduceChunked:
 		if c.i == c.steps-1 {
 			return // the last step only copies the last chunk's result out
@@ -272,18 +272,18 @@ func (c *Call) fill() {
 		// The others read every slice of this rank's slot but its own,
 		// which it reduces from in directly: 1/p less copying.
 		slot := g.slotBuf(set, g.rank)[placed(step, c.piece, g.slot):]
-		copy(slot[:lo], c.in[off:off+lo])
-		copy(slot[hi:m], c.in[off+hi:off+m])
+		move(slot[:lo], c.in[off:off+lo])
+		move(slot[hi:m], c.in[off+hi:off+m])
 	case reduceScatter:
 		buf := g.slotBuf(set, g.rank)[c.placedAt(step):]
 		for q := range g.p {
 			if at, n := c.blockPiece(q); n > 0 {
-				copy(buf[q*c.piece*elem:], c.in[(c.displ[q]+at)*elem:(c.displ[q]+at+n)*elem])
+				move(buf[q*c.piece*elem:], c.in[(c.displ[q]+at)*elem:(c.displ[q]+at+n)*elem])
 			}
 		}
 	case allgatherCopy:
 		if at, n := c.blockPiece(g.rank); n > 0 {
-			copy(g.slotBuf(set, g.rank)[c.placedAt(step):], c.in[at*elem:(at+n)*elem])
+			move(g.slotBuf(set, g.rank)[c.placedAt(step):], c.in[at*elem:(at+n)*elem])
 		}
 	case allgatherCMA:
 		if c.i == 0 && len(c.in) > 0 {
@@ -312,7 +312,7 @@ func (c *Call) readStep() {
 		if c.i > 0 {
 			off, m, _, _ := c.chunk(c.i - 1)
 			at := placed(g.step-1, c.piece, g.slot)
-			copy(c.out[off:off+m], g.resultBuf((s + sets - 1) % sets)[at:at+m]) // the previous step's set
+			move(c.out[off:off+m], g.resultBuf((s + sets - 1) % sets)[at:at+m]) // the previous step's set
 		}
 	case reduceScatter:
 		at, n := c.blockPiece(g.rank)
@@ -370,7 +370,7 @@ func (c *Call) readBlock(q int) {
 	if c.kind == allgatherCopy {
 		if at, n := c.blockPiece(q); n > 0 {
 			from := c.placedAt(g.step)
-			copy(c.out[(c.displ[q]+at)*elem:], g.slotBuf(g.set(), q)[from:from+n*elem])
+			move(c.out[(c.displ[q]+at)*elem:], g.slotBuf(g.set(), q)[from:from+n*elem])
 		}
 		return
 	}

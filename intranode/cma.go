@@ -81,7 +81,7 @@ func (g *Group) CMAMin() int {
 func (c *Call) copyOwn() {
 	own := c.out[c.displ[c.g.rank]*c.elem : (c.displ[c.g.rank]+c.counts[c.g.rank])*c.elem]
 	if len(c.in) > 0 && &own[0] != &c.in[0] {
-		copy(own, c.in)
+		move(own, c.in)
 	}
 }
 
