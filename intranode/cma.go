@@ -61,6 +61,15 @@ func (g *Group) probeCMA() error {
 // process_vm_readv, and if not, why.
 func (g *Group) CMA() (bool, error) { return g.cma, g.cmaErr }
 
+// CMAMin returns the shortest block Allgather reads with CMA (longer
+// ones too), or 0 if it never does.
+func (g *Group) CMAMin() int {
+	if !g.cma || g.p == 1 {
+		return 0
+	}
+	return g.cmaMin
+}
+
 // Allgather by CMA (Call's allgatherCMA) is two steps: every rank
 // publishes the address of its block (in) and the step; once all have,
 // each reads every peer's block straight into out, and publishes one more
@@ -72,24 +81,17 @@ func (g *Group) CMA() (bool, error) { return g.cma, g.cmaErr }
 func (c *Call) copyOwn() {
 	own := c.out[c.displ[c.g.rank]*c.elem : (c.displ[c.g.rank]+c.counts[c.g.rank])*c.elem]
 	if len(c.in) > 0 && &own[0] != &c.in[0] {
-		copy(own, c.in)
+		move(own, c.in)
 	}
 }
 
-// readPeers reads every peer's block into out; a failed read ends the
-// reading, and the call ends with it once the peers are done.
+// readPeers reads every peer's block into out that early has not read
+// (readBlock).
 func (c *Call) readPeers() {
 	g := c.g
 	for i := 1; i < g.p; i++ {
-		q := (g.rank + i) % g.p // not everyone from rank 0 first
-		n := c.counts[q] * c.elem
-		if n == 0 {
-			continue
-		}
-		dst := c.out[c.displ[q]*c.elem : c.displ[q]*c.elem+n]
-		if err := g.vmRead(g.pids[q], dst, uintptr(g.ctl[q].addr.Load())); err != nil {
-			c.failed = g.readFailed(q, err)
-			return
+		if q := (g.rank + i) % g.p; !g.got[q] { // not everyone from rank 0 first
+			c.readBlock(q)
 		}
 	}
 }

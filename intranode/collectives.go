@@ -47,11 +47,12 @@ func split(n, elem, p, q int) (lo, hi int) {
 // Allreduce combines in (len(in) bytes of elem-byte elements) from every
 // rank into out on every rank; in may be out.
 //
-// A message that fits a slot takes one step: every rank copies it into its
-// slot, and every rank reduces all slots. A larger one goes
-// in chunks of p slices: every rank copies its chunk in, reduces one slice
-// of it from all ranks into the shared result, and, one step later,
-// copies the whole result out.
+// A message up to Steps.OneStep takes one step: every rank copies it into
+// its slot, and every rank reduces all slots. A larger one goes in chunks
+// of p slices (a reduce-scatter and an allgather, pipelined): in step i
+// every rank copies chunk i in, reduces its slice of it from all ranks
+// into the shared result, and copies chunk i-1's whole result out, so
+// that a chunk costs one synchronisation, and the last one more.
 func (g *Group) Allreduce(in, out []byte, r ops.Reduction) error {
 	return g.StartAllreduce(in, out, r).Finish()
 }
@@ -99,22 +100,46 @@ func (g *Group) Allgather(in, out []byte, counts []int, elem int) error {
 	return g.StartAllgather(in, out, counts, elem).Finish()
 }
 
-// Bcast copies buf on root to buf on every rank.
+// Bcast copies buf on root to buf on every rank. The root reads
+// nothing, so it leaves each step without waiting for the others, and
+// waits for them before it writes its slot again (settled).
 func (g *Group) Bcast(buf []byte, root int) error {
 	steps := max(1, (len(buf)+g.slot-1)/g.slot)
 	for i := range steps {
 		at := i * g.slot
 		m := min(g.slot, len(buf)-at)
 		if g.rank == root {
-			copy(g.slotBuf(g.next(), root), buf[at:at+m])
+			if !g.settled() {
+				if err := g.waitAll(); err != nil {
+					return err
+				}
+			}
+			step := g.step + 1
+			move(g.slotBuf(int(step%sets), root)[placed(step, m, g.slot):], buf[at:at+m])
+			g.publish()
+			continue
 		}
 		g.publish()
 		if err := g.waitAll(); err != nil {
 			return err
 		}
-		if g.rank != root {
-			copy(buf[at:at+m], g.slotBuf(g.set(), root)[:m])
-		}
+		from := placed(g.step, m, g.slot)
+		move(buf[at:at+m], g.slotBuf(g.set(), root)[from:from+m])
 	}
 	return nil
+}
+
+// moveMax is the most move copies with one runtime memmove: Go's memmove
+// switches to non-temporal stores from 1 MiB, which send the data to
+// memory instead of the cache, where a peer or this rank reads it next.
+const moveMax = 512 << 10
+
+// move is copy for the engine's data, whatever its length kept in the
+// cache (moveMax); it returns the bytes copied.
+func move(dst, src []byte) int {
+	n := min(len(dst), len(src))
+	for at := 0; at < n; at += moveMax {
+		copy(dst[at:min(at+moveMax, n)], src[at:min(at+moveMax, n)])
+	}
+	return n
 }

@@ -13,6 +13,18 @@
 // published step k+1, that is, finished reading step k: no slot is ever
 // overwritten while someone reads it.
 //
+// How much a step moves goes by size class (Steps): without a slot size
+// set, an allreduce takes one step up to 128 KiB and then one per 512 KiB
+// chunk, reducing this rank's slice of chunk i and copying chunk i-1's
+// result out in the same step; a reduce-scatter or an allgather through
+// the slots moves at most 512 KiB of every block a step. From 16 KiB a
+// step, its data does not start at the slot's start but moves on through
+// the slot each time the step's set comes round (placed), so that a rank
+// rarely rewrites lines its peers have just read. A rank that reads
+// nothing in a step (an empty reduce-scatter block, a bcast's root)
+// leaves it without waiting; before it writes its slot again it waits
+// for every rank to have published its last step (settled).
+//
 // A collective is a Call, its steps and where it stands in them: Finish
 // takes them waiting (the blocking collectives are Start and Finish),
 // Progress takes those the peers allow without waiting for any, so that
@@ -28,9 +40,9 @@
 // ranks than cores) takes two steps whatever the size: each rank publishes
 // the address of its block, reads every peer's block straight from the
 // peer's buffer with process_vm_readv (cross-memory attach, CMA: one copy
-// instead of two through the slots), and publishes that it is done, so
-// that no rank returns, and reuses its buffer, while a peer still reads
-// it. Attach makes the process readable by its siblings (PR_SET_PTRACER,
+// instead of two through the slots), each as soon as that peer is there,
+// and publishes that it is done, so that no rank returns, and reuses its
+// buffer, while a peer still reads it. Attach makes the process readable by its siblings (PR_SET_PTRACER,
 // for Yama's ptrace_scope=1) and has every rank read a probe word from
 // every peer; if any read is refused (Yama, seccomp, no such system
 // call), every rank copies through the slots at every size.
@@ -48,7 +60,9 @@
 // This package is the Go half of one engine; its C half, for calls that
 // fit one step and must not enter Go (the C ABI's fast path), is package
 // intranode/engine, whose constants are generated from this package's
-// (LayoutConstants) and others' by go generate ./intranode/engine.
+// (LayoutConstants) and others' by go generate ./intranode/engine. The
+// C half learns what fits one step from the rank's control line, where
+// Attach writes the group's Steps and CMA threshold.
 // Failures are the transport's errors (*transport.Error naming the rank
 // in the group).
 package intranode

@@ -29,7 +29,7 @@ type Exchange interface {
 type Options struct {
 	JobID   string        // names the segment file; letters, digits, '-', '_', '.'
 	Context uint32        // the communicator's context, also in the name
-	Slot    int           // bytes per rank and buffer set; 0: DefaultSlot
+	Slot    int           // bytes per rank and buffer set, every step's bound (GOCOLL_SHM_SLOT); 0: by size class (Steps)
 	Timeout time.Duration // a peer that makes no progress for this long fails the call (0: none)
 	NoCMA   bool          // Allgather copies through the slots at every size, never by CMA
 	CMAMin  int           // the longest block from which Allgather uses CMA; 0: CMAMin, or CMAMinCrowded
@@ -37,14 +37,58 @@ type Options struct {
 	refuseCMA bool // tests: act as if the kernel refused process_vm_readv
 }
 
-// DefaultSlot is the data each rank can place per step.
+// DefaultSlot is the data each rank places in a step below the large
+// size classes: allreduce takes one step up to it (see Steps).
 const DefaultSlot = 128 << 10
+
+// Without Options.Slot, each rank's slot holds DefaultCapacity bytes (up
+// to MaxRanksLarge ranks; DefaultSlot beyond), and a large allreduce
+// moves LargeChunk bytes a step, a large reduce-scatter at most
+// LargeChunk of every block a step (see Steps for why).
+const (
+	DefaultCapacity = 1 << 20
+	LargeChunk      = 512 << 10
+	MaxRanksLarge   = 8
+)
+
+// Steps are the bytes the collectives move per step, chosen per size
+// class from the message and the slot (the same on every rank, and in
+// the C half, which reads them from the rank's control line).
+//
+// Measured on the 2-core reference VM at np=2 (collbench's pattern,
+// bench/abcoll.sh): one allreduce step per message wins up to 128 KiB;
+// above, chunks of 512 KiB took 0.61-0.65 of the time of 128 KiB chunks
+// from 1 to 4 MiB (256 KiB and 1 MiB chunks 0.81-0.97), and reduce-scatter
+// pieces of 512 KiB a block 0.49-0.54 of 64 KiB ones: a rank rewriting
+// slot lines its peer still holds in its cache pays for each line, while
+// lines written a megabyte ago have left the peer's L2. With
+// GOCOLL_SHM_SLOT set, every step is the slot (the behaviour before size
+// classes).
+type Steps struct {
+	OneStep int // allreduce: the longest message in bytes taken in one step
+	Chunk   int // allreduce: bytes of a chunk, above OneStep
+	Piece   int // reduce_scatter: the most bytes of every block a step moves
+	Gather  int // allgather through the slots: the most bytes of each block a step moves
+}
+
+// stepsFor returns the steps of a group of p ranks whose slot is slot
+// bytes, chosen by size class unless the user set the slot (fixed).
+func stepsFor(p, slot int, fixed bool) Steps {
+	if fixed {
+		return Steps{OneStep: slot, Chunk: slot, Piece: slot / p, Gather: slot}
+	}
+	return Steps{OneStep: min(DefaultSlot, slot), Chunk: min(LargeChunk, slot), Piece: min(LargeChunk, slot/p),
+		Gather: min(LargeChunk, slot)}
+}
 
 const (
 	cacheLine  = 64
 	bellOffset = cacheLine          // the bell line, after a line of its own
 	ctlOffset  = 2 * cacheLine      // rank q's control line is at ctlOffset + q*cacheLine
 	sets       = 2                  // buffer sets, used by steps in turn (step % sets)
+	dataAlign  = 4096               // the data sets start at the first multiple of it after the control lines
+	rotateMin  = 16 << 10           // from this many bytes a step, its data moves around the slot (placed)
+	rotateStep = 4096               // by a multiple of this
 	magic      = 0x676f636f6c6c4731 // "gocollG1"
 	spinFor    = 100 * time.Microsecond
 	spinShort  = 500 * time.Microsecond // of sched_yield polls, when crowded
@@ -54,13 +98,17 @@ const (
 // control is one rank's cache line: how many steps it has published, its
 // pid (for liveness checks), once it gave up waiting, on whom (gaveUp,
 // see check), and the address of its block in a CMA allgather (at
-// Attach: of the probe word).
+// Attach: of the probe word). The rank's steps and CMA threshold follow,
+// written at Attach for the C half, which decides with them as Go does.
 type control struct {
-	step   atomic.Uint64
-	pid    atomic.Uint32
-	gaveUp atomic.Uint32
-	addr   atomic.Uint64
-	_      [cacheLine - 24]byte
+	step    atomic.Uint64
+	pid     atomic.Uint32
+	gaveUp  atomic.Uint32
+	addr    atomic.Uint64
+	oneStep atomic.Uint32 // Steps.OneStep
+	piece   atomic.Uint32 // Steps.Piece
+	cmaMin  atomic.Uint32 // the shortest allgather block read by CMA; 0: none
+	_       [cacheLine - 36]byte
 }
 
 // bell is the line sleepers wait on.
@@ -81,6 +129,7 @@ type Group struct {
 	data    int // offset of the data sets
 	result  int // offset of the result sets
 	step    uint64
+	steps   Steps
 
 	pids, pidfds []int
 	timeout      time.Duration
@@ -89,6 +138,8 @@ type Group struct {
 	epoch        time.Time
 	lastCheck    time.Duration
 	displ        []int    // reused by displacements
+	got          []bool   // an allgather step's blocks read so far, by rank (Call.early)
+	early        *Call    // while set, waits read what they can of its step (Call.early)
 	scratch      []byte   // reused by reduce
 	parts        [][]byte // the slots reduce combines, refilled per call
 	call         Call     // the collective under way (Start...)
@@ -102,7 +153,7 @@ type Group struct {
 
 func layout(p, slot int) (data, result, total int) {
 	ctlEnd := ctlOffset + cacheLine*p
-	data = (ctlEnd + 4095) &^ 4095
+	data = (ctlEnd + dataAlign - 1) &^ (dataAlign - 1)
 	result = data + sets*p*slot
 	total = result + sets*slot
 	return
@@ -116,7 +167,10 @@ func layout(p, slot int) (data, result, total int) {
 func Attach(x Exchange, rank, p int, opts Options) (*Group, error) {
 	slot := opts.Slot
 	if slot <= 0 {
-		slot = DefaultSlot
+		slot = DefaultCapacity
+		if p > MaxRanksLarge {
+			slot = DefaultSlot
+		}
 	}
 	slot = (slot + 63) &^ 63
 	_, _, total := layout(p, slot)
@@ -165,6 +219,7 @@ func Attach(x Exchange, rank, p int, opts Options) (*Group, error) {
 		return nil, err
 	}
 	g.timeout = opts.Timeout
+	g.steps = stepsFor(p, slot, opts.Slot > 0)
 	for q := range p {
 		g.pids[q] = int(g.ctl[q].pid.Load())
 		g.pidfds[q] = -1
@@ -194,6 +249,12 @@ func Attach(x Exchange, rank, p int, opts Options) (*Group, error) {
 	g.cma = all
 	if !all && g.cmaErr == nil {
 		g.cmaErr = errors.New("another rank cannot use it")
+	}
+	c := g.ctl[rank]
+	c.oneStep.Store(uint32(g.steps.OneStep))
+	c.piece.Store(uint32(g.steps.Piece))
+	if g.cma {
+		c.cmaMin.Store(uint32(min(g.cmaMin, 1<<31)))
 	}
 	return g, nil
 }
@@ -243,9 +304,15 @@ func mapSegment(path string, rank, p, slot, total int) (*Group, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Every page now, not at its first touch: a step's data moves
+	// around its slot (placed), so the first calls of a size would each
+	// fault on fresh pages (a 16 KiB allreduce's first hundred calls
+	// averaged 18 us against 2.2 once the pages were there). The cost is
+	// the whole segment resident from the start, 2(p+1) slots.
+	linuxsys.Populate(mem)
 	data, result, _ := layout(p, slot)
 	g := &Group{p: p, rank: rank, slot: slot, mem: mem, data: data, result: result,
-		pids: make([]int, p), pidfds: make([]int, p), epoch: time.Now(), spin: spinFor}
+		pids: make([]int, p), pidfds: make([]int, p), got: make([]bool, p), epoch: time.Now(), spin: spinFor}
 	g.bell = (*bell)(unsafe.Pointer(&mem[bellOffset]))
 	for q := range p {
 		g.ctl = append(g.ctl, (*control)(unsafe.Pointer(&mem[ctlOffset+cacheLine*q])))
@@ -282,6 +349,9 @@ func (g *Group) Rank() int { return g.rank }
 // Slot returns the bytes a rank can place per step.
 func (g *Group) Slot() int { return g.slot }
 
+// Steps returns the bytes the collectives move per step.
+func (g *Group) Steps() Steps { return g.steps }
+
 // slotBuf is rank q's slot of buffer set s.
 func (g *Group) slotBuf(s, q int) []byte {
 	off := g.data + (s*g.p+q)*g.slot
@@ -310,6 +380,24 @@ func (g *Group) publish() {
 // set returns the buffer set of the current step.
 func (g *Group) set() int { return int(g.step % sets) }
 
+// placed returns where in a span of a slot (the whole slot, or a
+// reduce-scatter piece of it) step places its m bytes: at its start
+// below rotateMin bytes, and from there on one place further, m rounded
+// up to a page, each time the step's set comes round, through the span.
+// A rank that rewrote the same bytes at every call would rewrite lines
+// its peers have just read, which their caches still hold, and pay for
+// each (its copy ran at 9-10 GB/s, against 35-38 GB/s into lines read a
+// megabyte of traffic ago; bench/engineprof.sh and docs/tuning.md). Every
+// rank and both halves compute it from the step and sizes every rank
+// knows.
+func placed(step uint64, m, span int) int {
+	if m < rotateMin || 2*m > span {
+		return 0
+	}
+	size := (m + rotateStep - 1) &^ (rotateStep - 1)
+	return int(step/sets%uint64(span/size)) * size
+}
+
 // Layout describes the segment to code outside Go (the engine's C half,
 // package intranode/engine): its base address, and the byte offsets of the
 // bell line (sequence uint32, then sleepers int32), of rank q's control
@@ -337,6 +425,16 @@ func (g *Group) Layout() Layout {
 func (g *Group) Wait() error {
 	g.step = g.ctl[g.rank].step.Load()
 	return g.waitAll()
+}
+
+// settled reports whether every rank has published the step this rank
+// published last (from Go or from outside), which this rank may have
+// left without waiting for them (a step in which it read nothing): then
+// none reads the set of the step before any more, which its next step
+// writes. It makes that step the group's current step.
+func (g *Group) settled() bool {
+	g.step = g.ctl[g.rank].step.Load()
+	return g.ready()
 }
 
 // ready reports whether every rank has published the current step.
@@ -368,6 +466,10 @@ func (g *Group) waitFrom(start, since time.Duration) error {
 	for spins := 1; ; spins++ {
 		if g.ready() {
 			return nil
+		}
+		if g.early != nil && g.early.early() {
+			spins = 0 // a peer came: the others may be close behind
+			continue
 		}
 		if g.crowded {
 			// More ranks than cores: the rank we wait for may be waiting

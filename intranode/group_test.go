@@ -188,3 +188,142 @@ func TestStalledPeerTimesOut(t *testing.T) {
 	}
 	_ = os.Getpid
 }
+
+// Without a slot set, the steps go by size class (Steps): allreduce in
+// one step up to DefaultSlot, then a step per LargeChunk and one more;
+// reduce-scatter a step per LargeChunk of the longest block (at most a
+// slot's share); the results are the reference's at sizes around every
+// boundary, for a commutative and a non-commutative op. With the slot
+// set, every step is the slot.
+func TestSizeClasses(t *testing.T) {
+	if g := stepsFor(2, 1<<20, false); g != (Steps{OneStep: DefaultSlot, Chunk: LargeChunk, Piece: LargeChunk, Gather: LargeChunk}) {
+		t.Errorf("steps of 2 ranks by size class: %+v", g)
+	}
+	if g := stepsFor(4, 1<<20, false); g.Piece != 256<<10 {
+		t.Errorf("steps of 4 ranks by size class: %+v, want a piece of a slot's share", g)
+	}
+	if g := stepsFor(4, 64<<10, true); g != (Steps{OneStep: 64 << 10, Chunk: 64 << 10, Piece: 16 << 10, Gather: 64 << 10}) {
+		t.Errorf("steps of a set slot: %+v", g)
+	}
+	const elem = 8
+	sizes := []int{DefaultSlot/elem - 1, DefaultSlot / elem, DefaultSlot/elem + 1, LargeChunk / elem,
+		LargeChunk/elem + 3, 2*LargeChunk/elem + 5}
+	for _, p := range []int{1, 2, 3} {
+		runOpts(t, p, func(int) Options { return Options{JobID: "test", Timeout: 10 * time.Second} }, func(g *Group) error {
+			if g.Slot() != DefaultCapacity {
+				return fmt.Errorf("slot %d, want DefaultCapacity", g.Slot())
+			}
+			r := g.Rank()
+			for _, n := range sizes {
+				for _, k := range []ops.Kernel{sum64, affine} {
+					red := ops.UserReduction(k, 8)
+					want := reference(p, n, k)
+					out := make([]byte, elem*n)
+					before := g.ctl[r].step.Load()
+					if err := g.Allreduce(input(r, n), out, red); err != nil {
+						return err
+					}
+					steps := 1
+					if n*elem > DefaultSlot {
+						steps = (n*elem+LargeChunk-1)/LargeChunk + 1
+					}
+					if took := g.ctl[r].step.Load() - before; took != uint64(steps) {
+						return fmt.Errorf("allreduce of %d bytes: %d steps, want %d", n*elem, took, steps)
+					}
+					if !bytes.Equal(out, want) {
+						return fmt.Errorf("allreduce of %d bytes differs from the reference", n*elem)
+					}
+					counts := make([]int, p)
+					for q := range counts {
+						counts[q] = n / p
+					}
+					counts[0] += n % p
+					mine := make([]byte, elem*counts[r])
+					before = g.ctl[r].step.Load()
+					if err := g.ReduceScatter(input(r, n), mine, counts, red); err != nil {
+						return err
+					}
+					piece := min(LargeChunk, g.Slot()/p)
+					if took, want := g.ctl[r].step.Load()-before, (counts[0]*elem+piece-1)/piece; took != uint64(max(want, 1)) {
+						return fmt.Errorf("reduce_scatter of %d bytes: %d steps, want %d", n*elem, took, want)
+					}
+					lo := 0
+					for _, c := range counts[:r] {
+						lo += c
+					}
+					if !bytes.Equal(mine, want[elem*lo:elem*(lo+counts[r])]) {
+						return fmt.Errorf("reduce_scatter of %d bytes differs from the reference", n*elem)
+					}
+				}
+			}
+			return nil
+		})
+	}
+}
+
+// A rank that reads nothing in a step (a reduce-scatter block of zero
+// elements, a bcast's root) leaves it without waiting for the others,
+// and waits for them before it writes its slot again: here rank 0,
+// whose blocks are empty, runs ahead through many reduce-scatters and
+// bcasts while rank 1 reduces slowly (a user op that sleeps), and every
+// result is still the reference's. Without the wait, rank 0 would
+// rewrite the slot rank 1 reads.
+func TestQuietStepsRunAhead(t *testing.T) {
+	slow := func(dst, a, b []byte) {
+		time.Sleep(200 * time.Microsecond)
+		sum64(dst, a, b)
+	}
+	for _, slot := range []int{0, 4096} {
+		run(t, 2, slot, func(g *Group) error {
+			r := g.Rank()
+			k := ops.Kernel(sum64)
+			if r == 1 {
+				k = slow
+			}
+			red := ops.UserReduction(k, 8)
+			for call := range 20 {
+				n := 40 + call // every element in rank 1's block
+				counts := []int{0, n}
+				want := reference(2, n, sum64)
+				in := input(r, n)
+				for i := range in {
+					in[i] += byte(call)
+				}
+				for q := range 2 {
+					w := input(q, n)
+					for i := range w {
+						w[i] += byte(call)
+					}
+					if q == 0 {
+						copy(want, w)
+					} else {
+						sum64(want, want, w)
+					}
+				}
+				out := make([]byte, 8*counts[r])
+				if err := g.ReduceScatter(in, out, counts, red); err != nil {
+					return err
+				}
+				if r == 1 && !bytes.Equal(out, want) {
+					return fmt.Errorf("call %d: reduce_scatter differs from the reference", call)
+				}
+				b := make([]byte, 8*n)
+				if r == 0 {
+					copy(b, in)
+				}
+				if err := g.Bcast(b, 0); err != nil {
+					return err
+				}
+				if w := input(0, n); r == 1 {
+					for i := range w {
+						w[i] += byte(call)
+					}
+					if !bytes.Equal(b, w) {
+						return fmt.Errorf("call %d: bcast differs", call)
+					}
+				}
+			}
+			return g.Barrier()
+		})
+	}
+}

@@ -26,6 +26,14 @@ func LayoutConstants() []Constant {
 		{"BELL_SLEEPERS", int(unsafe.Offsetof(b.sleepers)), "offset in the bell line of the count of sleepers (int32)"},
 		{"CTL_OFFSET", ctlOffset, "offset of rank 0's control line; rank q's is LINE*q further"},
 		{"CTL_STEP", int(unsafe.Offsetof(c.step)), "offset in a control line of the steps published (uint64)"},
+		{"CTL_PID", int(unsafe.Offsetof(c.pid)), "offset in a control line of its rank's process id (uint32)"},
+		{"CTL_ADDR", int(unsafe.Offsetof(c.addr)), "offset in a control line of the address of its rank's block in a CMA allgather (uint64)"},
+		{"CTL_ONE_STEP", int(unsafe.Offsetof(c.oneStep)), "offset in a control line of the longest allreduce (bytes) its rank takes in one step (uint32)"},
+		{"CTL_PIECE", int(unsafe.Offsetof(c.piece)), "offset in a control line of the most bytes of every block a reduce_scatter step moves (uint32)"},
+		{"CTL_CMA_MIN", int(unsafe.Offsetof(c.cmaMin)), "offset in a control line of the shortest allgather block (bytes) read by CMA, 0 for none (uint32)"},
 		{"SETS", sets, "buffer sets: step k writes set k % SETS; slot q of set s is at data + (s*p + q)*slot"},
+		{"ROTATE_MIN", rotateMin, "from this many bytes a step places, its data moves around the slot: see placed"},
+		{"ROTATE_STEP", rotateStep, "by a multiple of this many bytes"},
+		{"DATA_ALIGN", dataAlign, "data: the first multiple of DATA_ALIGN from CTL_OFFSET + LINE*p; the SETS result slots follow the data sets"},
 	}
 }

@@ -36,6 +36,23 @@ func FutexWakeAll(addr *uint32) {
 	syscall.Syscall6(syscall.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWake, uintptr(1<<31-1), 0, 0, 0)
 }
 
+const madvPopulateWrite = 23 // MADV_POPULATE_WRITE, Linux 5.14
+
+// Populate maps every page of mem (a MAP_SHARED mapping) writable now,
+// allocating those no process has touched, without changing their
+// contents, so that later accesses take no page faults. An older kernel
+// refuses (EINVAL): then pages come on first touch, as without it.
+func Populate(mem []byte) error {
+	if len(mem) == 0 {
+		return nil
+	}
+	_, _, errno := syscall.Syscall(syscall.SYS_MADVISE, uintptr(unsafe.Pointer(&mem[0])), uintptr(len(mem)), madvPopulateWrite)
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
+
 // PidfdOpen returns a pidfd for pid, or -1 if the kernel has none.
 func PidfdOpen(pid int) int {
 	fd, _, errno := syscall.Syscall(sysPidfdOpen, uintptr(pid), 0, 0)

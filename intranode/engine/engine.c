@@ -8,10 +8,11 @@
  * the futex and watches for dead peers and timeouts). Each call takes one
  * step and lays its data out as the Go half's call of the same name does
  * for a message that fits one step, so that a rank whose call went to Go
- * (a derived datatype, say) still meets the others. Reductions combine
+ * (a derived datatype, say) still meets the others: what fits one step
+ * it reads from its control line, where the Go half wrote its steps
+ * (intranode.Steps) and its CMA threshold at attach. Reductions combine
  * the p contributions in the canonical association, as the Go half's do,
- * and MAX/MIN follow package ops: a NaN operand gives the canonical NaN,
- * and max(+0, -0) = +0, min(+0, -0) = -0.
+ * with kernels (kernels.c) that give package ops' bits.
  */
 #define _GNU_SOURCE
 #include <limits.h>
@@ -24,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "engine.h"
+#include "kernels.h"
 
 #define SPINS 4000       /* polls before the wait goes to the wait function */
 #define SPINS_CROWDED 64 /* the same when there are more local ranks than cores */
@@ -35,7 +37,28 @@
  * the hand-offs the yields are for (a few µs to a time slice) and far
  * shorter than Go's 100 ms check for dead peers. */
 #define YIELD_NS_CROWDED 10000000L
+#ifndef COPY_MAX /* bench/engineprof.sh may set it, to compare the copy with CMA at larger sizes */
 #define COPY_MAX (4 * GOCOLL_SHM_MAX) /* largest allgather (all blocks) and bcast */
+#endif
+#define PARAM(s, off) \
+    ((long)__atomic_load_n((uint32_t *)((s)->base + GOCOLL_SHM_CTL_OFFSET + (long)GOCOLL_SHM_LINE * (s)->rank + (off)), \
+                           __ATOMIC_RELAXED))
+
+#ifdef GOCOLL_ENGINE_PROFILE
+#include <x86intrin.h>
+unsigned long long gocoll_shm_prof[GOCOLL_PROF_STAGES];
+static unsigned long long prof_last;
+#define PROF_START() (prof_last = __rdtsc())
+#define PROF(stage)                                                   \
+    do {                                                              \
+        unsigned long long t_ = __rdtsc();                            \
+        gocoll_shm_prof[GOCOLL_PROF_##stage] += t_ - prof_last;       \
+        prof_last = t_;                                               \
+    } while (0)
+#else
+#define PROF_START() ((void)0)
+#define PROF(stage) ((void)0)
+#endif
 
 void gocoll_shm_init(struct gocoll_shm *s, void *base, int p, int rank, long slot, long data_off, int crowded,
                      gocoll_shm_wait_fn wait, long id) {
@@ -51,6 +74,14 @@ static uint64_t *step_of(struct gocoll_shm *s, int q) {
     return (uint64_t *)(s->base + GOCOLL_SHM_CTL_OFFSET + (long)GOCOLL_SHM_LINE * q + GOCOLL_SHM_CTL_STEP);
 }
 static char *slot_of(struct gocoll_shm *s, int set, int q) { return s->base + s->data_off + ((long)set * s->p + q) * s->slot; }
+
+/* placed is intranode's placed: where in a span of a slot a step places
+ * its m bytes, moving on each time the step's set comes round. */
+static long placed(uint64_t step, long m, long span) {
+    if (m < GOCOLL_SHM_ROTATE_MIN || 2 * m > span) return 0;
+    long size = (m + GOCOLL_SHM_ROTATE_STEP - 1) & ~(long)(GOCOLL_SHM_ROTATE_STEP - 1);
+    return (long)(step / GOCOLL_SHM_SETS % (uint64_t)(span / size)) * size;
+}
 
 /* next returns the step this rank publishes next; its set is step % SETS. */
 static uint64_t next(struct gocoll_shm *s) { return __atomic_load_n(step_of(s, s->rank), __ATOMIC_RELAXED) + 1; }
@@ -94,72 +125,16 @@ static int wait_all(struct gocoll_shm *s, uint64_t step, int call) {
     return s->wait(s, call);
 }
 
-static float fmaxf_go(float a, float b) {
-    if (isnan(a) || isnan(b)) return __builtin_nanf("");
-    if (a > b) return a;
-    if (b > a) return b;
-    return signbit(a) && signbit(b) ? a : (signbit(a) ? b : a);
-}
-static float fminf_go(float a, float b) {
-    if (isnan(a) || isnan(b)) return __builtin_nanf("");
-    if (a < b) return a;
-    if (b < a) return b;
-    return signbit(a) ? a : b;
-}
-static double fmax_go(double a, double b) {
-    if (isnan(a) || isnan(b)) return __builtin_nan("");
-    if (a > b) return a;
-    if (b > a) return b;
-    return signbit(a) && signbit(b) ? a : (signbit(a) ? b : a);
-}
-static double fmin_go(double a, double b) {
-    if (isnan(a) || isnan(b)) return __builtin_nan("");
-    if (a < b) return a;
-    if (b < a) return b;
-    return signbit(a) ? a : b;
+/* settle waits, before this rank writes its slot for step, for every
+ * rank to have published the step before, which this rank may have left
+ * without waiting (one in which it read nothing): then no rank reads the
+ * set step writes any more. The Go half's Group.settled. */
+static int settle(struct gocoll_shm *s, uint64_t step, int call) {
+    return all_at(s, step - 1) ? 0 : wait_all(s, step - 1, call);
 }
 
-/* Integer sums and products wrap: compute in an unsigned type at least
- * as wide as int (narrower ones would be promoted to int, and overflow). */
-#define INT_LOOP(T, U)                                                        \
-    {                                                                         \
-        T *d = dst; const T *x = a, *y = b;                                   \
-        switch (op) {                                                         \
-        case GOCOLL_SHM_OP_SUM: for (long i = 0; i < n; i++) d[i] = (T)((U)x[i] + (U)y[i]); break; \
-        case GOCOLL_SHM_OP_PROD: for (long i = 0; i < n; i++) d[i] = (T)((U)x[i] * (U)y[i]); break; \
-        case GOCOLL_SHM_OP_MAX: for (long i = 0; i < n; i++) d[i] = x[i] > y[i] ? x[i] : y[i]; break; \
-        case GOCOLL_SHM_OP_MIN: for (long i = 0; i < n; i++) d[i] = x[i] < y[i] ? x[i] : y[i]; break; \
-        }                                                                     \
-    }                                                                         \
-    break;
-
-#define FLOAT_LOOP(T, MAX, MIN)                                               \
-    {                                                                         \
-        T *d = dst; const T *x = a, *y = b;                                   \
-        switch (op) {                                                         \
-        case GOCOLL_SHM_OP_SUM: for (long i = 0; i < n; i++) d[i] = x[i] + y[i]; break;   \
-        case GOCOLL_SHM_OP_PROD: for (long i = 0; i < n; i++) d[i] = x[i] * y[i]; break;  \
-        case GOCOLL_SHM_OP_MAX: for (long i = 0; i < n; i++) d[i] = MAX(x[i], y[i]); break; \
-        case GOCOLL_SHM_OP_MIN: for (long i = 0; i < n; i++) d[i] = MIN(x[i], y[i]); break; \
-        }                                                                     \
-    }                                                                         \
-    break;
-
-/* combine sets dst = a op b for n elements of kind k. */
-static void combine(int k, int op, void *dst, const void *a, const void *b, long n) {
-    switch (k) {
-    case GOCOLL_SHM_K_I8: INT_LOOP(int8_t, uint32_t)
-    case GOCOLL_SHM_K_U8: INT_LOOP(uint8_t, uint32_t)
-    case GOCOLL_SHM_K_I16: INT_LOOP(int16_t, uint32_t)
-    case GOCOLL_SHM_K_U16: INT_LOOP(uint16_t, uint32_t)
-    case GOCOLL_SHM_K_I32: INT_LOOP(int32_t, uint32_t)
-    case GOCOLL_SHM_K_U32: INT_LOOP(uint32_t, uint32_t)
-    case GOCOLL_SHM_K_I64: INT_LOOP(int64_t, uint64_t)
-    case GOCOLL_SHM_K_U64: INT_LOOP(uint64_t, uint64_t)
-    case GOCOLL_SHM_K_F32: FLOAT_LOOP(float, fmaxf_go, fminf_go)
-    case GOCOLL_SHM_K_F64: FLOAT_LOOP(double, fmax_go, fmin_go)
-    }
-}
+/* combine sets dst = a op b for n elements of kind k (kernels.c). */
+#define combine gocoll_shm_combine
 
 static int reducible(int k, int op) {
     return k > GOCOLL_SHM_K_NONE && k < GOCOLL_SHM_NUM_KINDS && op >= GOCOLL_SHM_OP_SUM && op <= GOCOLL_SHM_OP_MIN;
@@ -221,61 +196,103 @@ static void reduce_slots(struct gocoll_shm *s, int set, int k, int op, char *out
 int gocoll_shm_allreduce(struct gocoll_shm *s, const void *in, void *out, long count, int kind, int size, int op) {
     if (!reducible(kind, op) || count <= 0 || size <= 0) return GOCOLL_SHM_DECLINE;
     long len = count * size;
-    if (len > GOCOLL_SHM_MAX || len > s->slot) return GOCOLL_SHM_DECLINE;
+    if (len > GOCOLL_SHM_MAX || len > s->slot || len > PARAM(s, GOCOLL_SHM_CTL_ONE_STEP)) return GOCOLL_SHM_DECLINE;
+    PROF_START();
     uint64_t step = next(s);
-    int set = set_of(step);
-    memcpy(slot_of(s, set, s->rank), in ? in : out, len);
-    publish(s, step);
-    int rc = wait_all(s, step, GOCOLL_CALL_ALLREDUCE);
+    int set = set_of(step), rc = settle(s, step, GOCOLL_CALL_ALLREDUCE);
     if (rc) return rc;
-    reduce_slots(s, set, kind, op, out, 0, len, size);
+    PROF(WAIT);
+    long at = placed(step, len, s->slot);
+    memcpy(slot_of(s, set, s->rank) + at, in ? in : out, len);
+    PROF(IN);
+    publish(s, step);
+    PROF(PUBLISH);
+    rc = wait_all(s, step, GOCOLL_CALL_ALLREDUCE);
+    PROF(WAIT);
+    if (rc) return rc;
+    reduce_slots(s, set, kind, op, out, at, len, size);
+    PROF(OUT);
     return 0;
 }
 
-/* The Go half's ReduceScatter moves a piece of slot/p/size elements of
- * every block per step, block q's at q*piece elements into the slot; a
- * call whose longest block fits a piece takes one step, laid out so. */
+/* The Go half's ReduceScatter moves a piece of Steps.Piece/size elements
+ * of every block per step, block q's at q*piece elements into the slot;
+ * a call whose longest block fits a piece takes one step, laid out so. */
 int gocoll_shm_reduce_scatter(struct gocoll_shm *s, const void *in, void *out, const int *counts, long count, int kind,
                               int size, int op, int call) {
     if (!reducible(kind, op) || size <= 0) return GOCOLL_SHM_DECLINE;
-    long total = 0, longest = 0, piece = s->slot / s->p / size;
+    long total = 0, longest = 0, piece = PARAM(s, GOCOLL_SHM_CTL_PIECE) / size;
     for (int q = 0; q < s->p; q++) {
         long c = counts ? counts[q] : count;
         if (c < 0) return GOCOLL_SHM_DECLINE;
         total += c;
         if (c > longest) longest = c;
     }
-    if (total == 0 || total * size > GOCOLL_SHM_MAX || longest > piece) return GOCOLL_SHM_DECLINE;
+    if (total == 0 || total * size > GOCOLL_SHM_MAX || longest > piece || piece * size * s->p > s->slot)
+        return GOCOLL_SHM_DECLINE; /* (the last: a piece the slot cannot hold, never from the Go half) */
+    PROF_START();
     uint64_t step = next(s);
-    int set = set_of(step);
-    char *slot = slot_of(s, set, s->rank);
+    int set = set_of(step), rc = settle(s, step, call);
+    if (rc) return rc;
+    PROF(WAIT);
+    long from = placed(step, longest * size, piece * size); /* in every block's piece */
+    char *slot = slot_of(s, set, s->rank) + from;
     const char *src = in ? in : out;
     long at = 0, mine = 0, lo = 0;
     for (int q = 0; q < s->p; q++) {
         long c = counts ? counts[q] : count;
         memcpy(slot + q * piece * size, src + at * size, c * size);
         at += c;
-        if (q == s->rank) mine = c, lo = q * piece * size;
+        if (q == s->rank) mine = c, lo = q * piece * size + from;
     }
+    PROF(IN);
     publish(s, step);
-    int rc = wait_all(s, step, call);
+    PROF(PUBLISH);
+    if (mine == 0) return 0; /* nothing to read: no need to wait (settle) */
+    rc = wait_all(s, step, call);
+    PROF(WAIT);
     if (rc) return rc;
-    if (mine > 0) reduce_slots(s, set, kind, op, out, lo, mine * size, size);
+    reduce_slots(s, set, kind, op, out, lo, mine * size, size);
+    PROF(OUT);
     return 0;
 }
 
+/* The Go half's Allgather reads blocks of cma_min bytes and more with CMA
+ * (when every rank can), and copies shorter ones through the slots, a
+ * slot a step: this takes those that fit one step. Each rank copies its
+ * own block into its output while the others arrive, then each peer's
+ * block as soon as that peer has published it, whoever comes last. */
 int gocoll_shm_allgather(struct gocoll_shm *s, const void *in, void *out, long bytes) {
-    if (bytes <= 0 || bytes > s->slot || bytes * s->p > COPY_MAX) return GOCOLL_SHM_DECLINE;
+    long cma_min = PARAM(s, GOCOLL_SHM_CTL_CMA_MIN);
+    if (bytes <= 0 || bytes > s->slot || bytes * s->p > COPY_MAX || (cma_min > 0 && bytes >= cma_min && s->p > 1))
+        return GOCOLL_SHM_DECLINE;
+    PROF_START();
     uint64_t step = next(s);
-    int set = set_of(step);
-    memcpy(slot_of(s, set, s->rank), in ? in : (char *)out + bytes * s->rank, bytes);
-    publish(s, step);
-    int rc = wait_all(s, step, GOCOLL_CALL_ALLGATHER);
+    int set = set_of(step), rc = settle(s, step, GOCOLL_CALL_ALLGATHER);
     if (rc) return rc;
-    for (int q = 0; q < s->p; q++) {
-        if (q != s->rank) memcpy((char *)out + bytes * q, slot_of(s, set, q), bytes);
-        else if (in) memcpy((char *)out + bytes * q, in, bytes);
+    PROF(WAIT);
+    long at = placed(step, bytes, s->slot);
+    memcpy(slot_of(s, set, s->rank) + at, in ? in : (char *)out + bytes * s->rank, bytes);
+    PROF(IN);
+    publish(s, step);
+    PROF(PUBLISH);
+    if (in) memcpy((char *)out + bytes * s->rank, in, bytes);
+    uint64_t copied = 1ull << (s->rank & 63); /* of the first 64 ranks: the blocks copied */
+    for (int spin = 0, left = s->p - 1; left > 0 && spin < s->spins; spin++) {
+        for (int q = 0; q < s->p && q < 64; q++)
+            if (!(copied >> q & 1) && __atomic_load_n(step_of(s, q), __ATOMIC_ACQUIRE) >= step) {
+                memcpy((char *)out + bytes * q, slot_of(s, set, q) + at, bytes);
+                copied |= 1ull << q, left--, spin = 0;
+            }
+        if (s->p > 64) break;
+        __builtin_ia32_pause();
     }
+    PROF(WAIT);
+    rc = wait_all(s, step, GOCOLL_CALL_ALLGATHER);
+    if (rc) return rc;
+    for (int q = 0; q < s->p; q++)
+        if (q >= 64 || !(copied >> q & 1)) memcpy((char *)out + bytes * q, slot_of(s, set, q) + at, bytes);
+    PROF(OUT);
     return 0;
 }
 
@@ -283,11 +300,18 @@ int gocoll_shm_bcast(struct gocoll_shm *s, void *buf, long bytes, int root) {
     if (bytes <= 0 || bytes > s->slot || bytes > COPY_MAX || root < 0 || root >= s->p) return GOCOLL_SHM_DECLINE;
     uint64_t step = next(s);
     int set = set_of(step);
-    if (s->rank == root) memcpy(slot_of(s, set, root), buf, bytes);
+    long at = placed(step, bytes, s->slot);
+    if (s->rank == root) { /* it reads nothing: it leaves without waiting (settle) */
+        int rc = settle(s, step, GOCOLL_CALL_BCAST);
+        if (rc) return rc;
+        memcpy(slot_of(s, set, root) + at, buf, bytes);
+        publish(s, step);
+        return 0;
+    }
     publish(s, step);
     int rc = wait_all(s, step, GOCOLL_CALL_BCAST);
     if (rc) return rc;
-    if (s->rank != root) memcpy(buf, slot_of(s, set, root), bytes);
+    memcpy(buf, slot_of(s, set, root) + at, bytes);
     return 0;
 }
 

@@ -25,6 +25,7 @@ package engine
 /*
 #cgo CFLAGS: -O2
 #include "engine.h"
+#include "kernels.h"
 */
 import "C"
 
@@ -32,6 +33,7 @@ import (
 	"unsafe"
 
 	"github.com/gocoll/gocoll/intranode"
+	"github.com/gocoll/gocoll/ops"
 )
 
 // Decline is what a C call returns when it is not one for the engine.
@@ -40,7 +42,10 @@ const Decline = C.GOCOLL_SHM_DECLINE
 // Attachable says whether the C half, as built, can run calls on segment
 // l: it must have the layout engine_gen.h describes (a stale header
 // would not). crowded is l.Crowded as the C half takes it, 0 or 1.
+// It also caps the C half's kernels at package ops' level (SetISA), which
+// the front ends set from GOCOLL_OPS_ISA before they attach a segment.
 func Attachable(l intranode.Layout) (crowded int, ok bool) {
+	SetISA(ops.ISA())
 	if l.BellOffset != C.GOCOLL_SHM_BELL_OFFSET || l.CtlOffset != C.GOCOLL_SHM_CTL_OFFSET {
 		return 0, false
 	}
@@ -106,6 +111,40 @@ func (v *view) bcast(buf []byte, root int) int {
 }
 
 func (v *view) barrier() int { return int(C.gocoll_shm_barrier(&v.s)) }
+
+// combineAt applies op (a C op code) to n elements of kind k with the C
+// kernels of one level (ops' name; tests).
+func combineAt(level string, k, op int, dst, a, b []byte, n int) {
+	C.gocoll_shm_combine_at(isaLevels[level], C.int(k), C.int(op), ptr(dst), ptr(a), ptr(b), C.long(n))
+}
+
+// isaLevels are the C kernels' levels by package ops' names (ops.ISA):
+// "go" is the x86-64 baseline there, as Go's own code.
+var isaLevels = map[string]C.int{"go": C.GOCOLL_ISA_BASE, "avx2": C.GOCOLL_ISA_AVX2, "avx512": C.GOCOLL_ISA_AVX512}
+
+// SetISA caps the C half's kernels at level, one of package ops' names
+// ("go", "avx2", "avx512"; anything else: the best), and returns the
+// level they use: the lower of the cap and what the CPU supports.
+// Attachable passes on ops.ISA(), so that GOCOLL_OPS_ISA caps both halves.
+func SetISA(level string) string {
+	l, ok := isaLevels[level]
+	if !ok {
+		l = C.GOCOLL_NUM_ISAS
+	}
+	return isaName(C.gocoll_shm_set_isa(l))
+}
+
+// ISA returns the level of the C half's kernels.
+func ISA() string { return isaName(C.gocoll_shm_isa()) }
+
+func isaName(l C.int) string {
+	for name, v := range isaLevels {
+		if v == l {
+			return name
+		}
+	}
+	return "go"
+}
 
 // SetCanonical makes the C half combine contributions in the canonical
 // association of reproducible mode (on) or left to right, as the Go half

@@ -13,7 +13,10 @@
 /* GOCOLL_SHM_DECLINE: the call is not one for the engine (too large, an
  * unknown kind or op, ...); nothing was done, run it elsewhere. */
 #define GOCOLL_SHM_DECLINE (-1)
-#define GOCOLL_SHM_MAX 4096 /* largest message (bytes) the reductions take */
+/* The largest message (bytes) the reductions take: intranode.DefaultSlot,
+ * the longest allreduce the Go half takes in one step by default. Less
+ * where the segment's steps are shorter (GOCOLL_SHM_SLOT). */
+#define GOCOLL_SHM_MAX (128 << 10)
 
 struct gocoll_shm;
 /* A wait function finishes a step the engine stopped spinning for (Go:
@@ -51,4 +54,13 @@ int gocoll_shm_reduce_scatter(struct gocoll_shm *s, const void *in, void *out, c
 int gocoll_shm_allgather(struct gocoll_shm *s, const void *in, void *out, long bytes);
 int gocoll_shm_bcast(struct gocoll_shm *s, void *buf, long bytes, int root);
 int gocoll_shm_barrier(struct gocoll_shm *s);
+
+#ifdef GOCOLL_ENGINE_PROFILE
+/* Built with -DGOCOLL_ENGINE_PROFILE (bench/engineprof.c, never the
+ * libraries), each call adds the time stamp counter's ticks it spends in
+ * each stage here: copying into its slot, publishing, waiting for the
+ * peers, and reducing or copying out of the slots. */
+enum { GOCOLL_PROF_IN, GOCOLL_PROF_PUBLISH, GOCOLL_PROF_WAIT, GOCOLL_PROF_OUT, GOCOLL_PROF_STAGES };
+extern unsigned long long gocoll_shm_prof[GOCOLL_PROF_STAGES];
+#endif
 #endif

@@ -14,7 +14,15 @@
 #define GOCOLL_SHM_BELL_SLEEPERS 4 /* offset in the bell line of the count of sleepers (int32) */
 #define GOCOLL_SHM_CTL_OFFSET 128 /* offset of rank 0's control line; rank q's is LINE*q further */
 #define GOCOLL_SHM_CTL_STEP 0 /* offset in a control line of the steps published (uint64) */
+#define GOCOLL_SHM_CTL_PID 8 /* offset in a control line of its rank's process id (uint32) */
+#define GOCOLL_SHM_CTL_ADDR 16 /* offset in a control line of the address of its rank's block in a CMA allgather (uint64) */
+#define GOCOLL_SHM_CTL_ONE_STEP 24 /* offset in a control line of the longest allreduce (bytes) its rank takes in one step (uint32) */
+#define GOCOLL_SHM_CTL_PIECE 28 /* offset in a control line of the most bytes of every block a reduce_scatter step moves (uint32) */
+#define GOCOLL_SHM_CTL_CMA_MIN 32 /* offset in a control line of the shortest allgather block (bytes) read by CMA, 0 for none (uint32) */
 #define GOCOLL_SHM_SETS 2 /* buffer sets: step k writes set k % SETS; slot q of set s is at data + (s*p + q)*slot */
+#define GOCOLL_SHM_ROTATE_MIN 16384 /* from this many bytes a step places, its data moves around the slot: see placed */
+#define GOCOLL_SHM_ROTATE_STEP 4096 /* by a multiple of this many bytes */
+#define GOCOLL_SHM_DATA_ALIGN 4096 /* data: the first multiple of DATA_ALIGN from CTL_OFFSET + LINE*p; the SETS result slots follow the data sets */
 
 /* Element kinds the C kernels reduce (ops.Type.Scalar); 0: copy only. */
 #define GOCOLL_SHM_K_NONE 0

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gocoll/gocoll/intranode"
 	"github.com/gocoll/gocoll/intranode/intranodetest"
@@ -22,6 +23,12 @@ import (
 // taking the steps the others wait for.
 func onRanks(t *testing.T, p int, f func(g *intranode.Group, v *view, fail func(string, ...any)) error) {
 	t.Helper()
+	onRanksWith(t, p, intranode.Options{JobID: "enginetest", Slot: 4096}, f)
+}
+
+// onRanksWith is onRanks with the groups' options.
+func onRanksWith(t *testing.T, p int, o intranode.Options, f func(g *intranode.Group, v *view, fail func(string, ...any)) error) {
+	t.Helper()
 	x := intranodetest.NewExchange(p)
 	errs := make([]error, p)
 	var wg sync.WaitGroup
@@ -29,7 +36,7 @@ func onRanks(t *testing.T, p int, f func(g *intranode.Group, v *view, fail func(
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			g, err := intranode.Attach(x.Rank(r), r, p, intranode.Options{JobID: "enginetest", Slot: 4096})
+			g, err := intranode.Attach(x.Rank(r), r, p, o)
 			if err != nil {
 				errs[r] = err
 				return
@@ -381,4 +388,255 @@ func TestCanonical(t *testing.T) {
 			return nil
 		})
 	}
+}
+
+// On a segment of the default size classes (intranode.Steps), the C half
+// takes what the Go half does in one step, up to its own limit, with the
+// Go half's bits and layout, and declines the rest without taking a
+// step: allreduce up to OneStep (and GOCOLL_SHM_MAX), reduce_scatter
+// whose blocks fit a piece, allgather below the CMA threshold (the Go
+// half reads longer blocks with CMA where it can).
+func TestSizeClassesMatchGo(t *testing.T) {
+	for _, p := range []int{1, 2, 3} {
+		onRanksWith(t, p, intranode.Options{JobID: "enginetest"}, func(g *intranode.Group, v *view, fail func(string, ...any)) error {
+			r, steps, cmaMin := g.Rank(), g.Steps(), g.CMAMin()
+			round := 0
+			for _, typ := range []ops.Type{ops.Float, ops.Double, ops.Int} {
+				size, kind := mpichType(handles[typ])
+				for _, op := range []ops.Op{ops.Sum, ops.Max} {
+					red, err := ops.ReductionOf(op, typ)
+					if err != nil {
+						return err
+					}
+					red = red.Folded()
+					for _, n := range []int{4096 + size, 64 << 10, steps.OneStep, steps.OneStep + size} {
+						round++
+						in := make([]byte, n)
+						fill(in, typ, r, round)
+						want, got := make([]byte, n), make([]byte, n)
+						if err := g.Allreduce(in, want, red); err != nil {
+							return err
+						}
+						rc := v.allreduce(in, got, n/size, kind, size, int(op))
+						if n > steps.OneStep {
+							if rc != Decline {
+								fail("allreduce %v %v of %d bytes over OneStep: rc %d, want Decline", typ, op, n, rc)
+							}
+							continue
+						}
+						if rc != 0 || !bytes.Equal(got, want) {
+							fail("allreduce %v %v of %d bytes: rc %d, differs from Go: %v", typ, op, n, rc, !bytes.Equal(got, want))
+						}
+					}
+					for _, block := range []int{1 << 10, 40 << 10} {
+						round++
+						counts, c32 := make([]int, p), make([]int32, p)
+						for q := range counts {
+							counts[q], c32[q] = block/size, int32(block/size)
+						}
+						in := make([]byte, p*block)
+						fill(in, typ, r, round)
+						want, got := make([]byte, block), make([]byte, block)
+						if err := g.ReduceScatter(in, want, counts, red); err != nil {
+							return err
+						}
+						rc := v.reduceScatter(in, got, c32, 0, kind, size, int(op))
+						if p*block > 128<<10 {
+							if rc != Decline {
+								fail("reduce_scatter of %d bytes over GOCOLL_SHM_MAX: rc %d, want Decline", p*block, rc)
+							}
+							continue
+						}
+						if rc != 0 || !bytes.Equal(got, want) {
+							fail("reduce_scatter %v %v of %d-byte blocks: rc %d, differs from Go: %v", typ, op, block, rc, !bytes.Equal(got, want))
+						}
+					}
+				}
+			}
+			for _, block := range []int{16 << 10, intranode.CMAMin - 1, intranode.CMAMin, 100 << 10} {
+				round++
+				in := make([]byte, block)
+				fill(in, ops.Byte, r, round)
+				counts := make([]int, p)
+				for q := range counts {
+					counts[q] = block
+				}
+				want, got := make([]byte, p*block), make([]byte, p*block)
+				if err := g.Allgather(in, want, counts, 1); err != nil {
+					return err
+				}
+				rc := v.allgather(in, got, block)
+				if cmaMin > 0 && block >= cmaMin || p*block > 512<<10 {
+					if rc != Decline {
+						fail("allgather of %d-byte blocks, CMA from %d: rc %d, want Decline", block, cmaMin, rc)
+					}
+					continue
+				}
+				if rc != 0 || !bytes.Equal(got, want) {
+					fail("allgather of %d-byte blocks: rc %d, differs from Go: %v", block, rc, !bytes.Equal(got, want))
+				}
+			}
+			return g.Barrier()
+		})
+	}
+}
+
+// Ranks whose calls go to different halves meet: for every call, half
+// the ranks (alternating by round) make it in C, going to Go where C
+// declines (as the C ABI does), the others in Go, on one segment; every
+// rank gets the result of the call made in Go by all, around the sizes
+// where the data starts moving around the slot (intranode's placed) and
+// the steps' limits, call after call (the data's place moves), on a
+// default segment and on one with a set slot.
+func TestHalvesMeet(t *testing.T) {
+	for _, o := range []intranode.Options{{JobID: "enginetest"}, {JobID: "enginetest", Slot: 64 << 10}} {
+		for _, p := range []int{2, 3} {
+			onRanksWith(t, p, o, func(g *intranode.Group, v *view, fail func(string, ...any)) error {
+				r, round := g.Rank(), 0
+				inC := func() bool { return (r+round)%2 == 0 }
+				size, kind := mpichType(handles[ops.Double])
+				red, _ := ops.ReductionOf(ops.Sum, ops.Double)
+				red = red.Folded()
+				for _, n := range []int{8, 4096, 16 << 10, 20 << 10, 64 << 10, 128 << 10} {
+					round++
+					in := make([]byte, n)
+					fill(in, ops.Double, r, round)
+					want := make([]byte, n)
+					if err := g.Allreduce(in, want, red); err != nil {
+						return err
+					}
+					for range 4 {
+						round++
+						got := make([]byte, n)
+						if !inC() || v.allreduce(in, got, n/size, kind, size, int(ops.Sum)) == Decline {
+							if err := g.Allreduce(in, got, red); err != nil {
+								return err
+							}
+						}
+						if !bytes.Equal(got, want) {
+							fail("allreduce of %d bytes, round %d (C: %v): differs", n, round, inC())
+						}
+					}
+					// reduce_scatter_block of n bytes a block
+					blk := n / p / size * size
+					if blk == 0 {
+						continue
+					}
+					all := make([]byte, p*blk)
+					fill(all, ops.Double, r, round)
+					counts, c32 := make([]int, p), make([]int32, p)
+					for q := range counts {
+						counts[q], c32[q] = blk/size, int32(blk/size)
+					}
+					wantRS := make([]byte, blk)
+					if err := g.ReduceScatter(all, wantRS, counts, red); err != nil {
+						return err
+					}
+					for range 4 {
+						round++
+						got := make([]byte, blk)
+						if !inC() || v.reduceScatter(all, got, c32, 0, kind, size, int(ops.Sum)) == Decline {
+							if err := g.ReduceScatter(all, got, counts, red); err != nil {
+								return err
+							}
+						}
+						if !bytes.Equal(got, wantRS) {
+							fail("reduce_scatter of %d-byte blocks, round %d (C: %v): differs", blk, round, inC())
+						}
+					}
+				}
+				for _, n := range []int{8, 4096, 16 << 10, 20 << 10, 31 << 10, 100 << 10} {
+					round++
+					in := make([]byte, n)
+					fill(in, ops.Byte, r, round)
+					counts := make([]int, p)
+					for q := range counts {
+						counts[q] = n
+					}
+					want := make([]byte, p*n)
+					if err := g.Allgather(in, want, counts, 1); err != nil {
+						return err
+					}
+					for range 4 {
+						round++
+						got := make([]byte, p*n)
+						if !inC() || v.allgather(in, got, n) == Decline {
+							if err := g.Allgather(in, got, counts, 1); err != nil {
+								return err
+							}
+						}
+						if !bytes.Equal(got, want) {
+							fail("allgather of %d-byte blocks, round %d (C: %v): differs", n, round, inC())
+						}
+					}
+					for range 4 {
+						round++
+						root := round % p
+						buf := make([]byte, n)
+						if r == root {
+							copy(buf, in)
+						}
+						if !inC() || v.bcast(buf, root) == Decline {
+							if err := g.Bcast(buf, root); err != nil {
+								return err
+							}
+						}
+						if !bytes.Equal(buf, want[root*n:(root+1)*n]) {
+							fail("bcast of %d bytes from %d, round %d (C: %v): differs", n, root, round, inC())
+						}
+					}
+				}
+				return g.Barrier()
+			})
+		}
+	}
+}
+
+// The C half's reduce_scatter and bcast leave a step in which they read
+// nothing without waiting, and wait before writing their slot again, as
+// the Go half does: rank 0 (empty blocks, the bcasts' root) runs ahead
+// in C while rank 1 reduces slowly in Go, and rank 1's results are right.
+func TestQuietStepsRunAhead(t *testing.T) {
+	size, kind := mpichType(handles[ops.Double])
+	sum, _ := ops.Lookup(ops.Sum, ops.Double)
+	slow := ops.UserReduction(func(dst, a, b []byte) {
+		time.Sleep(200 * time.Microsecond)
+		sum(dst, a, b)
+	}, size)
+	onRanksWith(t, 2, intranode.Options{JobID: "enginetest"}, func(g *intranode.Group, v *view, fail func(string, ...any)) error {
+		r := g.Rank()
+		for call := range 20 {
+			n := 40 + call
+			ins := [2][]byte{make([]byte, n*size), make([]byte, n*size)}
+			for q := range ins {
+				fill(ins[q], ops.Double, q, call)
+			}
+			want := make([]byte, n*size)
+			sum(want, ins[0], ins[1])
+			if r == 0 {
+				if rc := v.reduceScatter(ins[0], nil, []int32{0, int32(n)}, 0, kind, size, int(ops.Sum)); rc != 0 {
+					fail("call %d: C reduce_scatter: rc %d", call, rc)
+				}
+				if rc := v.bcast(bytes.Clone(ins[0]), 0); rc != 0 {
+					fail("call %d: C bcast: rc %d", call, rc)
+				}
+				continue
+			}
+			out := make([]byte, n*size)
+			if err := g.ReduceScatter(ins[1], out, []int{0, n}, slow); err != nil {
+				return err
+			}
+			if !bytes.Equal(out, want) {
+				fail("call %d: reduce_scatter differs", call)
+			}
+			b := make([]byte, n*size)
+			if err := g.Bcast(b, 0); err != nil {
+				return err
+			}
+			if !bytes.Equal(b, ins[0]) {
+				fail("call %d: bcast differs", call)
+			}
+		}
+		return g.Barrier()
+	})
 }

@@ -261,7 +261,7 @@ static void keep_left(void *in, void *inout, int *len, MPI_Datatype *dt) {
 static void paths(void) {
     enum { K = 50 };
     long long f, g;
-    int ai[4] = {rank, 1, 2, 3}, ao[4], *big = calloc(5000, sizeof(int)), *bigout = malloc(5000 * sizeof(int));
+    int ai[4] = {rank, 1, 2, 3}, ao[4], *big = calloc(40000, sizeof(int)), *bigout = malloc(40000 * sizeof(int));
     double d = rank, *all = malloc(size * sizeof *all);
 
     f = counter("MPI_Allreduce", "fast"), g = counter("MPI_Allreduce", "go");
@@ -301,8 +301,8 @@ static void paths(void) {
 
     /* Calls the fast path must decline go to Go, under every setting. */
     f = counter("MPI_Allreduce", "fast"), g = counter("MPI_Allreduce", "go");
-    MPI_Allreduce(big, bigout, 5000, MPI_INT, MPI_SUM, MPI_COMM_WORLD); /* 20000 bytes: over its limit */
-    expect_path("MPI_Allreduce", "allreduce of 20000 bytes", f, g, 1, 0);
+    MPI_Allreduce(big, bigout, 40000, MPI_INT, MPI_SUM, MPI_COMM_WORLD); /* 160000 bytes: over its limit (128 KiB) */
+    expect_path("MPI_Allreduce", "allreduce of 160000 bytes", f, g, 1, 0);
     MPI_Op left;
     MPI_Op_create(keep_left, 0, &left);
     f = counter("MPI_Allreduce", "fast"), g = counter("MPI_Allreduce", "go");
@@ -331,7 +331,8 @@ int main(int argc, char **argv) {
     long long ar0 = counter("MPI_Allreduce", "fast") + counter("MPI_Allreduce", "go");
     long long rsb0 = counter("MPI_Reduce_scatter_block", "fast") + counter("MPI_Reduce_scatter_block", "go");
     long long ar = 0, rsb = 0;
-    const long counts[] = {1, 2, 7, 100, 511, 512, 1024, 1025, 5000};
+    /* around the fast path's limit (128 KiB: 16384 and 32768 elements) */
+    const long counts[] = {1, 2, 7, 100, 511, 512, 1024, 1025, 5000, 16384, 16385, 32768, 32769};
     for (int k = 0; k < 4; k++)
         for (int t = 0; t < 3; t++)
             for (int o = 0; o < 4; o++)
