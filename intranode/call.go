@@ -92,6 +92,7 @@ func (g *Group) StartAllgather(in, out []byte, counts []int, elem int) *Call {
 // kind, steps and what they need. Field by field: resetting the whole
 // struct doubled the cost of a call that waits for no one.
 func (g *Group) begin(in, out []byte, r ops.Reduction, elem int) *Call {
+	g.warmUp(max(len(in), len(out)))
 	c := &g.call
 	c.g, c.in, c.out, c.r, c.elem = g, in, out, r, elem
 	c.i, c.filled, c.waiting, c.failed, c.done, c.err = 0, false, false, nil, false, nil

@@ -104,6 +104,7 @@ func (g *Group) Allgather(in, out []byte, counts []int, elem int) error {
 // nothing, so it leaves each step without waiting for the others, and
 // waits for them before it writes its slot again (settled).
 func (g *Group) Bcast(buf []byte, root int) error {
+	g.warmUp(len(buf))
 	steps := max(1, (len(buf)+g.slot-1)/g.slot)
 	for i := range steps {
 		at := i * g.slot

@@ -143,6 +143,7 @@ type Group struct {
 	scratch      []byte   // reused by reduce
 	parts        [][]byte // the slots reduce combines, refilled per call
 	call         Call     // the collective under way (Start...)
+	warm         bool     // every page of the segment is mapped (warmUp)
 
 	cma       bool  // Allgather may read peers' blocks with process_vm_readv
 	cmaErr    error // why not, when it may not
@@ -304,12 +305,6 @@ func mapSegment(path string, rank, p, slot, total int) (*Group, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Every page now, not at its first touch: a step's data moves
-	// around its slot (placed), so the first calls of a size would each
-	// fault on fresh pages (a 16 KiB allreduce's first hundred calls
-	// averaged 18 us against 2.2 once the pages were there). The cost is
-	// the whole segment resident from the start, 2(p+1) slots.
-	linuxsys.Populate(mem)
 	data, result, _ := layout(p, slot)
 	g := &Group{p: p, rank: rank, slot: slot, mem: mem, data: data, result: result,
 		pids: make([]int, p), pidfds: make([]int, p), got: make([]bool, p), epoch: time.Now(), spin: spinFor}
@@ -375,6 +370,23 @@ func (g *Group) publish() {
 		g.bell.seq.Add(1)
 		linuxsys.FutexWakeAll((*uint32)(unsafe.Pointer(&g.bell.seq)))
 	}
+}
+
+// warmUp maps every page of the segment writable the first time a call
+// of m bytes places its data (rotateMin and up), not page by page as
+// calls touch them: a step's data moves around its slot (placed), so the
+// first calls of a size would each fault on fresh pages (a 16 KiB
+// allreduce's first hundred calls averaged 18 us against 2.2 once the
+// pages were there). Not at attach: a communicator of small calls never
+// pays for the whole segment, 2(p+1) slots, and MPI_Comm_dup stays
+// cheap (20,000 dup/free pairs populated 160 GiB). The engine's C half
+// does the same for its calls (warm in engine.c).
+func (g *Group) warmUp(m int) {
+	if g.warm || m < rotateMin {
+		return
+	}
+	g.warm = true
+	linuxsys.Populate(g.mem)
 }
 
 // set returns the buffer set of the current step.

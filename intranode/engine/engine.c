@@ -21,6 +21,7 @@
 #include <sched.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -65,6 +66,7 @@ void gocoll_shm_init(struct gocoll_shm *s, void *base, int p, int rank, long slo
     s->p = p, s->rank = rank, s->slot = slot, s->data_off = data_off, s->wait = wait, s->id = id;
     /* With more ranks than cores, a peer we wait for may need this core:
      * hand the wait over almost at once. */
+    s->warm = 0;
     s->spins = crowded ? SPINS_CROWDED : SPINS;
     s->crowded = crowded;
     __atomic_store_n(&s->base, (char *)base, __ATOMIC_RELEASE);
@@ -84,6 +86,16 @@ static long placed(uint64_t step, long m, long span) {
 }
 
 /* next returns the step this rank publishes next; its set is step % SETS. */
+/* warm maps every page of the data slots writable the first time a call
+ * places its data, as intranode's Group.warmUp does for the Go half's
+ * calls (why there). MADV_POPULATE_WRITE is Linux 5.14: an older kernel
+ * refuses, and pages come on first touch. */
+static void warm(struct gocoll_shm *s, long m) {
+    if (s->warm || m < GOCOLL_SHM_ROTATE_MIN) return;
+    s->warm = 1;
+    madvise(s->base + s->data_off, (size_t)GOCOLL_SHM_SETS * s->p * s->slot, 23 /* MADV_POPULATE_WRITE */);
+}
+
 static uint64_t next(struct gocoll_shm *s) { return __atomic_load_n(step_of(s, s->rank), __ATOMIC_RELAXED) + 1; }
 static int set_of(uint64_t step) { return (int)(step % GOCOLL_SHM_SETS); }
 
@@ -202,6 +214,7 @@ int gocoll_shm_allreduce(struct gocoll_shm *s, const void *in, void *out, long c
     int set = set_of(step), rc = settle(s, step, GOCOLL_CALL_ALLREDUCE);
     if (rc) return rc;
     PROF(WAIT);
+    warm(s, len);
     long at = placed(step, len, s->slot);
     memcpy(slot_of(s, set, s->rank) + at, in ? in : out, len);
     PROF(IN);
@@ -235,6 +248,7 @@ int gocoll_shm_reduce_scatter(struct gocoll_shm *s, const void *in, void *out, c
     int set = set_of(step), rc = settle(s, step, call);
     if (rc) return rc;
     PROF(WAIT);
+    warm(s, longest * size);
     long from = placed(step, longest * size, piece * size); /* in every block's piece */
     char *slot = slot_of(s, set, s->rank) + from;
     const char *src = in ? in : out;
@@ -271,6 +285,7 @@ int gocoll_shm_allgather(struct gocoll_shm *s, const void *in, void *out, long b
     int set = set_of(step), rc = settle(s, step, GOCOLL_CALL_ALLGATHER);
     if (rc) return rc;
     PROF(WAIT);
+    warm(s, bytes);
     long at = placed(step, bytes, s->slot);
     memcpy(slot_of(s, set, s->rank) + at, in ? in : (char *)out + bytes * s->rank, bytes);
     PROF(IN);
@@ -300,6 +315,7 @@ int gocoll_shm_bcast(struct gocoll_shm *s, void *buf, long bytes, int root) {
     if (bytes <= 0 || bytes > s->slot || bytes > COPY_MAX || root < 0 || root >= s->p) return GOCOLL_SHM_DECLINE;
     uint64_t step = next(s);
     int set = set_of(step);
+    warm(s, bytes);
     long at = placed(step, bytes, s->slot);
     if (s->rank == root) { /* it reads nothing: it leaves without waiting (settle) */
         int rc = settle(s, step, GOCOLL_CALL_BCAST);

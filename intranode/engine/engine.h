@@ -29,6 +29,7 @@ typedef int (*gocoll_shm_wait_fn)(struct gocoll_shm *s, int call);
 struct gocoll_shm {
     char *base;
     int p, rank, spins, crowded;
+    int warm; /* the data slots are mapped (warm in engine.c) */
     long slot, data_off;
     gocoll_shm_wait_fn wait; /* NULL: spin (sched_yield) until done */
     long id;                 /* the owner's name for it (capi: the MPI_Comm) */
