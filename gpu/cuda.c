@@ -64,6 +64,7 @@ static struct {
     gocoll_curesult (*EventDestroy)(P);
     gocoll_curesult (*EventRecord)(P, P);
     gocoll_curesult (*EventQuery)(P);
+    gocoll_curesult (*StreamQuery)(P);
     gocoll_curesult (*EventSynchronize)(P);
     gocoll_curesult (*ModuleLoadDataEx)(P *, const void *, unsigned, int *, void **);
     gocoll_curesult (*ModuleGetFunction)(P *, P, const char *);
@@ -112,6 +113,7 @@ static const struct sym {
     {(void **)&cu.EventDestroy, {"cuEventDestroy_v2", "cuEventDestroy"}},
     {(void **)&cu.EventRecord, {"cuEventRecord"}},
     {(void **)&cu.EventQuery, {"cuEventQuery"}},
+    {(void **)&cu.StreamQuery, {"cuStreamQuery"}},
     {(void **)&cu.EventSynchronize, {"cuEventSynchronize"}},
     {(void **)&cu.ModuleLoadDataEx, {"cuModuleLoadDataEx"}},
     {(void **)&cu.ModuleGetFunction, {"cuModuleGetFunction"}},
@@ -302,6 +304,7 @@ gocoll_curesult gocoll_cu_event_create(uintptr_t *e) {
 gocoll_curesult gocoll_cu_event_destroy(uintptr_t e) { return cu.EventDestroy((P)e); }
 gocoll_curesult gocoll_cu_event_record(uintptr_t e, uintptr_t s) { return cu.EventRecord((P)e, (P)s); }
 gocoll_curesult gocoll_cu_event_query(uintptr_t e) { return cu.EventQuery((P)e); }
+gocoll_curesult gocoll_cu_stream_query(uintptr_t s) { return cu.StreamQuery((P)s); }
 gocoll_curesult gocoll_cu_event_synchronize(uintptr_t e) { return cu.EventSynchronize((P)e); }
 
 gocoll_curesult gocoll_cu_module_load(const char *ptx, uintptr_t *mod, char *log, int loglen) {

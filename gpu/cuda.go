@@ -185,6 +185,14 @@ func (cudaDriver) EventQuery(e Event) (bool, error) {
 	return r == 0, check("cuEventQuery", r)
 }
 
+func (cudaDriver) StreamQuery(s Stream) (bool, error) {
+	r := C.gocoll_cu_stream_query(C.uintptr_t(s))
+	if r == ErrorNotReady {
+		return false, nil
+	}
+	return r == 0, check("cuStreamQuery", r)
+}
+
 func (cudaDriver) EventSynchronize(e Event) error {
 	return check("cuEventSynchronize", C.gocoll_cu_event_synchronize(C.uintptr_t(e)))
 }

@@ -70,6 +70,7 @@ gocoll_curesult gocoll_cu_event_create(uintptr_t *e);
 gocoll_curesult gocoll_cu_event_destroy(uintptr_t e);
 gocoll_curesult gocoll_cu_event_record(uintptr_t e, uintptr_t s);
 gocoll_curesult gocoll_cu_event_query(uintptr_t e);
+gocoll_curesult gocoll_cu_stream_query(uintptr_t s);
 gocoll_curesult gocoll_cu_event_synchronize(uintptr_t e);
 gocoll_curesult gocoll_cu_module_load(const char *ptx, uintptr_t *mod, char *log, int loglen);
 gocoll_curesult gocoll_cu_module_get_function(uintptr_t mod, const char *name, uintptr_t *f);

@@ -68,6 +68,11 @@ type Driver interface {
 	StreamCreate() (Stream, error)
 	// StreamDestroy is cuStreamDestroy.
 	StreamDestroy(s Stream) error
+	// StreamQuery is cuStreamQuery: whether everything queued on s has
+	// completed (CUDA_ERROR_NOT_READY is false, not an error). A call
+	// that owns its stream waits for its end with it, without recording
+	// an event.
+	StreamQuery(s Stream) (bool, error)
 	// StreamWaitEvent is cuStreamWaitEvent(s, e, 0): work queued on s after
 	// it waits until e's last recorded work has completed.
 	StreamWaitEvent(s Stream, e Event) error

@@ -121,6 +121,27 @@ type Machine struct {
 
 	statsMu sync.Mutex
 	stats   Stats
+
+	refused map[uint64]bool // allocations whose IPC handles do not open (RefuseIPCOpen)
+}
+
+// RefuseIPCOpen makes every later cuIpcOpenMemHandle of the allocation
+// based at base fail (CUDA_ERROR_PEER_ACCESS_UNSUPPORTED), as a handle
+// of memory another process cannot map does, in whatever process opens
+// it: for tests that one unmappable allocation stages only itself.
+func (m *Machine) RefuseIPCOpen(base uintptr) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, mp := range m.maps {
+		if mp.va == base && !mp.alias {
+			if m.refused == nil {
+				m.refused = map[uint64]bool{}
+			}
+			m.refused[mp.a.id] = true
+			return
+		}
+	}
+	panic(fmt.Sprintf("fake: RefuseIPCOpen: %#x is not the base of an allocation", base))
 }
 
 // mapping is a range of device addresses and the bytes behind it.
@@ -968,12 +989,16 @@ func (p *Process) MemcpyAsync(dst, src uintptr, n int, s gpu.Stream) error {
 // ---- streams and events ----
 
 type stream struct {
-	p      *Process
-	ops    chan func() error
-	closed bool
+	p       *Process
+	ops     chan func() error
+	pending atomic.Int64 // ops queued and not done (StreamQuery)
+	closed  bool
 }
 
-func (st *stream) enqueue(op func() error) { st.ops <- op }
+func (st *stream) enqueue(op func() error) {
+	st.pending.Add(1)
+	st.ops <- op
+}
 
 func (st *stream) run() {
 	for op := range st.ops {
@@ -987,7 +1012,20 @@ func (st *stream) run() {
 			}
 			st.p.mu.Unlock()
 		}
+		st.pending.Add(-1)
 	}
+}
+
+func (p *Process) StreamQuery(s gpu.Stream) (bool, error) {
+	p.called("StreamQuery")
+	st, err := p.stream("cuStreamQuery", s)
+	if err != nil {
+		return false, err
+	}
+	if st.pending.Load() != 0 {
+		return false, nil
+	}
+	return true, p.asyncError()
 }
 
 type event struct {
@@ -1678,6 +1716,9 @@ func (p *Process) IpcOpenMemHandle(h gpu.IPCHandle) (uintptr, error) {
 	}
 	if orig.a.dev != p.visible[d] && m.opts.NoPeerAccess {
 		return 0, fail(call, gpu.ErrorPeerUnsupported, "device %d cannot reach device %d", p.visible[d], orig.a.dev)
+	}
+	if m.refused[id] {
+		return 0, fail(call, gpu.ErrorPeerUnsupported, "the allocation cannot be mapped here (RefuseIPCOpen)")
 	}
 	m.allocID++
 	mp := &mapping{va: p.reserve(orig.size), size: orig.size, a: orig.a, proc: p, alias: true, refs: 1, id: m.allocID}

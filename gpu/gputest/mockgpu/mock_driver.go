@@ -529,6 +529,21 @@ func (mr *MockDriverMockRecorder) StreamDestroy(s any) *gomock.Call {
 	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "StreamDestroy", reflect.TypeOf((*MockDriver)(nil).StreamDestroy), s)
 }
 
+// StreamQuery mocks base method.
+func (m *MockDriver) StreamQuery(s gpu.Stream) (bool, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "StreamQuery", s)
+	ret0, _ := ret[0].(bool)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// StreamQuery indicates an expected call of StreamQuery.
+func (mr *MockDriverMockRecorder) StreamQuery(s any) *gomock.Call {
+	mr.mock.ctrl.T.Helper()
+	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "StreamQuery", reflect.TypeOf((*MockDriver)(nil).StreamQuery), s)
+}
+
 // StreamWaitEvent mocks base method.
 func (m *MockDriver) StreamWaitEvent(s gpu.Stream, e gpu.Event) error {
 	m.ctrl.T.Helper()

@@ -835,6 +835,26 @@ CUresult cuStreamSynchronize(void *s) {
     return sticky;
 }
 
+/* cuStreamQuery: one of gocoll's streams is done once nothing is held
+ * back on it; a default or blocking stream runs its deferred work, as a
+ * synchronisation does. */
+CUresult cuStreamQuery(void *s) {
+    NEED_CTX;
+    struct stream *q = nonblocking(s);
+    if (!q) {
+        void *d = stream_of(s);
+        if (d) flush(d);
+        else drain(s);
+        return sticky;
+    }
+    pthread_mutex_lock(&qmu);
+    pump_locked();
+    int idle = q->head == NULL;
+    pthread_mutex_unlock(&qmu);
+    if (sticky) return sticky;
+    return idle ? OK : NOT_READY;
+}
+
 /* Events: each record completes when the work before it on its stream
  * has: at once, but behind held-back work. */
 CUresult cuStreamWaitEvent(void *s, void *e, unsigned f) {
