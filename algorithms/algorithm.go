@@ -94,6 +94,11 @@ type Params struct {
 	// device executor runs the schedule, and the shm algorithms, which
 	// copy with the CPU, cannot run it.
 	DeviceMemory bool
+	// DeviceGroup says the call can run on the communicator's device
+	// group (executor/device.Group): CUDA memory of one context on one
+	// node, every rank mapping the others', and for a reduction a GPU
+	// kernel of its op and type. The Device algorithms need it.
+	DeviceGroup bool
 	// Reproducible asks for the canonical association (canonical.go) at
 	// every element: GOCOLL_REPRODUCIBLE=1 and an op whose result depends
 	// on the order of its terms. Algorithms that do not compute it fail
@@ -142,12 +147,21 @@ type Algorithm struct {
 	// size 1), p a power of two.
 	Cost string
 	// Build returns the schedule of rank p.Rank. It must not be called
-	// when Check(p) fails. Nil for a Direct algorithm.
+	// when Check(p) fails. Nil unless IsSchedule.
 	Build func(p Params) *schedule.Schedule
 	// Direct marks an algorithm that is not a schedule: package intranode
 	// runs it on the communicator's shared segment. It needs
 	// Params.SharedMemory.
 	Direct bool
+	// Device marks an algorithm that is not a schedule and runs on CUDA
+	// memory: the device group runs it on the ranks' mapped memory. It
+	// needs Params.DeviceGroup.
+	Device bool
+	// HostStaged marks an algorithm that is not a schedule and runs a
+	// call on CUDA memory through host memory: its input copied down,
+	// the shm engine, its result copied up. It needs Params.DeviceMemory
+	// and Params.SharedMemory.
+	HostStaged bool
 	// Restrict, when set, returns an error naming a restriction that
 	// depends on more than the fields above (the node map, say), or nil.
 	Restrict func(p Params) error
@@ -179,6 +193,28 @@ func (a *Algorithm) ID() int { return a.id - 1 }
 // largest ID.
 func NumIDs() int { return numIDs }
 
+// IsSchedule reports whether the algorithm builds schedules, which every
+// executor runs: neither a Direct (shm), a Device nor a HostStaged
+// algorithm.
+func (a *Algorithm) IsSchedule() bool { return !a.Direct && !a.Device && !a.HostStaged }
+
+// Placed reports whether the call's memory and placement let the
+// algorithm run (host or CUDA memory, a shared segment, a device group):
+// the first of Check's restrictions, without building an error, for the
+// tuner, which asks every rule in range on every call, and whose device
+// rules come first.
+func (a *Algorithm) Placed(p Params) bool {
+	switch {
+	case a.Direct:
+		return p.SharedMemory && !p.DeviceMemory
+	case a.HostStaged:
+		return p.DeviceMemory && p.SharedMemory
+	case a.Device:
+		return p.DeviceGroup
+	}
+	return true
+}
+
 // Check returns an error that names the restriction p violates, or nil.
 func (a *Algorithm) Check(p Params) error {
 	if a.Commutative && !p.Commutative {
@@ -189,6 +225,12 @@ func (a *Algorithm) Check(p Params) error {
 	}
 	if a.Direct && p.DeviceMemory {
 		return fmt.Errorf("%s algorithm %q works on host memory only, and the buffers are CUDA device memory", a.Collective, a.Name)
+	}
+	if a.HostStaged && !(p.DeviceMemory && p.SharedMemory) {
+		return fmt.Errorf("%s algorithm %q needs CUDA device memory and every rank on one host (a shared segment)", a.Collective, a.Name)
+	}
+	if a.Device && !p.DeviceGroup {
+		return fmt.Errorf("%s algorithm %q needs CUDA device memory on one node where every rank maps the others' (a device group), and for a reduction a GPU kernel of its op and type", a.Collective, a.Name)
 	}
 	if p.Reproducible && !a.Reproducible(p) {
 		return fmt.Errorf("%s algorithm %q does not combine %d ranks in the canonical order that GOCOLL_REPRODUCIBLE=1 asks for", a.Collective, a.Name, p.P)

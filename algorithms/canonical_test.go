@@ -45,7 +45,7 @@ func canonicalCases(c algorithms.Collective, p int, rng *rand.Rand) []algorithms
 func TestCanonicalEveryAlgorithm(t *testing.T) {
 	for _, c := range reducing() {
 		for _, a := range algorithms.All(c) {
-			if a.Direct {
+			if !a.IsSchedule() {
 				continue
 			}
 			t.Run(c.EnvName()+"/"+a.Name, func(t *testing.T) {
@@ -103,7 +103,7 @@ func TestCanonicalAlgorithmAtEveryP(t *testing.T) {
 			}
 			ok := false
 			for _, a := range algorithms.All(c) {
-				ok = ok || !a.Direct && a.Check(params) == nil
+				ok = ok || a.IsSchedule() && a.Check(params) == nil
 			}
 			if !ok {
 				t.Errorf("%s at p=%d: no algorithm computes T(0,p)", c, p)
@@ -208,7 +208,7 @@ func TestCanonicalRealFloat64(t *testing.T) {
 					t.Fatalf("p=%d n=%d: data whose sum does not depend on the association", p, n)
 				}
 				for _, a := range algorithms.All(c) {
-					if a.Direct || a.Check(params) != nil {
+					if !a.IsSchedule() || a.Check(params) != nil {
 						continue
 					}
 					outs := runHost(t, a, params, in, host.Kernel(sum))

@@ -13,7 +13,7 @@ import (
 func TestFlatRoundsIsExact(t *testing.T) {
 	for _, c := range Collectives {
 		for _, a := range All(c) {
-			if a.Direct || a.Restrict != nil || c == ReduceScatterBlock {
+			if !a.IsSchedule() || a.Restrict != nil || c == ReduceScatterBlock {
 				continue // not flat, or served by the ReduceScatter entry
 			}
 			for q := 1; q <= 70; q++ {

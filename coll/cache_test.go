@@ -14,6 +14,7 @@ func TestCacheKeyCoversParams(t *testing.T) {
 	covered := map[string]bool{"P": true, "Rank": true, "Root": true, "Count": true, "Counts": true, "Commutative": true, "InPlace": true, "Reproducible": true,
 		"SharedMemory": true, // only decides whether shm may run; no schedule depends on it
 		"DeviceMemory": true, // likewise: the device executor runs the same schedules
+		"DeviceGroup":  true, // only decides whether the device algorithms may run
 		"Nodes":        true} // fixed per communicator, as P and Rank (SetNodes empties the cache)
 	typ := reflect.TypeOf(algorithms.Params{})
 	for i := range typ.NumField() {

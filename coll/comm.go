@@ -140,15 +140,21 @@ func (c *Comm) TransportRank(r int) int { return c.ranks[r] }
 func (c *Comm) Config() *Config { return c.cfg }
 
 // Close marks the communicator freed: later calls fail with MPI_ERR_COMM.
+// A device group's ranks free their regions at once: Close is for
+// MPI_Finalize, after the job's last barrier (Free meets first).
 // It unmaps its shared segment (once a hierarchical call running on a
 // goroutine of its own is done with it), but does not close the
 // transport, which other communicators share.
-func (c *Comm) Close() {
+func (c *Comm) Close() { c.close(false) }
+
+// close is Close; with meet, the device group's ranks meet before
+// freeing their regions (Free's collective).
+func (c *Comm) close(meet bool) {
 	c.mu.Lock()
 	c.steps.piece.settle()
 	c.closed = true
 	c.freed.Store(true)
-	c.closeDevice()
+	c.closeDevice(meet)
 	if c.shared != nil {
 		c.shared.Close()
 		c.shared = nil

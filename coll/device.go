@@ -25,6 +25,10 @@ type DeviceConfig struct {
 	// NoIPC stages every device transfer through host memory, also
 	// between processes of one node (GOCOLL_CUDA_IPC=0).
 	NoIPC bool
+	// Group is how a communicator's device group is made
+	// (GOCOLL_CUDA_SLOT, GOCOLL_CUDA_SYNC); Exchange, Barrier and Log are
+	// the communicator's.
+	Group device.GroupOptions
 }
 
 // LoadDevice sets cfg.Device from GOCOLL_CUDA and GOCOLL_CUDA_IPC (s.CUDA,
@@ -38,6 +42,10 @@ func (cfg *Config) LoadDevice(s envvar.Settings) error {
 		return err
 	}
 	cfg.Device.Runtime, cfg.Device.NoIPC = rt, s.CUDANoIPC
+	cfg.Device.Group.Slot = s.CUDASlot
+	if s.CUDAHostSync {
+		cfg.Device.Group.Sync = device.SyncHost
+	}
 	return nil
 }
 
@@ -45,6 +53,11 @@ func (cfg *Config) LoadDevice(s envvar.Settings) error {
 type deviceState struct {
 	rt   *gpu.Runtime // overrides Config.Device.Runtime; set by tests only (export_test.go)
 	exec *device.Executor
+	// group runs the device algorithms (oneshot, twoshot), made at the
+	// first device call where every rank maps the others' memory
+	// (groupTried); nil where it cannot be made.
+	group      *device.Group
+	groupTried bool
 }
 
 // cuda returns the communicator's CUDA runtime, or nil.
@@ -66,8 +79,19 @@ func (c *Comm) CUDA() *gpu.Runtime { return c.cuda() }
 // memory as Args.SendDevice and RecvDevice.
 func (c *Comm) Memory(p uintptr) gpu.Memory { return c.cuda().Classify(p) }
 
-// closeDevice frees the communicator's device executor.
-func (c *Comm) closeDevice() {
+// closeDevice frees the communicator's device group and executor; with
+// meet, the group's ranks meet first (see Group.Close).
+func (c *Comm) closeDevice(meet bool) {
+	if g := c.device.group; g != nil {
+		var barrier func() error
+		if meet {
+			barrier = func() error { _, err := c.gatherRecords(c.name, "device group close", []byte{0}, 1); return err }
+		}
+		if err := g.Close(barrier); err != nil && c.cfg.Debug != nil {
+			fmt.Fprintf(c.cfg.Debug, "gocoll: rank %d: %s: freeing the device group: %v\n", c.rank, c.name, err)
+		}
+		c.device.group = nil
+	}
 	if c.device.exec != nil {
 		if err := c.device.exec.Close(); err != nil && c.cfg.Debug != nil {
 			fmt.Fprintf(c.cfg.Debug, "gocoll: rank %d: %s: freeing CUDA resources: %v\n", c.rank, c.name, err)

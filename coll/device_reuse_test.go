@@ -35,7 +35,7 @@ func TestDeviceAddressReuse(t *testing.T) {
 			}
 			x = y
 			proc.Write(x, buf)
-			a := coll.Args{InPlace: true, RecvDevice: devBuf(cm, x, 8*n), Count: n, Type: ops.Int64, Op: coll.Op{Builtin: ops.Sum}}
+			a := coll.Args{InPlace: true, RecvDevice: devBuf(cm, x, 8*n), Count: n, Type: ops.Int64, Op: coll.Op{Builtin: ops.Sum}, Algorithm: "ring"}
 			if err := cm.Allreduce(a); err != nil {
 				return err
 			}

@@ -32,7 +32,10 @@ type gpuSetup struct {
 	debug   *lockedWriter // GOCOLL_DEBUG=info's lines, if not nil
 	// reproducible: GOCOLL_REPRODUCIBLE=1
 	reproducible bool
-	thread       bool // GOCOLL_PROGRESS_THREAD=1
+	thread       bool                // GOCOLL_PROGRESS_THREAD=1
+	group        device.GroupOptions // GOCOLL_CUDA_SLOT, GOCOLL_CUDA_SYNC
+	// onMachine, if set, receives the fake machine before the job starts.
+	onMachine func(m *fake.Machine)
 }
 
 // gpuJob runs f on p ranks, each a fake CUDA process on one fake node
@@ -40,6 +43,9 @@ type gpuSetup struct {
 func gpuJob(t *testing.T, p int, s gpuSetup, f func(c *coll.Comm, proc *fake.Process, dev int) error) *fake.Machine {
 	t.Helper()
 	m := fake.NewMachine(s.machine)
+	if s.onMachine != nil {
+		s.onMachine(m)
+	}
 	procs := make([]*fake.Process, p)
 	rts := make([]*gpu.Runtime, p)
 	for r := range p {
@@ -59,6 +65,7 @@ func gpuJob(t *testing.T, p int, s gpuSetup, f func(c *coll.Comm, proc *fake.Pro
 		cfg.Device.NoIPC = s.noIPC
 		cfg.Reproducible = s.reproducible
 		cfg.ProgressThread = s.thread
+		cfg.Device.Group = s.group
 		if s.debug != nil {
 			cfg.Debug = s.debug
 		}
@@ -69,8 +76,13 @@ func gpuJob(t *testing.T, p int, s gpuSetup, f func(c *coll.Comm, proc *fake.Pro
 		}
 		procs[c.Rank()].AppInit(dev)
 		c.SetCUDA(rts[c.Rank()])
-		defer c.Close()
-		return f(c, procs[c.Rank()], dev)
+		err := f(c, procs[c.Rank()], dev)
+		if err == nil {
+			// As MPI_Finalize: no rank frees what a peer may still read.
+			err = c.Sync()
+		}
+		c.Close()
+		return err
 	})
 	if n := m.OpenMappings(); n != 0 {
 		t.Errorf("%d IPC mappings left open after every communicator closed", n)
@@ -91,7 +103,7 @@ func deviceMatrix(p int) []call {
 	long := 37*p + 11
 	for _, c := range algorithms.Collectives {
 		for _, a := range algorithms.All(c) {
-			if a.Direct {
+			if !a.IsSchedule() {
 				continue
 			}
 			var pairs []call
@@ -147,7 +159,10 @@ func (c call) runOnDevice(cm *coll.Comm, proc *fake.Process, dev int, in []byte)
 	a := coll.Args{Type: c.typ, Op: c.collOp(), Algorithm: c.alg, InPlace: c.inPlace}
 	total := c.total()
 	alloc := func(data []byte, n int) *gpu.Buffer {
-		ptr := proc.Malloc(dev, n)
+		ptr := proc.Malloc(dev, max(n, 1)+c.offset)
+		if c.offsetOn != nil && c.offsetOn(r) {
+			ptr += uintptr(c.offset)
+		}
 		if data != nil {
 			proc.Write(ptr, data)
 		}

@@ -89,6 +89,10 @@ type call struct {
 	user    bool // the non-commutative affine-map op below, on MPI_2INT
 	inPlace bool
 	counts  []int // per-rank block sizes; for Allreduce, Counts[0] is the count
+	// offset: the device tests' buffers start this many bytes into their
+	// allocations on the ranks it names (misaligned buffers).
+	offset   int
+	offsetOn func(rank int) bool
 }
 
 func (c call) String() string {
@@ -272,6 +276,9 @@ func matrix(p int) []call {
 	}
 	for _, c := range algorithms.Collectives {
 		for _, a := range algorithms.All(c) {
+			if a.Device || a.HostStaged {
+				continue // CUDA memory only: the device matrices run them
+			}
 			for i, typ := range ops.Types() {
 				var opsHere []ops.Op
 				if c == algorithms.Allgather {

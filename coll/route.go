@@ -13,9 +13,12 @@ import (
 )
 
 // A route is one way of running a call: a schedule on the host executor
-// (hostRoute), the shared-memory engine (shmRoute), the device executor
-// on CUDA memory (deviceRoute), or the shared-memory form of a
-// hierarchical algorithm (hierRoute). decide picks it, once per call.
+// (hostRoute), the shared-memory engine (shmRoute), a schedule on the
+// device executor on CUDA memory (deviceRoute), the device group's
+// algorithms on CUDA memory of one node (peerRoute), CUDA memory through
+// host memory and the shm engine (hostStagedRoute), or the
+// shared-memory form of a hierarchical algorithm (hierRoute). decide
+// picks it, once per call.
 //
 // start begins cl as planned and returns what moves it on: a blocking
 // call is start, then the stepper's Finish (run); a request's is stepped
@@ -52,6 +55,8 @@ type steps struct {
 	hc      host.Call
 	scratch []byte
 	dc      device.Call
+	gc      device.GroupCall
+	staged  stagedStep
 	step    routeStep
 	piece   pieceStep
 }
@@ -109,6 +114,13 @@ func (c *Comm) decide(cl *call) (plan, error) {
 	p.SharedMemory = c.shared != nil
 	p.DeviceMemory = onDevice
 	p.Nodes = c.nodes
+	if onDevice {
+		ok, err := c.deviceGroupFor(cl)
+		if err != nil {
+			return plan{}, err
+		}
+		p.DeviceGroup = ok
+	}
 	cl.p = p
 	choice, err := c.cfg.Tuner.Choose(tuner.Query{Collective: cl.coll, Bytes: cl.bytes, Params: p, Force: cl.force})
 	if err != nil {
@@ -122,6 +134,10 @@ func (c *Comm) decide(cl *call) (plan, error) {
 		pl.h = c.hierarchyFor(onDevice)
 	}
 	switch {
+	case choice.Alg.Device:
+		pl.route = peerRoute{}
+	case choice.Alg.HostStaged:
+		pl.route = hostStagedRoute{}
 	case onDevice:
 		pl.route = deviceRoute{}
 	case choice.Alg.Direct:
@@ -131,7 +147,7 @@ func (c *Comm) decide(cl *call) (plan, error) {
 	default:
 		pl.route = hostRoute{}
 	}
-	if !choice.Alg.Direct && pl.h == nil {
+	if choice.Alg.IsSchedule() && pl.h == nil {
 		pl.sched = c.cache.get(cl.coll, choice.Alg, p)
 	}
 	if c.cfg.Debug != nil {
@@ -148,6 +164,9 @@ func (c *Comm) decide(cl *call) (plan, error) {
 	}
 	if cc, ok := counters.CallOf(cl.name); ok && !cl.own && choice.Alg != nil {
 		counters.Ran(cc, choice.Alg, choice.Fallback)
+		if onDevice {
+			counters.Add(cc, counters.Device)
+		}
 	}
 	return pl, nil
 }

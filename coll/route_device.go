@@ -2,6 +2,7 @@ package coll
 
 import (
 	"fmt"
+	"runtime"
 
 	"github.com/gocoll/gocoll/executor/device"
 	"github.com/gocoll/gocoll/executor/host"
@@ -70,9 +71,23 @@ func (c *Comm) deviceExecutor(name string) (*device.Executor, error) {
 		return nil, &mpierr.Error{Call: name, Class: mpierr.Other, Msg: err.Error()}
 	}
 	c.seq++ // the call's own messages
-	c.device.exec = device.New(rt, c.cfg.Device.Options, peers)
+	opts := c.cfg.Device.Options
+	if opts.Log == nil && c.cfg.Debug != nil {
+		opts.Log = c.cfg.Debug // GOCOLL_DEBUG=info: mappings that failed, retried
+	}
+	opts.Crowded = opts.Crowded || c.ranksOnNode() >= runtime.NumCPU()
+	c.device.exec = device.New(rt, opts, peers)
 	if c.cfg.Debug != nil {
 		fmt.Fprintf(c.cfg.Debug, "gocoll: rank %d: %s: device memory: peers %v\n", c.rank, c.name, peers)
 	}
 	return c.device.exec, nil
+}
+
+// ranksOnNode is how many of the communicator's ranks share this rank's
+// node (all of them where the node map is unknown).
+func (c *Comm) ranksOnNode() int {
+	if c.nodes == nil {
+		return c.Size()
+	}
+	return c.nodes.Size(c.nodes.Node(c.rank))
 }

@@ -164,9 +164,11 @@ func (c *Comm) split(call string, color, key int, name string) (*Comm, error) {
 }
 
 // Free releases the communicator: later calls fail, and its context id can
-// be reused. Not for the world communicator.
+// be reused. Not for the world communicator. Collective, as
+// MPI_Comm_free is: a device group's ranks meet before freeing their
+// regions (Close, at MPI_Finalize, follows a barrier of its own).
 func (c *Comm) Free() {
-	c.Close()
+	c.close(true)
 	c.cfg.contexts().release(c.ctx)
 }
 

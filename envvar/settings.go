@@ -56,6 +56,10 @@ type Settings struct {
 
 	CUDA      CUDAMode // GOCOLL_CUDA
 	CUDANoIPC bool     // GOCOLL_CUDA_IPC=0
+	CUDASlot  int      // GOCOLL_CUDA_SLOT in bytes; 0: the device group's default
+	// CUDAHostSync is GOCOLL_CUDA_SYNC=host: a device group's ranks meet
+	// on the host rather than with stream memory operations.
+	CUDAHostSync bool
 	// PMI is GOCOLL_PMI: 1 or 2, or 0 where unset (package pmi then
 	// picks by the launcher).
 	PMI int
@@ -63,6 +67,29 @@ type Settings struct {
 	// for best): the best the CPU has. The front ends hand it to
 	// ops.CapISA.
 	OpsISA string
+}
+
+// parseBytes reads a size in bytes with an optional K, M or G suffix
+// (powers of 1024).
+func parseBytes(v string) (int, bool) {
+	v = strings.ToUpper(v)
+	shift := 0
+	switch {
+	case strings.HasSuffix(v, "K"):
+		shift = 10
+	case strings.HasSuffix(v, "M"):
+		shift = 20
+	case strings.HasSuffix(v, "G"):
+		shift = 30
+	}
+	if shift > 0 {
+		v = v[:len(v)-1]
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 || n > 1<<40>>shift {
+		return 0, false
+	}
+	return n << shift, true
 }
 
 // DefaultTimeout is GOCOLL_TIMEOUT's default.
@@ -197,6 +224,20 @@ func Parse(getenv func(string) string) (Settings, error) {
 		s.CUDANoIPC = true
 	default:
 		fail(fmt.Errorf("GOCOLL_CUDA_IPC=%s: want 1 or 0", v))
+	}
+	if v := strings.TrimSpace(getenv("GOCOLL_CUDA_SLOT")); v != "" {
+		if n, ok := parseBytes(v); ok && n >= 4<<10 && n <= 1<<30 {
+			s.CUDASlot = n
+		} else {
+			fail(fmt.Errorf("GOCOLL_CUDA_SLOT=%s: want a size from 4K to 1G, such as 1M", v))
+		}
+	}
+	switch v := strings.ToLower(strings.TrimSpace(getenv("GOCOLL_CUDA_SYNC"))); v {
+	case "", "memops":
+	case "host":
+		s.CUDAHostSync = true
+	default:
+		fail(fmt.Errorf("GOCOLL_CUDA_SYNC=%s: want memops or host", v))
 	}
 	switch v := getenv("GOCOLL_PMI"); v {
 	case "":

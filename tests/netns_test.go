@@ -98,7 +98,7 @@ func TestCompareOnEmulatedCluster(t *testing.T) {
 	for _, c := range colls {
 		var names []string
 		for _, a := range algorithms.All(c) {
-			if !a.Direct {
+			if a.IsSchedule() {
 				names = append(names, a.Name)
 			}
 		}

@@ -501,7 +501,7 @@ func (t *Tuner) tuned(q Query) Choice {
 			}
 			return Choice{Extra: t.extra.Name, Source: FromRule, Why: r.why}
 		}
-		if r.alg.Check(q.Params) == nil {
+		if r.alg.Placed(q.Params) && r.alg.Check(q.Params) == nil {
 			return Choice{Alg: r.alg, Source: FromRule, Why: r.why}
 		}
 	}

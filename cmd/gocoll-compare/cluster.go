@@ -127,7 +127,7 @@ func clusterConfigs(c algorithms.Collective, launch func(int) []string, binary s
 		cs = append(cs, config{name: a.name, launch: launch, binary: binary, env: a.env})
 	}
 	for _, a := range algorithms.All(c) {
-		if a.Direct {
+		if !a.IsSchedule() {
 			continue
 		}
 		cs = append(cs, config{name: a.Name, launch: launch, binary: binary,

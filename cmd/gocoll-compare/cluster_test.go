@@ -48,7 +48,7 @@ func TestClusterConfigs(t *testing.T) {
 		}
 		n := 0
 		for _, a := range algorithms.All(c) {
-			if !a.Direct {
+			if a.IsSchedule() {
 				n++
 			}
 		}
@@ -57,7 +57,7 @@ func TestClusterConfigs(t *testing.T) {
 		}
 		for _, cfg := range cs[2:] {
 			a, err := algorithms.Lookup(c, cfg.name)
-			if err != nil || a.Direct || isAuto(cfg.name) {
+			if err != nil || !a.IsSchedule() || isAuto(cfg.name) {
 				t.Errorf("%v: configuration %q: %v", c, cfg.name, err)
 			}
 			want := "GOCOLL_" + c.EnvName() + "_ALGORITHM=" + cfg.name
@@ -319,7 +319,7 @@ func TestPredictor(t *testing.T) {
 			t.Errorf("%v: the tuner sees %d bytes, want the whole vector or output, %d", tc.k, q.Bytes, p.Total()*e)
 		}
 		for _, a := range algorithms.All(coll) {
-			if a.Direct {
+			if !a.IsSchedule() {
 				continue
 			}
 			want := model.Algorithm(a, p, e, m).Time * 1e6

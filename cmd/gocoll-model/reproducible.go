@@ -41,7 +41,7 @@ func reproducibleTable(w io.Writer, p, k int) float64 {
 			best, bestC := math.Inf(1), math.Inf(1)
 			var name, nameC string
 			for _, a := range algorithms.All(c) {
-				if a.Direct || a.Check(base) != nil {
+				if !a.IsSchedule() || a.Check(base) != nil {
 					continue
 				}
 				t := model.Algorithm(a, base, 8, model.Default).Time

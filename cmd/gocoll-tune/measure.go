@@ -27,6 +27,9 @@ type measured struct {
 // flat algorithm under another name, and sort first among the
 // allreduces, so they would win every tie).
 func candidate(a *algorithms.Algorithm, sh tuner.Shape) bool {
+	if a.Device {
+		return false // CUDA memory only: the bundle measures those (docs/cuda.md)
+	}
 	if a.Direct {
 		return sh.Nodes == 1
 	}

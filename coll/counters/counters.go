@@ -106,10 +106,22 @@ const (
 	// them to the host MPI, which is wrong on their (op, datatype)
 	// (LD_PRELOAD).
 	Corrected
+	// Device counts the calls Go ran on CUDA device memory (their
+	// algorithms' counters say how: oneshot, twoshot, hoststaged, a
+	// schedule).
+	Device
+	// DeviceStaged counts device calls whose data went through the
+	// device group's slots because a buffer could not be shared (a
+	// twoshot allreduce, in chunks).
+	DeviceStaged
+	// DeviceFallback counts device calls the device group could not run
+	// (a buffer without an IPC handle, one a peer could not map, or one
+	// misaligned) that ran as the tuner's choice without it instead.
+	DeviceFallback
 	numPaths
 )
 
-var pathNames = [numPaths]string{"fast", "go", "fallback", "host", "cached", "corrected"}
+var pathNames = [numPaths]string{"fast", "go", "fallback", "host", "cached", "corrected", "device", "device_staged", "device_fallback"}
 
 // String returns the counter's name in reports and keys, e.g. fast.
 func (p Path) String() string {
@@ -211,11 +223,15 @@ type Counts struct {
 	Host       int64
 	Cached     int64
 	Corrected  int64
+	// Device, DeviceStaged and DeviceFallback: calls on CUDA memory (see
+	// the Path constants).
+	Device, DeviceStaged, DeviceFallback int64
 }
 
 // String is the report's form: `MPI_Allreduce fast=10 go=5 ring=3 shm=2`,
-// the keys in that order (fast, go, the algorithms by name, fallback,
-// host, cached, corrected), those that are 0 left out except go, and fast where the
+// the keys in that order (fast, go, the algorithms by name, device,
+// device_staged, device_fallback, fallback, host, cached, corrected),
+// those that are 0 left out except go, and fast where the
 // process has a fast path (HasFast).
 func (c Counts) String() string {
 	var b strings.Builder
@@ -232,7 +248,8 @@ func (c Counts) String() string {
 	for _, kv := range []struct {
 		k string
 		v int64
-	}{{"fallback", c.Fallback}, {"host", c.Host}, {"cached", c.Cached}, {"corrected", c.Corrected}} {
+	}{{"device", c.Device}, {"device_staged", c.DeviceStaged}, {"device_fallback", c.DeviceFallback},
+		{"fallback", c.Fallback}, {"host", c.Host}, {"cached", c.Cached}, {"corrected", c.Corrected}} {
 		if kv.v != 0 {
 			fmt.Fprintf(&b, " %s=%d", kv.k, kv.v)
 		}
@@ -243,7 +260,8 @@ func (c Counts) String() string {
 // Of returns call c's counters.
 func Of(c Call) Counts {
 	out := Counts{Call: c.String(), HasFast: sources[Fast].Load() != nil, Fast: Get(c, Fast), Go: Get(c, Go), Fallback: Get(c, Fallback),
-		Host: Get(c, Host), Cached: Get(c, Cached), Corrected: Get(c, Corrected)}
+		Host: Get(c, Host), Cached: Get(c, Cached), Corrected: Get(c, Corrected),
+		Device: Get(c, Device), DeviceStaged: Get(c, DeviceStaged), DeviceFallback: Get(c, DeviceFallback)}
 	for _, a := range algorithms.All(collectives[c]) {
 		if n := table[c][int(numPaths)+a.ID()].Load(); n != 0 {
 			out.Algorithms = append(out.Algorithms, AlgorithmCount{a.Name, n})

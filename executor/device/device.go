@@ -50,6 +50,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/gocoll/gocoll/executor/host"
 	"github.com/gocoll/gocoll/gpu"
@@ -124,6 +125,9 @@ type state struct {
 	events                 []gpu.Event // free events
 	all                    []gpu.Event
 	scratch, tmpIn, tmpOut devMem
+	host                   devMem        // the Stage's pinned host memory (its mem unused)
+	spin                   time.Duration // how long a host wait polls without pause (spinFor, or 0 where crowded)
+	crowded                bool          // Options.Crowded
 }
 
 type devMem struct {
@@ -154,6 +158,9 @@ func (x *Executor) Close() error {
 			if m.ptr != 0 {
 				errs = append(errs, w.drv.MemFree(m.ptr))
 			}
+		}
+		if st.host.ptr != 0 {
+			errs = append(errs, w.drv.MemFreeHost(st.host.ptr))
 		}
 		for _, ev := range st.all {
 			errs = append(errs, w.drv.EventDestroy(ev))
@@ -193,7 +200,10 @@ func (x *Executor) state(mem gpu.Memory) (*state, func(), error) {
 		w.release()
 		return nil, nil, err
 	}
-	st := &state{w: w}
+	st := &state{w: w, spin: spinFor, crowded: x.opts.Crowded}
+	if st.crowded {
+		st.spin = 0
+	}
 	for _, s := range []*gpu.Stream{&st.up, &st.down, &st.comp} {
 		if *s, err = w.drv.StreamCreate(); err != nil {
 			leave()

@@ -79,27 +79,33 @@ func (r *run) sameContext(m gpu.Memory) bool {
 // (descSend). It runs on the thread that called Start, locked to it, the
 // application's thread when called from C: the per-thread stream is that
 // thread's.
-func (r *run) order() error {
+func (r *run) order() error { return waitForApplication(r.drv, r.st) }
+
+// waitForApplication makes st's compute stream wait for the work queued
+// so far on the context's legacy default stream and on the calling
+// thread's per-thread default stream: an event recorded on each (the
+// thread's context must be st's).
+func waitForApplication(drv gpu.Driver, st *state) error {
 	var evs [2]gpu.Event
 	defer func() {
 		for _, ev := range evs {
 			if ev != 0 {
-				r.putEvents(ev)
+				st.putEvents(ev)
 			}
 		}
 	}()
 	for i, s := range []gpu.Stream{gpu.StreamLegacy, gpu.StreamPerThread} {
-		ev, err := r.event()
+		ev, err := st.event()
 		if err != nil {
 			return err
 		}
 		evs[i] = ev
-		if err := r.drv.EventRecord(ev, s); err != nil {
+		if err := drv.EventRecord(ev, s); err != nil {
 			return fmt.Errorf("waiting for the application's default stream: %w", err)
 		}
 	}
 	for _, ev := range evs {
-		if err := r.drv.StreamWaitEvent(r.st.comp, ev); err != nil {
+		if err := drv.StreamWaitEvent(st.comp, ev); err != nil {
 			return err
 		}
 	}
@@ -139,18 +145,9 @@ func (r *run) putEvents(evs ...gpu.Event) {
 	r.st.putEvents(evs...)
 }
 
-// wait blocks until ev's work is done: a few polls, then a blocking wait
-// (the events are created with blocking sync, so the thread sleeps).
-func (r *run) wait(ev gpu.Event) error {
-	for range 20 {
-		done, err := r.drv.EventQuery(ev)
-		if err != nil || done {
-			return err
-		}
-		runtime.Gosched()
-	}
-	return r.drv.EventSynchronize(ev)
-}
+// wait blocks until ev's work is done (waitEvent: it spins, then backs
+// off; it never sleeps until an interrupt).
+func (r *run) wait(ev gpu.Event) error { return r.st.waitEvent(r.drv, ev) }
 
 // addr returns the device address of a range.
 func (r *run) addr(rg schedule.Range) uintptr {
@@ -453,7 +450,13 @@ func (r *run) pollTasks(block bool) (ended, moved bool, err error) {
 			continue
 		}
 		if idle++; idle < 32 {
-			runtime.Gosched() // poll every task a while before sleeping on one
+			// Poll every task a while before waiting on one. A yield
+			// hands the locked thread over twice: only where the node is
+			// crowded, and a peer (a goroutine rank, or a process on this
+			// core) may need it to send what this rank waits for.
+			if r.st.crowded {
+				runtime.Gosched()
+			}
 			continue
 		}
 		var ops []transport.Op

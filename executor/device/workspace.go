@@ -39,9 +39,13 @@ type workspace struct {
 	handles  map[uint64]ipcOut // this process's allocations, by base address
 	mappings map[ipcSource]*ipcIn
 	lru      uint64
-	badPeer  map[string]bool // device bus ids whose handles cannot be opened here
-	sweeper  *time.Timer     // closes idle mappings (sweepIdle); nil when none is due
-	sweepMu  sync.Mutex      // held by a sweep and by release's teardown
+	// failed: allocations of other processes this one could not map,
+	// and when: staged until retryOpen has passed, then tried again. One
+	// allocation that cannot be mapped never stages another, nor a GPU's
+	// for good.
+	failed  map[failedKey]time.Time
+	sweeper *time.Timer // closes idle mappings (sweepIdle); nil when none is due
+	sweepMu sync.Mutex  // held by a sweep and by release's teardown
 
 	// moduleErr: the module failed to load (an *errNoKernels), and
 	// reductions run on the host.
@@ -89,6 +93,17 @@ type ipcIn struct {
 // copy ends.
 const maxMappings = 256
 
+// retryOpen is how long an allocation that could not be mapped stays
+// staged before the next transfer from it tries again.
+var retryOpen = time.Second
+
+// failedKey names an allocation that could not be mapped: a new
+// allocation at its address (a new buffer id) is another.
+type failedKey struct {
+	src ipcSource
+	buf uint64
+}
+
 // maxIdle is how long an unused mapping stays open; reopening costs one
 // cuIpcOpenMemHandle per maxIdle per buffer at most.
 var maxIdle = 2 * time.Second
@@ -110,6 +125,14 @@ type Options struct {
 	// Block is the threads per block of a reduction kernel (default 256),
 	// MaxGrid the most blocks of one launch (default 4096).
 	Block, MaxGrid int
+	// Log, if set, receives what the executor says under
+	// GOCOLL_DEBUG=info (an allocation that cannot be mapped, ...).
+	Log io.Writer
+	// Crowded says the node has no core to spare for each of its ranks
+	// (as many ranks as CPUs, or more): a host wait for the GPU then
+	// polls only briefly before it backs off, so that the rank whose
+	// work it waits for (or, on the fake driver, the GPU itself) can run.
+	Crowded bool
 }
 
 // DefaultSegment is Options.Segment's default.
@@ -183,7 +206,7 @@ func acquire(rt *gpu.Runtime, mem gpu.Memory, opts Options) (*workspace, error) 
 	}
 	w := &workspace{rt: rt, drv: drv, ctx: ctx, dev: mem.Device, retained: retained, opts: opts.withDefaults(), refs: 1,
 		fns: map[string]gpu.Function{}, handles: map[uint64]ipcOut{}, mappings: map[ipcSource]*ipcIn{},
-		badPeer: map[string]bool{}}
+		failed: map[failedKey]time.Time{}}
 	w.bus, _ = drv.DevicePCIBusID(mem.Device)
 	workspaces.m[key] = w
 	return w, nil
@@ -291,6 +314,13 @@ func (e *errNoKernels) Error() string {
 }
 
 func (e *errNoKernels) Unwrap() error { return e.err }
+
+// logf says something under GOCOLL_DEBUG=info.
+func (w *workspace) logf(format string, a ...any) {
+	if w.opts.Log != nil {
+		fmt.Fprintf(w.opts.Log, "gocoll: "+format+"\n", a...)
+	}
+}
 
 // warnOutput is where the warnings of a workspace go; warned holds the
 // runtimes (processes, outside tests) that printed theirs.
@@ -413,10 +443,14 @@ func (w *workspace) forgetHandle(mem gpu.Memory) {
 func (w *workspace) open(d descriptor) (ptr uintptr, done func(), err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.badPeer[d.bus] {
-		return 0, nil, fmt.Errorf("device %s cannot be reached from this process", d.bus)
-	}
 	now := clock()
+	fk := failedKey{ipcSource{d.rt, d.base}, d.buf}
+	if at, ok := w.failed[fk]; ok {
+		if now.Sub(at) < retryOpen {
+			return 0, nil, fmt.Errorf("an allocation of device %s could not be mapped here %v ago (retried after %v)", d.bus, now.Sub(at).Round(time.Millisecond), retryOpen)
+		}
+		delete(w.failed, fk)
+	}
 	w.lru++
 	src := ipcSource{d.rt, d.base}
 	m, ok := w.mappings[src]
@@ -431,7 +465,12 @@ func (w *workspace) open(d descriptor) (ptr uintptr, done func(), err error) {
 	if !ok {
 		p, err := w.drv.IpcOpenMemHandle(d.handle)
 		if err != nil {
-			w.badPeer[d.bus] = true
+			if len(w.failed) >= maxMappings {
+				clear(w.failed)
+			}
+			w.failed[fk] = now
+			w.logf("an allocation of device %s (%d bytes at %#x in process %x) cannot be mapped here: %v; transfers from it are staged, retried after %v",
+				d.bus, d.len, d.base, d.rt, err, retryOpen)
 			return 0, nil, err
 		}
 		m = &ipcIn{ptr: p, buf: d.buf, h: d.handle, busy: 1}

@@ -152,7 +152,7 @@ func TestPlanEqualsReference(t *testing.T) {
 	classes := 0
 	for _, c := range algorithms.Collectives {
 		for _, a := range algorithms.All(c) {
-			if a.Direct {
+			if !a.IsSchedule() {
 				continue
 			}
 			for _, p := range []int{2, 3, 4, 6, 8, 12, 16, 32, 48, 64} {
@@ -197,7 +197,7 @@ func TestSymmetricPlansAtLargerP(t *testing.T) {
 	m := model.Default
 	for _, c := range algorithms.Collectives {
 		for _, a := range algorithms.All(c) {
-			if a.Direct {
+			if !a.IsSchedule() {
 				continue
 			}
 			for _, p := range []int{128, 192, 256} {

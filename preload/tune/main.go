@@ -493,7 +493,7 @@ func unrestricted(c algorithms.Collective, name string) bool {
 		return true
 	}
 	a, err := algorithms.Lookup(c, name)
-	return err == nil && !a.Commutative && !a.Direct
+	return err == nil && !a.Commutative && a.IsSchedule()
 }
 
 // derive turns one MPI's measurements into rules.
