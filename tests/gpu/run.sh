@@ -46,6 +46,10 @@
 #                          do not fit are skipped and said to be); then one
 #                          summary line per collective, which the summary
 #                          below repeats
+#   time-npN-ALG           at 2 and 8 ranks, the small MPI_Allreduce
+#                          (to 256 KiB) under each device algorithm forced:
+#                          oneshot, oneshot-hostsync (GOCOLL_CUDA_SYNC=host),
+#                          hoststaged; their summary lines are marked [ALG]
 #   wrapper (first)        the bundle's mpicc compiles examples/allreduce.c
 #                          against this copy's include/ and lib/, and it
 #                          runs (when a C compiler is here)
@@ -476,6 +480,28 @@ table_budget() {
 	echo "$b"
 }
 
+# time_algorithms N: at 2 and 8 ranks, the small MPI_Allreduce (8 B to
+# 256 KiB) again under each device algorithm that could take it, forced
+# (oneshot, synchronised by stream memory operations and on the host;
+# hoststaged): what the device rules for small calls are to be measured
+# from (docs/cuda.md). Only while a minute of the budget is left; else
+# noted, not failed.
+time_algorithms() {
+	local n=$1 alg name
+	[ "$n" = 2 ] || [ "$n" = 8 ] || return
+	for alg in oneshot oneshot-hostsync hoststaged; do
+		name="time-np$n-$alg"
+		if [ $(($(date +%s) - start + 60)) -gt "$budget" ]; then
+			notes="$notes $name:time-budget"
+			continue
+		fi
+		local sync=memops
+		[ "$alg" = oneshot-hostsync ] && sync=host
+		runone "$name" "$n" env GOCOLL_ALLREDUCE_ALGORITHM="${alg%-hostsync}" GOCOLL_CUDA_SYNC=$sync \
+			"${g[@]}" "$here/tests/gpucoll" --checks none --colls allreduce --max-bytes 262144 --time-budget "$(table_budget 2)"
+	done
+}
+
 # check_mpich_runtime: when the bundle's MPICH runtime is used, one check
 # that it is whole: every library its programs and libraries need, and
 # gpucoll-mpich's, as ldd finds them with the runs' LD_PRELOAD-run
@@ -630,6 +656,7 @@ for n in $ranks; do
 		share=11
 		case $n in 1) share=3 ;; 2) share=7 ;; 3 | 4) share=9 ;; esac
 		runone "time-np$n" "$n" "${g[@]}" "$here/tests/gpucoll" --checks none --max-bytes "$mb" --time-budget "$(table_budget "$share")"
+		time_algorithms "$n"
 	fi
 done
 grep -qs '^gpucoll: no libcudart found' "$work"/*.log && notes="$notes cudart:no-libcudart"
@@ -645,6 +672,12 @@ for n in $ranks; do
 	lines="$lines$(sed -nE 's/^gpucoll: ([0-9]+ of [0-9]+ cells skipped.*)/  time-np'"$n"': \1/p' "$log")
 $(grep -E '^summary ' "$log")
 "
+	for log in "$work/time-np$n"-*.log; do
+		[ -f "$log" ] || continue
+		alg=$(basename "$log" .log)
+		lines="$lines$(sed -nE 's/^summary /summary ['"${alg#time-np$n-}"'] /p' "$log")
+"
+	done
 done
 if [ -n "${lines//[[:space:]]/}" ]; then
 	echo "  timing: device buffers, the slowest rank's mean, against the baselines measured in the same run (time-npN)"
