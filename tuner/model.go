@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/gocoll/gocoll/algorithms"
@@ -217,6 +218,9 @@ func (t *Tuner) modelChoice(q Query, sh Shape) Choice {
 		x = t.extra
 	}
 	c = decide(plansFor(pk), pk, classBytes(key.class), t.machine, x)
+	if t.root != nil { // WithMachine's: coll's fitted machine
+		c.Why = strings.Replace(c.Why, "model (", "model on the fitted machine (", 1)
+	}
 	t.models.choices[key] = c
 	return c
 }
