@@ -40,8 +40,9 @@ import (
 //
 //  1. Agreement: the lowest rank that already knows a machine fitted in
 //     this job (by another communicator; a process's ranks share what
-//     they know, cfg.fit) is found with an allreduce, and broadcasts it:
-//     then nothing is measured.
+//     they know, cfg.fit), measured at every level this communicator has
+//     (across nodes, within one), is found with an allreduce, and
+//     broadcasts it: then nothing is measured.
 //  2. Otherwise fit.Measure with fit.InJob's bounds: the pair across nodes
 //     and the pair within a node (tuner/fit.PairsOf) exchange 8 B to 4 MiB
 //     within 150 ms while the others wait, rank 0 times its reduction and
@@ -54,22 +55,45 @@ import (
 // once; a failure keeps the machine it had, and says so.
 
 // jobFit is what a process's ranks know of the machine fitted in the job:
-// the first one a communicator of theirs measured or agreed on.
+// the first one a communicator of theirs measured or agreed on, or a
+// later one that measured more of it (levels).
 type jobFit struct {
 	mu       sync.Mutex
 	machine  model.Machine
-	has      bool
-	measured int // fits measured by this process's ranks (tests)
-	agreed   int // fits agreed on without measuring
+	levels   levels // what was measured; 0: nothing known
+	measured int    // fits measured by this process's ranks (tests)
+	agreed   int    // fits agreed on without measuring
 }
 
-// know records m as the job's machine unless one is known already, and
-// counts how it came.
-func (j *jobFit) know(m model.Machine, measured bool) {
+// levels are the levels of the machine a fit measured: between nodes,
+// within a node.
+type levels uint32
+
+const (
+	network levels = 1 << iota
+	node
+)
+
+// levelsOf are the levels a fit on node map m measures (the pairs it
+// has).
+func levelsOf(m *algorithms.NodeMap) levels {
+	ps, l := fit.PairsOf(m), levels(0)
+	if ps.HasInter {
+		l |= network
+	}
+	if ps.HasIntra {
+		l |= node
+	}
+	return l
+}
+
+// know records m, of levels l, as the job's machine unless one of those
+// levels or more is known already, and counts how it came.
+func (j *jobFit) know(m model.Machine, l levels, measured bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if !j.has {
-		j.machine, j.has = m, true
+	if j.levels == 0 || l&j.levels == j.levels && l != j.levels {
+		j.machine, j.levels = m, l
 	}
 	if measured {
 		j.measured++
@@ -78,11 +102,12 @@ func (j *jobFit) know(m model.Machine, measured bool) {
 	}
 }
 
-// known returns the job's machine, if one is known.
-func (j *jobFit) known() (model.Machine, bool) {
+// known returns the job's machine if one is known that measured every
+// level of want.
+func (j *jobFit) known(want levels) (model.Machine, bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return j.machine, j.has
+	return j.machine, j.levels != 0 && j.levels&want == want
 }
 
 // tuner is the tuner c decides with: the configuration's, or the one of
@@ -157,11 +182,12 @@ func (c *Comm) fitMachine(call string, q tuner.Query, was tuner.Choice) {
 }
 
 // agreeOrMeasure returns the machine c's ranks agree on: the job's known
-// one of the lowest rank that knows one (from), or else the one they
-// measure now (res). Collective over c; c.mu is held.
+// one of the lowest rank that knows one measuring every level c has
+// (from), or else the one they measure now (res). Collective over c;
+// c.mu is held.
 func (c *Comm) agreeOrMeasure() (m model.Machine, from int, res *fit.Result, err error) {
-	p := c.Size()
-	mine, has := c.cfg.fit.known()
+	p, want := c.Size(), levelsOf(c.nodes)
+	mine, has := c.cfg.fit.known(want)
 	who := []byte{0, 0, 0, 0}
 	binary.LittleEndian.PutUint32(who, uint32(p))
 	if has {
@@ -176,14 +202,14 @@ func (c *Comm) agreeOrMeasure() (m model.Machine, from int, res *fit.Result, err
 			return m, 0, nil, err
 		}
 		m = machineOf(vals)
-		c.cfg.fit.know(m, false)
+		c.cfg.fit.know(m, want, false)
 		return m, from, nil, nil
 	}
 	r, err := fit.Measure(fitComm{c}, fit.InJob(c.cfg.Tuner.Machine()))
 	if err != nil {
 		return m, 0, nil, err
 	}
-	c.cfg.fit.know(r.Machine, true)
+	c.cfg.fit.know(r.Machine, want, true)
 	return r.Machine, 0, &r, nil
 }
 

@@ -57,15 +57,6 @@ func TestFitOnceAtTheFirstModelCall(t *testing.T) {
 	debug := &lockedWriter{}
 	cfg := &coll.Config{Tuner: tu, JobID: "fit", Fit: true, Debug: debug}
 	var ms machines
-	step := func(what string, wantMeasured, wantAgreed int) error {
-		// Every rank's calls of the step are done when all agree on the
-		// counts: a barrier on the world first.
-		measured, agreed := cfg.FitCounts()
-		if measured != wantMeasured || agreed != wantAgreed {
-			return fmt.Errorf("%s: %d measurements and %d agreements, want %d and %d", what, measured, agreed, wantMeasured, wantAgreed)
-		}
-		return nil
-	}
 	runRanks(t, "", 8, cfg, algorithms.BlockNodeMap(8, 4), func(world *coll.Comm) error {
 		before, err := world.Dup("before")
 		if err != nil {
@@ -83,16 +74,13 @@ func TestFitOnceAtTheFirstModelCall(t *testing.T) {
 		if err := sumFloats(node, 1<<18, ""); err != nil { // one node: the rules
 			return err
 		}
-		world.Barrier()
-		if err := step("forced and one-node calls", 0, 0); err != nil {
+		if err := fitCounts(world, cfg, "forced and one-node calls", 0, 0); err != nil {
 			return err
 		}
-		world.Barrier()
 		if err := sumFloats(world, 1<<18, ""); err != nil { // the model's: the fit
 			return err
 		}
-		world.Barrier()
-		if err := step("the first model call", 8, 0); err != nil {
+		if err := fitCounts(world, cfg, "the first model call", 8, 0); err != nil {
 			return err
 		}
 		if !ms.put("world", world) {
@@ -111,16 +99,14 @@ func TestFitOnceAtTheFirstModelCall(t *testing.T) {
 		if err := sumFloats(after, 1<<18, ""); err != nil {
 			return err
 		}
-		world.Barrier()
-		if err := step("later calls and a communicator made after the fit", 8, 0); err != nil {
+		if err := fitCounts(world, cfg, "later calls and a communicator made after the fit", 8, 0); err != nil {
 			return err
 		}
 		ms.put("after", after)
 		if err := sumFloats(before, 1<<18, ""); err != nil {
 			return err
 		}
-		world.Barrier()
-		if err := step("a communicator made before the fit", 8, 8); err != nil {
+		if err := fitCounts(world, cfg, "a communicator made before the fit", 8, 8); err != nil {
 			return err
 		}
 		ms.put("before", before)
@@ -161,6 +147,23 @@ func TestFitOnceAtTheFirstModelCall(t *testing.T) {
 		t.Errorf("no call decided on the fitted machine:\n%s", log)
 	}
 	t.Logf("rank 0's fit:\n%s", grepLines(log, "gocoll: rank 0: MPI_COMM_WORLD: machine", "gocoll: rank 0:   "))
+}
+
+// fitCounts checks cfg's counts of fits measured and agreed on once every
+// rank of world has made its calls so far (a barrier before) and before
+// any goes on to more (a barrier after): the ranks share cfg.
+func fitCounts(world *coll.Comm, cfg *coll.Config, what string, wantMeasured, wantAgreed int) error {
+	if err := world.Barrier(); err != nil {
+		return err
+	}
+	measured, agreed := cfg.FitCounts()
+	if err := world.Barrier(); err != nil {
+		return err
+	}
+	if measured != wantMeasured || agreed != wantAgreed {
+		return fmt.Errorf("%s: %d measurements and %d agreements, want %d and %d", what, measured, agreed, wantMeasured, wantAgreed)
+	}
+	return nil
 }
 
 // grepLines returns the lines of text that start with one of prefixes.
@@ -238,4 +241,58 @@ func TestFitInARequest(t *testing.T) {
 	if measured, _ := cfg.FitCounts(); measured != 4 {
 		t.Errorf("%d measurements, want 4", measured)
 	}
+}
+
+// A fit measures only the levels its communicator has: one rank per node
+// (ranks 0 and 4) fits the network alone. So the world, which has both,
+// measures again rather than agree on it, and the communicators of one
+// rank per node made before the world's fit agree on the world's (it has
+// what they need).
+func TestFitAgreesOnlyOnWhatWasMeasured(t *testing.T) {
+	tu, err := tuner.New(envvar.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &coll.Config{Tuner: tu, JobID: "fitlevels", Fit: true}
+	runRanks(t, "", 8, cfg, algorithms.BlockNodeMap(8, 4), func(world *coll.Comm) error {
+		r := world.Rank()
+		slice, err := world.Split(r%4, r, "slice") // {0,4}, {1,5}, ...: one rank per node
+		if err != nil {
+			return err
+		}
+		defer slice.Free()
+		other, err := world.Split(r%4, -r, "other") // the same, made before any fit
+		if err != nil {
+			return err
+		}
+		defer other.Free()
+		if r%4 == 0 { // ranks 0 and 4 alone: the ranks of a process share what they know
+			if err := sumFloats(slice, 1<<18, ""); err != nil {
+				return err
+			}
+		}
+		if err := fitCounts(world, cfg, "the slice {0, 4}", 2, 0); err != nil {
+			return err
+		}
+		if m, fitted := slice.Machine(); r%4 == 0 && (!fitted || m.NodeAlpha != model.Default.NodeAlpha || m.NodeBeta != model.Default.NodeBeta) {
+			return fmt.Errorf("one rank per node: fitted %v, %+v: want the network alone", fitted, m)
+		}
+		if err := sumFloats(world, 1<<18, ""); err != nil {
+			return err
+		}
+		if err := fitCounts(world, cfg, "the world", 10, 0); err != nil {
+			return err
+		}
+		if err := sumFloats(other, 1<<18, ""); err != nil {
+			return err
+		}
+		if err := fitCounts(world, cfg, "the other slices", 10, 8); err != nil {
+			return err
+		}
+		wm, _ := world.Machine()
+		if om, _ := other.Machine(); om != wm {
+			return fmt.Errorf("the other slice agreed on %+v, the world decides with %+v", om, wm)
+		}
+		return nil
+	})
 }
