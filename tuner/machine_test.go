@@ -13,9 +13,9 @@ import (
 )
 
 // A tuner with another machine decides as its root does inside the rules
-// and by its own machine outside them: on 2 nodes of 4 ranks, a 1 MiB
-// allreduce is ring on model.Default (100 Gbit/s) and not on a 1 Gbit/s
-// network (the emulated cluster). One tuner per machine, shared.
+// and by its own machine outside them: on 2 nodes of 4, a 1 MiB
+// reduce-scatter is ring on model.Default (100 Gbit/s) and hierarchical
+// on a 1 Gbit/s network (model.Slow). One tuner per machine, shared.
 func TestWithMachine(t *testing.T) {
 	root, err := tuner.New(envvar.Settings{})
 	if err != nil {
@@ -33,8 +33,8 @@ func TestWithMachine(t *testing.T) {
 		t.Errorf("machines: derived %+v (given %v), root %+v", d.Machine(), d.MachineGiven(), root.Machine())
 	}
 	nodes := algorithms.BlockNodeMap(8, 4)
-	q := tuner.Query{Collective: algorithms.Allreduce, Bytes: 1 << 20,
-		Params: algorithms.Params{P: 8, Count: 1 << 18, Commutative: true, Nodes: nodes}}
+	q := tuner.Query{Collective: algorithms.ReduceScatterBlock, Bytes: 1 << 20,
+		Params: algorithms.Params{P: 8, Counts: []int{1 << 15, 1 << 15, 1 << 15, 1 << 15, 1 << 15, 1 << 15, 1 << 15, 1 << 15}, Commutative: true, Nodes: nodes}}
 	a, err := root.Choose(q)
 	if err != nil {
 		t.Fatal(err)
@@ -43,8 +43,9 @@ func TestWithMachine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Source != tuner.FromModel || b.Source != tuner.FromModel || a.Alg.Name != "ring" || b.Alg.Name == "ring" {
-		t.Errorf("1 MiB on 2x4: default machine %s (%s), 1 Gbit/s %s (%s); want ring, then another", a.Alg.Name, a.Why, b.Alg.Name, b.Why)
+	if a.Source != tuner.FromModel || b.Source != tuner.FromModel || a.Alg.Name != "ring" || b.Alg.Name != "hierarchical" ||
+		!strings.HasPrefix(a.Why, "model (") || !strings.HasPrefix(b.Why, "model on the fitted machine (") {
+		t.Errorf("1 MiB on 2x4: default machine %s (%s), 1 Gbit/s %s (%s); want ring, then hierarchical", a.Alg.Name, a.Why, b.Alg.Name, b.Why)
 	}
 	// Inside the rules (one node of 4) both take the rule.
 	one := algorithms.Params{P: 4, Count: 1 << 18, Commutative: true, SharedMemory: true, Nodes: algorithms.BlockNodeMap(4, 4)}

@@ -331,7 +331,11 @@ func TestPredictor(t *testing.T) {
 			if a.Direct {
 				continue
 			}
-			want := model.Algorithm(a, p, e, m).Time * 1e6
+			mm := m
+			if a.SizeDependent { // hierarchical: its shm form, as the tuner prices it
+				mm = m.ShmForm()
+			}
+			want := model.Algorithm(a, p, e, mm).Time * 1e6
 			got, chose, ok := pr.price(tc.h, a.Name, tc.k)
 			if !ok || got != want || chose != "" {
 				t.Errorf("%v %s: %v µs %q (%v), want the model's %v", tc.k, a.Name, got, chose, ok, want)
