@@ -24,8 +24,9 @@ import (
 // there. The fit must recover the link's beta (8 and 40 ns/B: one byte
 // each way at the rate) within fitTolerance, within its budget, and auto
 // must then take the model's choice on the fitted machine (the one the
-// tuner makes with the machine the job saved, GOCOLL_FIT_SAVE), which is
-// not ring, model.Default's choice, that the same job takes with
+// tuner makes with the machine the job saved, GOCOLL_FIT_SAVE), for the
+// allreduce and the 1 MiB reduce_scatter after it; the reduce_scatter's
+// is not ring, model.Default's choice, that the same job takes with
 // GOCOLL_FIT=0. A next job given the saved machine (GOCOLL_TUNING_FILE)
 // does not fit and chooses alike.
 func TestNetnsInJobFit(t *testing.T) {
@@ -47,7 +48,7 @@ func TestNetnsInJobFit(t *testing.T) {
 			}
 			t.Cleanup(c.Close)
 			launch := c.Exec(0, harness.Bin+"/gocollrun", "-n", "8", "--host", c.Hosts[0]+":4,"+c.Hosts[1]+":4",
-				"--launcher", "ip netns exec %h", "--bind", c.Addrs[0], bin, "-c", "allreduce", "-m", "1048576:1048576",
+				"--launcher", "ip netns exec %h", "--bind", c.Addrs[0], bin, "-c", "allreduce,reduce_scatter", "-m", "1048576:1048576",
 				"-i", "2", "-il", "2", "-w", "1", "-wl", "1")
 			saved := filepath.Join(t.TempDir(), "machine.json")
 			job := func(what string, env ...string) string {
@@ -59,7 +60,7 @@ func TestNetnsInJobFit(t *testing.T) {
 			}
 
 			out := job("with the fit", "GOCOLL_FIT_SAVE="+saved)
-			fitted := regexp.MustCompile(`(?m)^gocoll: rank 0: MPI_COMM_WORLD: machine fitted in the job at MPI_Allreduce of 1048576 B \(the model chose (\w+) across 2 nodes\): alpha ([\d.]+) µs, beta ([\d.]+) ns/B.*the fit took ([\d.]+)(µs|ms|s)$`).FindStringSubmatch(out)
+			fitted := regexp.MustCompile(`(?m)^gocoll: rank 0: MPI_COMM_WORLD: machine fitted in the job at MPI_Allreduce of 1048576 B \(the model chose \w+ across 2 nodes\): alpha ([\d.]+) µs, beta ([\d.]+) ns/B.*the fit took ([\d.]+)(µs|ms|s)$`).FindStringSubmatch(out)
 			if fitted == nil {
 				t.Fatalf("no fit on rank 0:\n%s", out)
 			}
@@ -67,18 +68,14 @@ func TestNetnsInJobFit(t *testing.T) {
 				t.Errorf("%d ranks fitted the machine, want 8", n)
 			}
 			t.Logf("%s: %s", rc.rate, grep(out, "gocoll: rank 0: "+"MPI_COMM_WORLD: machine", "gocoll: rank 0:   "))
-			beta, _ := strconv.ParseFloat(fitted[3], 64)
+			beta, _ := strconv.ParseFloat(fitted[2], 64)
 			if beta*1e-9 < rc.beta*(1-fitTolerance) || beta*1e-9 > rc.beta*(1+fitTolerance) {
 				t.Errorf("beta %.3f ns/B, want %.1f within %.0f%%", beta, rc.beta*1e9, 100*fitTolerance)
 			}
-			cost, _ := time.ParseDuration(fitted[4] + fitted[5])
+			cost, _ := time.ParseDuration(fitted[3] + fitted[4])
 			if cost > fitLimit {
 				t.Errorf("the fit took %v, want at most %v", cost, fitLimit)
 			}
-			if fitted[1] != "ring" {
-				t.Errorf("before the fit the model chose %s at 1 MiB, want ring (model.Default)", fitted[1])
-			}
-			chose := choiceAt(t, out, 1048576)
 			f, err := tuner.ReadTuningFile(saved)
 			if err != nil || f.Machine == nil {
 				t.Fatalf("the saved machine: %v, %+v", err, f)
@@ -87,24 +84,41 @@ func TestNetnsInJobFit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			q := tuner.Query{Collective: algorithms.Allreduce, Bytes: 1 << 20,
-				Params: algorithms.Params{P: 8, Count: 1 << 18, Commutative: true, Nodes: algorithms.BlockNodeMap(8, 4)}}
-			want, err := base.WithMachine(f.Machine.Model()).Choose(q)
-			if err != nil {
-				t.Fatal(err)
+			nodes := algorithms.BlockNodeMap(8, 4)
+			calls := []struct {
+				name string
+				q    tuner.Query
+			}{
+				{"MPI_Allreduce", tuner.Query{Collective: algorithms.Allreduce, Bytes: 1 << 20,
+					Params: algorithms.Params{P: 8, Count: 1 << 18, Commutative: true, Nodes: nodes}}},
+				{"MPI_Reduce_scatter", tuner.Query{Collective: algorithms.ReduceScatter, Bytes: 1 << 20,
+					Params: algorithms.Params{P: 8, Counts: []int{1 << 15, 1 << 15, 1 << 15, 1 << 15, 1 << 15, 1 << 15, 1 << 15, 1 << 15}, Commutative: true, Nodes: nodes}}},
 			}
-			t.Logf("%s: auto chose %s at 1 MiB after the fit (%s)", rc.rate, chose, want.Why)
-			if chose != want.Alg.Name || chose == "ring" {
-				t.Errorf("auto chose %s at 1 MiB after the fit; the model on the saved machine chooses %s (%s), and it must not be ring", chose, want.Alg.Name, want.Why)
+			chose := map[string]string{}
+			for _, c := range calls {
+				chose[c.name] = choiceAt(t, out, c.name, 1048576)
+				want, err := base.WithMachine(f.Machine.Model()).Choose(c.q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("%s: auto chose %s for %s of 1 MiB after the fit (%s)", rc.rate, chose[c.name], c.name, want.Why)
+				if chose[c.name] != want.Alg.Name {
+					t.Errorf("auto chose %s for %s of 1 MiB after the fit; the model on the saved machine chooses %s (%s)", chose[c.name], c.name, want.Alg.Name, want.Why)
+				}
+			}
+			if chose["MPI_Reduce_scatter"] == "ring" {
+				t.Errorf("the fitted machine chose ring for the reduce_scatter, as model.Default does")
 			}
 
 			out = job("GOCOLL_FIT=0", "GOCOLL_FIT=0")
-			if strings.Contains(out, "machine fitted") || choiceAt(t, out, 1048576) != "ring" {
-				t.Errorf("GOCOLL_FIT=0: a fit, or not ring at 1 MiB:\n%s", out)
+			if strings.Contains(out, "machine fitted") || choiceAt(t, out, "MPI_Reduce_scatter", 1048576) != "ring" {
+				t.Errorf("GOCOLL_FIT=0: a fit, or not ring for the reduce_scatter of 1 MiB:\n%s", out)
 			}
 			out = job("the saved machine", "GOCOLL_TUNING_FILE="+saved)
-			if strings.Contains(out, "machine fitted") || choiceAt(t, out, 1048576) != chose {
-				t.Errorf("with the saved machine as the tuning file: a fit, or not %s at 1 MiB:\n%s", chose, out)
+			for _, c := range calls {
+				if strings.Contains(out, "machine fitted") || choiceAt(t, out, c.name, 1048576) != chose[c.name] {
+					t.Errorf("with the saved machine as the tuning file: a fit, or not %s for %s:\n%s", chose[c.name], c.name, out)
+				}
 			}
 		})
 	}
@@ -120,12 +134,12 @@ const (
 )
 
 // choiceAt returns the algorithm rank 0's GOCOLL_DEBUG=info line says its
-// allreduce of bytes ran.
-func choiceAt(t *testing.T, out string, bytes int) string {
+// call (MPI_Allreduce) of bytes ran.
+func choiceAt(t *testing.T, out, call string, bytes int) string {
 	t.Helper()
-	m := regexp.MustCompile(fmt.Sprintf(`(?m)^gocoll: rank 0: MPI_Allreduce comm=MPI_COMM_WORLD bytes=%d p=8 algorithm=(\w+)`, bytes)).FindStringSubmatch(out)
+	m := regexp.MustCompile(fmt.Sprintf(`(?m)^gocoll: rank 0: %s comm=MPI_COMM_WORLD bytes=%d p=8 algorithm=(\w+)`, call, bytes)).FindStringSubmatch(out)
 	if m == nil {
-		t.Fatalf("no allreduce of %d B on rank 0:\n%s", bytes, out)
+		t.Fatalf("no %s of %d B on rank 0:\n%s", call, bytes, out)
 	}
 	return m[1]
 }
