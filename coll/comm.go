@@ -44,6 +44,12 @@ type Config struct {
 	// SharedNoCMA (GOCOLL_SHM_CMA=0): the shm allgather copies through
 	// the segment at every size, never with cross-memory attach.
 	SharedNoCMA bool
+	// Fit (GOCOLL_FIT): the model's machine is fitted in the job, at the
+	// first call the model decides across nodes (fit.go); FitSave
+	// (GOCOLL_FIT_SAVE) is where rank 0 of the fitting communicator
+	// writes it.
+	Fit     bool
+	FitSave string
 	// Device is how CUDA device memory is handled (GOCOLL_CUDA).
 	Device DeviceConfig
 	// Reproducible (GOCOLL_REPRODUCIBLE=1): reductions whose result
@@ -59,6 +65,7 @@ type Config struct {
 
 	poolOnce sync.Once
 	pool     *contextPool
+	fit      jobFit // the machine fitted in the job, as this process knows it
 }
 
 // Comm is a communicator: an ordered group of the transport's ranks with a
@@ -85,6 +92,10 @@ type Comm struct {
 	hier      *hierarchy
 	hierTried bool
 	device    deviceState // CUDA: the device executor, made at the first device call
+	// The in-job fit (fit.go): the tuner of the machine c fitted or
+	// agreed on (nil: cfg.Tuner's), and whether it did (or tried).
+	fitTuner *tuner.Tuner
+	fitDone  bool
 	// steps is what the routes keep between calls: one call of a
 	// communicator runs at a time (route.go).
 	steps steps

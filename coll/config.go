@@ -42,10 +42,11 @@ func NewConfig(s envvar.Settings) (*Config, error) {
 
 // Apply sets cfg from the envvar.Settings that tune package coll itself
 // in every mode (standalone, Go, LD_PRELOAD): GOCOLL_SHM_SLOT,
-// GOCOLL_SHM_CMA, GOCOLL_CHECK, GOCOLL_REPRODUCIBLE, GOCOLL_REPORT and
-// GOCOLL_PROGRESS_THREAD.
+// GOCOLL_SHM_CMA, GOCOLL_CHECK, GOCOLL_REPRODUCIBLE, GOCOLL_REPORT,
+// GOCOLL_PROGRESS_THREAD, GOCOLL_FIT and GOCOLL_FIT_SAVE.
 func (cfg *Config) Apply(s envvar.Settings) {
 	cfg.SharedSlot, cfg.SharedNoCMA = s.SharedSlot, s.SharedNoCMA
 	cfg.Check, cfg.Reproducible, cfg.Report = s.Check, s.Reproducible, s.Report
 	cfg.ProgressThread = s.ProgressThread
+	cfg.Fit, cfg.FitSave = s.Fit, s.FitSave
 }

@@ -1,6 +1,9 @@
 package coll
 
-import "github.com/gocoll/gocoll/gpu"
+import (
+	"github.com/gocoll/gocoll/executor/model"
+	"github.com/gocoll/gocoll/gpu"
+)
 
 // SetCUDA makes the communicator classify buffers with rt instead of the
 // job's runtime: tests run several fake processes as goroutines of one.
@@ -28,4 +31,21 @@ func (r *Request) Stepped() (begun, stepped bool) {
 	r.c.mu.Lock()
 	defer r.c.mu.Unlock()
 	return r.begun, r.begun && r.st != stepper(&r.c.steps.piece)
+}
+
+// FitCounts says how many times this configuration's ranks measured the
+// machine in the job (one per rank that took part) and agreed on a known
+// one instead.
+func (cfg *Config) FitCounts() (measured, agreed int) {
+	cfg.fit.mu.Lock()
+	defer cfg.fit.mu.Unlock()
+	return cfg.fit.measured, cfg.fit.agreed
+}
+
+// Machine returns the machine c's model decides with, and whether it was
+// fitted in the job (fitted, or agreed on).
+func (c *Comm) Machine() (model.Machine, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.tuner().Machine(), c.fitTuner != nil
 }

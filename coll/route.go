@@ -122,7 +122,7 @@ func (c *Comm) decide(cl *call) (plan, error) {
 		p.DeviceGroup = ok
 	}
 	cl.p = p
-	choice, err := c.cfg.Tuner.Choose(tuner.Query{Collective: cl.coll, Bytes: cl.bytes, Params: p, Force: cl.force})
+	choice, err := c.choose(name, tuner.Query{Collective: cl.coll, Bytes: cl.bytes, Params: p, Force: cl.force})
 	if err != nil {
 		return plan{}, argError(name, mpierr.Arg, "%v", err)
 	}

@@ -100,6 +100,7 @@ func (c *Comm) Dup(name string) (*Comm, error) {
 	c.cfg.contexts().take(id)
 	d := &Comm{t: c.t, ranks: slices.Clone(c.ranks), rank: c.rank, ctx: id, name: name, cfg: c.cfg, loop: c.loop}
 	d.setNodes(c.nodes) // a map never changes: the duplicate shares it
+	d.inheritFit(c)
 	d.inherit(c)
 	return d, nil
 }
@@ -159,6 +160,7 @@ func (c *Comm) split(call string, color, key int, name string) (*Comm, error) {
 	c.cfg.contexts().take(id)
 	s := &Comm{t: c.t, ranks: ranks, rank: newRank, ctx: id, name: name, cfg: c.cfg, loop: c.loop}
 	s.setNodes(subNodes(c.nodes, parent))
+	s.inheritFit(c)
 	s.inherit(c)
 	return s, nil
 }

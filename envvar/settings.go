@@ -45,6 +45,13 @@ type Settings struct {
 	// ProgressThread (GOCOLL_PROGRESS_THREAD=1): nonblocking calls move
 	// on a thread of their own.
 	ProgressThread bool
+	// Fit (GOCOLL_FIT, 1 unless set to 0): the job fits the model's
+	// machine at the first call the model decides across nodes, unless
+	// the tuning file gives one (coll/fit.go). FitSave (GOCOLL_FIT_SAVE):
+	// where rank 0 of the fitting communicator writes the machine, as a
+	// tuning file, for the next job's GOCOLL_TUNING_FILE.
+	Fit     bool
+	FitSave string
 
 	// Forced holds GOCOLL_<COLLECTIVE>_ALGORITHM of each collective that
 	// sets one other than auto: an algorithm of the collective or, for
@@ -151,7 +158,7 @@ func ParseCUDA(s string) (CUDAMode, error) {
 // the other variables are still parsed, and the error is the first in
 // All's order of checks below.
 func Parse(getenv func(string) string) (Settings, error) {
-	s := Settings{Timeout: DefaultTimeout, Transport: "auto", Fallback: FallbackWarn}
+	s := Settings{Timeout: DefaultTimeout, Transport: "auto", Fallback: FallbackWarn, Fit: true}
 	var first error
 	fail := func(err error) {
 		if first == nil {
@@ -181,6 +188,10 @@ func Parse(getenv func(string) string) (Settings, error) {
 	flag("GOCOLL_REPRODUCIBLE", "1", "0", &s.Reproducible)
 	flag("GOCOLL_SHM_CMA", "0", "1", &s.SharedNoCMA)
 	flag("GOCOLL_PROGRESS_THREAD", "1", "0", &s.ProgressThread)
+	noFit := false
+	flag("GOCOLL_FIT", "0", "1", &noFit)
+	s.Fit = !noFit
+	s.FitSave = strings.TrimSpace(getenv("GOCOLL_FIT_SAVE"))
 	switch v := strings.TrimSpace(getenv("GOCOLL_DEBUG")); strings.ToLower(v) {
 	case "", "off", "warn":
 	case "info":

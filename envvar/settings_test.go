@@ -20,20 +20,20 @@ func env(kv ...string) func(string) string {
 // Every variable parses one way, and a bad value is an error that names
 // it.
 func TestParse(t *testing.T) {
-	defaults := Settings{Timeout: DefaultTimeout, Transport: "auto", Fallback: FallbackWarn}
+	defaults := Settings{Timeout: DefaultTimeout, Transport: "auto", Fallback: FallbackWarn, Fit: true}
 	s, err := Parse(env())
 	if err != nil || !reflect.DeepEqual(s, defaults) {
 		t.Fatalf("defaults: %+v, %v", s, err)
 	}
 	s, err = Parse(env("GOCOLL_DEBUG", "INFO", "GOCOLL_REPORT", "1", "GOCOLL_CHECK", "0", "GOCOLL_REPRODUCIBLE", "1",
 		"GOCOLL_TIMEOUT", "90", "GOCOLL_TRANSPORT", "TCP", "GOCOLL_SHM_SLOT", "64k", "GOCOLL_SHM_CMA", "0",
-		"GOCOLL_PROGRESS_THREAD", "1",
+		"GOCOLL_PROGRESS_THREAD", "1", "GOCOLL_FIT", "0", "GOCOLL_FIT_SAVE", " /x/machine.json ",
 		"GOCOLL_ALLREDUCE_ALGORITHM", " ring ", "GOCOLL_ALLGATHER_ALGORITHM", "auto", "GOCOLL_REDUCE_SCATTER_ALGORITHM", "native",
 		"GOCOLL_BCAST_ALGORITHM", "binomial", "GOCOLL_REDUCE_ALGORITHM", "binomial", "GOCOLL_GATHER_ALGORITHM", "linear",
 		"GOCOLL_TUNING_FILE", "/x/rules.json", "GOCOLL_FALLBACK", "Silent",
 		"GOCOLL_CUDA", "off", "GOCOLL_CUDA_IPC", "0", "GOCOLL_PMI", "2", "GOCOLL_OPS_ISA", "AVX2"))
 	want := Settings{Debug: true, Report: true, Reproducible: true, Timeout: 90 * time.Second, Transport: "tcp",
-		SharedSlot: 64 << 10, SharedNoCMA: true, ProgressThread: true,
+		SharedSlot: 64 << 10, SharedNoCMA: true, ProgressThread: true, FitSave: "/x/machine.json",
 		Forced: map[algorithms.Collective]string{algorithms.Allreduce: "ring", algorithms.ReduceScatter: Native,
 			algorithms.Bcast: "binomial", algorithms.Reduce: "binomial", algorithms.Gather: "linear"},
 		TuningFile: "/x/rules.json", Fallback: FallbackSilent,
@@ -53,6 +53,7 @@ func TestParse(t *testing.T) {
 		{[]string{"GOCOLL_OPS_ISA", "best"}, func(s Settings) bool { return s.OpsISA == "" }},
 		{[]string{"GOCOLL_OPS_ISA", "go"}, func(s Settings) bool { return s.OpsISA == "go" }},
 		{[]string{"GOCOLL_FALLBACK", "error"}, func(s Settings) bool { return s.Fallback == FallbackError }},
+		{[]string{"GOCOLL_FIT", "1"}, func(s Settings) bool { return s.Fit && s.FitSave == "" }},
 	} {
 		if s, err := Parse(env(tc.kv...)); err != nil || !tc.want(s) {
 			t.Errorf("%v: %+v, %v", tc.kv, s, err)
@@ -64,7 +65,7 @@ func TestParse(t *testing.T) {
 		{"GOCOLL_TIMEOUT", "-5s", "want a duration"}, {"GOCOLL_TIMEOUT", "soon", "want a duration"},
 		{"GOCOLL_TRANSPORT", "ib", "want auto, shm, tcp"},
 		{"GOCOLL_SHM_SLOT", "0K", "want a size"}, {"GOCOLL_SHM_SLOT", "12MB", "want a size"}, {"GOCOLL_SHM_CMA", "off", "want 1 or 0"},
-		{"GOCOLL_PROGRESS_THREAD", "yes", "want 0 or 1"},
+		{"GOCOLL_PROGRESS_THREAD", "yes", "want 0 or 1"}, {"GOCOLL_FIT", "off", "want 1 or 0"},
 		{"GOCOLL_ALLREDUCE_ALGORITHM", "bogus", `MPI_Allreduce has no algorithm "bogus" (valid: `},
 		{"GOCOLL_BCAST_ALGORITHM", "ring", `MPI_Bcast has no algorithm "ring" (valid: binomial)`},
 		{"GOCOLL_REDUCE_ALGORITHM", "bogus", `MPI_Reduce has no algorithm "bogus" (valid: binomial)`},

@@ -86,7 +86,7 @@ func TestCompareOnEmulatedCluster(t *testing.T) {
 		t.Errorf("no description of the cluster:\n%s", out)
 	}
 	// The machine fitted on the same ranks first, both levels.
-	for _, want := range []string{"machine fitted on 4 ranks, 2 nodes x 2:", "between nodes (rank 0 <-> rank 2): alpha", "within a node (rank 0 <-> rank 1): node_alpha"} {
+	for _, want := range []string{"machine fitted on 4 ranks, 2 nodes x 2, in ", "between nodes (rank 0 <-> rank 2): alpha", "within a node (rank 0 <-> rank 1): node_alpha"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q:\n%s", want, out)
 		}

@@ -20,10 +20,10 @@ func TestTuneFitsBothLevels(t *testing.T) {
 		spec  string
 		wants []string
 	}{
-		{"h1:2,h2:2", []string{"4 ranks, 2 nodes x 2:", "between nodes (rank 0 <-> rank 2): alpha", "within a node (rank 0 <-> rank 1): node_alpha", "shm step (8 B shm allreduce on node 0's 2 ranks)"}},
+		{"h1:2,h2:2", []string{"4 ranks, 2 nodes x 2, in ", "between nodes (rank 0 <-> rank 2): alpha", "within a node (rank 0 <-> rank 1): node_alpha", "shm step (8 B shm allreduce on node 0's 2 ranks)"}},
 		{"h1:1,h2:1,h1:1,h2:1", []string{"between nodes (rank 0 <-> rank 1): alpha", "within a node (rank 0 <-> rank 2): node_alpha"}},
-		{"h1:3,h2:1", []string{"2 nodes (3,1):", "between nodes (rank 0 <-> rank 3): alpha", "within a node (rank 0 <-> rank 1): node_alpha"}},
-		{"", []string{"4 ranks, one node:", "between nodes: not measured (one node); model.Default's alpha 2.00 µs", "within a node (rank 0 <-> rank 1): node_alpha"}},
+		{"h1:3,h2:1", []string{"2 nodes (3,1), in ", "between nodes (rank 0 <-> rank 3): alpha", "within a node (rank 0 <-> rank 1): node_alpha"}},
+		{"", []string{"4 ranks, one node, in ", "between nodes: not measured (one node); alpha 2.00 µs", "within a node (rank 0 <-> rank 1): node_alpha"}},
 	} {
 		file := filepath.Join(t.TempDir(), "machine.json")
 		out, code := run(t, 2*time.Minute, nil, onHosts(tc.spec, filepath.Join(harness.Bin, "gocoll-tune"), "-machine-only", "-reps", "1", "-o", file)...)

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/gocoll/gocoll/algorithms"
@@ -24,7 +25,11 @@ import (
 // where there is something to compose (more than one node, more than one
 // rank a node); their plan holds one trace per choice of phases
 // (model.PrepareWithin, algorithms.Algorithm.AtSize), each priced at the
-// sizes that choice is made at.
+// sizes that choice is made at. On host memory they run in their
+// shared-memory form (coll/hierarchy.go), whose intra-node phases are the
+// shm engine's steps, not messages: their plans are priced on
+// model.Machine.ShmForm (PricedPlan.Cost), except where the host's
+// collective is a candidate (below).
 //
 // The model prices the shape, not the exact map: nodes of PerNode
 // consecutive ranks, the last one short where PerNode does not divide p.
@@ -144,6 +149,17 @@ func Plans(c algorithms.Collective, sh Shape, commutative, shared, device bool) 
 	return plansFor(planKey{coll: c, shape: sh, commutative: commutative, shared: shared, device: device})
 }
 
+// Cost is the plan's price at scale s on machine m as the tuner prices
+// it: a hierarchical algorithm's, where shm (host memory), on
+// m.ShmForm(), since there it runs in its shared-memory form, its
+// intra-node phases on the shm engine.
+func (pp PricedPlan) Cost(m model.Machine, s int64, shm bool) model.Cost {
+	if pp.Alg.SizeDependent && shm {
+		m = m.ShmForm()
+	}
+	return pp.Plan.Cost(m, s)
+}
+
 type modelCache struct {
 	mu      sync.RWMutex
 	choices map[modelKey]Choice
@@ -217,6 +233,9 @@ func (t *Tuner) modelChoice(q Query, sh Shape) Choice {
 		x = t.extra
 	}
 	c = decide(plansFor(pk), pk, classBytes(key.class), t.machine, x)
+	if t.root != nil { // WithMachine's: coll's fitted machine
+		c.Why = strings.Replace(c.Why, "model (", "model on the fitted machine (", 1)
+	}
 	t.models.choices[key] = c
 	return c
 }
@@ -310,7 +329,11 @@ func decide(plans []pricedPlan, pk planKey, bytes int64, m model.Machine, x *Ext
 	best, second, host := -1, -1, -1
 	times := make([]float64, len(plans))
 	for i, pp := range plans {
-		times[i] = pp.Plan.Cost(m, s).Time
+		// The shm form's price on host memory; not where the host's
+		// collective is weighed (LD_PRELOAD), whose estimate is a flat
+		// textbook algorithm's: no unmeasured discount tips a call from
+		// the host.
+		times[i] = pp.Cost(m, s, !pk.device && x == nil).Time
 		if math.IsInf(times[i], 1) {
 			continue
 		}

@@ -29,7 +29,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -167,6 +169,14 @@ type Tuner struct {
 	machine model.Machine
 	models  modelCache
 	last    atomic.Pointer[shapeOf] // the shape of the last node map seen
+
+	// given: the tuning file or Options gave the machine (no in-job fit
+	// replaces it). root: the tuner WithMachine made this one from (nil:
+	// none); derived: the tuners made from this one, by machine (guarded
+	// by mu).
+	given   bool
+	root    *Tuner
+	derived map[model.Machine]*Tuner
 }
 
 type compiledRule struct {
@@ -234,7 +244,7 @@ func NewWithOptions(s envvar.Settings, opts Options) (*Tuner, error) {
 		}
 		add(f.Rules, path)
 		if f.Machine != nil {
-			t.machine = f.Machine.Model()
+			t.machine, t.given = f.Machine.Model(), true
 		}
 	}
 	if err := checkRules(opts.Rules, t.extraName()); err != nil {
@@ -245,9 +255,38 @@ func NewWithOptions(s envvar.Settings, opts Options) (*Tuner, error) {
 		add(Defaults, "the defaults")
 	}
 	if opts.Machine != nil {
-		t.machine = *opts.Machine
+		t.machine, t.given = *opts.Machine, true
 	}
 	return t, nil
+}
+
+// MachineGiven reports whether the model's machine was given, by the
+// tuning file's "machine" or Options.Machine, rather than model.Default:
+// coll's in-job fit does not replace a given machine.
+func (t *Tuner) MachineGiven() bool { return t.given }
+
+// WithMachine returns a tuner that decides as t does (its forced
+// algorithms, rules, fallback and extra candidate) but with machine m
+// outside every rule: coll's communicators decide with it once the job
+// has fitted its machine, and the model's reasons say "model on the
+// fitted machine". The tuner of one machine is made once per t
+// and shared, with its cache of the model's choices, by every caller.
+func (t *Tuner) WithMachine(m model.Machine) *Tuner {
+	if t.root != nil {
+		return t.root.WithMachine(m)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if d, ok := t.derived[m]; ok {
+		return d
+	}
+	d := &Tuner{force: t.force, rules: t.rules, fallback: t.fallback, log: t.log, extra: t.extra, sources: t.sources,
+		machine: m, given: true, root: t}
+	if t.derived == nil {
+		t.derived = map[model.Machine]*Tuner{}
+	}
+	t.derived[m] = d
+	return d
 }
 
 // isExtra reports whether name is the extra candidate's.
@@ -332,6 +371,44 @@ func readTuningFile(path string, extra string) (File, error) {
 		return f, fmt.Errorf("%s: machine: negative parameter", path)
 	}
 	return f, nil
+}
+
+// SaveMachine writes machine m into the tuning file at path, headed by
+// pv (nil: none): a new file with no rules, or an existing one with its
+// machine and provenance replaced and its rules kept as they are (a
+// run-time tuning file may hold rules this tuner cannot check, such as
+// the preload's "native"). The file is written beside itself and renamed
+// into place, so that a job reading it never sees half of it. It fails,
+// leaving the file alone, where an existing file is not a tuning file.
+func SaveMachine(path string, m Machine, pv *Provenance) error {
+	f := File{Rules: []Rule{}}
+	if data, err := os.ReadFile(path); err == nil {
+		if err := json.Unmarshal(data, &f); err != nil {
+			return fmt.Errorf("%s: not a tuning file, left alone: %v", path, err)
+		}
+		if f.Rules == nil {
+			f.Rules = []Rule{}
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	f.Machine, f.Provenance = &m, pv
+	data, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(append(data, '\n'))
+	if err = errors.Join(err, tmp.Close()); err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
 }
 
 // checkRules fails, naming the rule, on an unknown collective or algorithm
@@ -509,6 +586,10 @@ func (t *Tuner) tuned(q Query) Choice {
 }
 
 func (t *Tuner) warnOnce(key, msg string) {
+	if t.root != nil { // one warning per process, whatever the machine
+		t.root.warnOnce(key, msg)
+		return
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.warned[key] {

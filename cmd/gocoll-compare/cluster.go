@@ -15,6 +15,7 @@ import (
 
 	"github.com/gocoll/gocoll/algorithms"
 	"github.com/gocoll/gocoll/envvar"
+	"github.com/gocoll/gocoll/executor/model"
 	"github.com/gocoll/gocoll/internal/netns"
 	"github.com/gocoll/gocoll/internal/provenance"
 	"github.com/gocoll/gocoll/tuner"
@@ -55,10 +56,11 @@ func parseCluster(s string) (hosts, ppn int, err error) {
 }
 
 // The configurations the tuner decides, by name: auto as the user's
-// environment leaves it (beyond one node the model decides, on
-// model.Default unless GOCOLL_TUNING_FILE gives a machine), and
-// auto-tuned with the fitted machine's tuning file, as "Tuning on a
-// cluster" tells a user to run.
+// environment leaves it (beyond one node the model decides, on the
+// machine each job fits at its first such call, GOCOLL_FIT, unless
+// GOCOLL_TUNING_FILE gives one or GOCOLL_FIT=0 keeps model.Default), and
+// auto-tuned with gocoll-tune's fitted machine as its tuning file, as
+// "Tuning on a cluster" tells a user to run.
 const (
 	autoName  = "auto"
 	autoTuned = "auto-tuned"
@@ -101,8 +103,11 @@ func envWith(extra []string) func(string) string {
 }
 
 // autoTuners are the tuners autos' runs build, by name: each from the
-// environment its runs see.
-func autoTuners(autos []autoConfig) (map[string]*tuner.Tuner, error) {
+// environment its runs see. A run that fits its machine in the job
+// (GOCOLL_FIT, no machine in a tuning file) decides with its own fit,
+// which the predictor cannot see: fitted, gocoll-tune's fit of the same
+// cluster, stands for it.
+func autoTuners(autos []autoConfig, fitted model.Machine) (map[string]*tuner.Tuner, error) {
 	tuners := map[string]*tuner.Tuner{}
 	for _, a := range autos {
 		s, err := envvar.Parse(envWith(a.env))
@@ -112,6 +117,9 @@ func autoTuners(autos []autoConfig) (map[string]*tuner.Tuner, error) {
 		t, err := tuner.New(s)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", a.name, err)
+		}
+		if s.Fit && !t.MachineGiven() {
+			t = t.WithMachine(fitted)
 		}
 		tuners[a.name] = t
 	}
@@ -229,8 +237,8 @@ func fitCluster(root, file string, launch []string, hosts, ppn int, autos []auto
 		return nil, fmt.Errorf("%s wrote no machine", argv[len(launch)])
 	}
 	fmt.Printf("%s\n", strings.TrimSpace(provenance.Strip(string(out)))) // this run's header is above
-	fmt.Printf("  (gocoll-tune -machine-only on the same ranks; the model's tables below price every configuration with it, and %s runs with it as GOCOLL_TUNING_FILE)\n\n", autoTuned)
-	tuners, err := autoTuners(autos)
+	fmt.Printf("  (gocoll-tune -machine-only on the same ranks; the model's tables below price every configuration with it, %s runs with it as GOCOLL_TUNING_FILE, and %s fits its own in each job, GOCOLL_FIT, for which the tables take this one)\n\n", autoTuned, autoName)
+	tuners, err := autoTuners(autos, f.Machine.Model())
 	if err != nil {
 		return nil, err
 	}

@@ -269,9 +269,10 @@ func TestModelErrors(t *testing.T) {
 // its header says it measured: datatype, total or per rank) on the
 // emulated node map, with the fitted machine; auto and auto-tuned as the
 // algorithm each one's tuner chooses for that call: auto's decides
-// beyond one node on model.Default (no tuning file in the environment),
-// auto-tuned's on the fitted machine, read from the tuning file its runs
-// get.
+// beyond one node on the machine its jobs fit (no tuning file in the
+// environment), for which gocoll-tune's fit stands, or with GOCOLL_FIT=0
+// on model.Default; auto-tuned's on the fitted machine, read from the
+// tuning file its runs get.
 func TestPredictor(t *testing.T) {
 	nodes := algorithms.NodeMapOf([]int{0, 0, 1, 1, 2, 2, 3, 3})
 	m := model.Machine{Alpha: 50e-6, Beta: 8e-9, Gamma: 0.04e-9, Delta: 0.05e-9, NodeAlpha: 5e-6, NodeBeta: 0.2e-9, Sync: 1e-6}
@@ -285,12 +286,20 @@ func TestPredictor(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("GOCOLL_TUNING_FILE", "")
-	tuners, err := autoTuners(autoConfigs(file))
+	t.Setenv("GOCOLL_FIT", "0")
+	tuners, err := autoTuners(autoConfigs(file), m)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(tuners) != 2 || tuners["auto"].Machine() != model.Default || tuners["auto-tuned"].Machine() != m {
-		t.Fatalf("tuners %v: want auto on model.Default, auto-tuned on the fitted machine", tuners)
+		t.Fatalf("GOCOLL_FIT=0: tuners %v: want auto on model.Default, auto-tuned on the fitted machine", tuners)
+	}
+	t.Setenv("GOCOLL_FIT", "")
+	if tuners, err = autoTuners(autoConfigs(file), m); err != nil {
+		t.Fatal(err)
+	}
+	if len(tuners) != 2 || tuners["auto"].Machine() != m || tuners["auto-tuned"].Machine() != m {
+		t.Fatalf("tuners %v: want both on the fitted machine (auto fits its own in the job)", tuners)
 	}
 	pr := newPredictor(m, nodes, tuners)
 	float := head{"MPI_Allreduce", "MPI_FLOAT", "total"}
@@ -322,7 +331,11 @@ func TestPredictor(t *testing.T) {
 			if !a.IsSchedule() {
 				continue
 			}
-			want := model.Algorithm(a, p, e, m).Time * 1e6
+			mm := m
+			if a.SizeDependent { // hierarchical: its shm form, as the tuner prices it
+				mm = m.ShmForm()
+			}
+			want := model.Algorithm(a, p, e, mm).Time * 1e6
 			got, chose, ok := pr.price(tc.h, a.Name, tc.k)
 			if !ok || got != want || chose != "" {
 				t.Errorf("%v %s: %v µs %q (%v), want the model's %v", tc.k, a.Name, got, chose, ok, want)

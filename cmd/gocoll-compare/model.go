@@ -78,7 +78,11 @@ func (pr *predictor) price(h head, config string, k key) (float64, string, bool)
 			}
 		}
 		if a, err := algorithms.Lookup(coll, name); err == nil {
-			t := model.Algorithm(a, q.Params, e, pr.machine).Time
+			m := pr.machine
+			if a.SizeDependent { // hierarchical: its shm form on host memory, as the tuner prices it
+				m = m.ShmForm()
+			}
+			t := model.Algorithm(a, q.Params, e, m).Time
 			p.us, p.ok = t*1e6, !math.IsInf(t, 0)
 		}
 	}

@@ -246,7 +246,7 @@ func Regret(w io.Writer, g Grid, verbose bool) (Point, error) {
 						}
 						pt := Point{Machine: m.Name, Collective: c, Shape: sh, Bytes: bytes, Chosen: ch.Name(), ChosenT: math.Inf(1), BestT: math.Inf(1)}
 						for _, pp := range plans {
-							t := pp.Plan.Cost(m.M, s).Time
+							t := pp.Cost(m.M, s, true).Time
 							if t < pt.BestT {
 								pt.Best, pt.BestT = pp.Alg.Name, t
 							}

@@ -5,13 +5,14 @@
 //
 // It runs in three parts:
 //
-//  1. The machine of the model (package cmd/gocoll-tune/fit): on a job that
-//     spans several nodes, an exchange of 4 B to 4 MiB between two ranks
-//     of one node fitted to node_alpha and node_beta, and between two
-//     ranks of different nodes to alpha and beta; the shm step (sync);
-//     the reduction kernel (float32 sum) and memmove, for gamma and delta.
-//     On one node only the pair within the node is measured, and the
-//     network keeps model.Default's values (it says so).
+//  1. The machine of the model (package tuner/fit, which the in-job fit
+//     shares; machine.go): on a job that spans several nodes, an exchange
+//     of 4 B to 4 MiB between two ranks of one node fitted to node_alpha
+//     and node_beta, and between two ranks of different nodes to alpha
+//     and beta; the shm step (sync); the reduction kernel (float32 sum)
+//     and memmove, for gamma and delta. On one node only the pair within
+//     the node is measured, and the network keeps model.Default's values
+//     (it says so).
 //  2. Every algorithm of every collective on this job's ranks, at sizes
 //     from -min to -max by factors of 4, measured in turn and repeated (the
 //     median of -reps is kept), so that noise hits all alike. The fastest
@@ -42,7 +43,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/gocoll/gocoll/algorithms"
-	"github.com/gocoll/gocoll/cmd/gocoll-tune/fit"
 	"github.com/gocoll/gocoll/executor/model"
 	"github.com/gocoll/gocoll/internal/provenance"
 	"github.com/gocoll/gocoll/internal/units"
@@ -117,7 +117,7 @@ func parseInts(s string) ([]int, error) {
 }
 
 func tune(c *mpi.Comm, o options) error {
-	fitted, err := fit.Measure(c, o.reps)
+	fitted, err := measureMachine(c, o.reps)
 	if err != nil {
 		return err
 	}

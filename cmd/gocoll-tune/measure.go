@@ -1,11 +1,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"time"
 
 	"github.com/gocoll/gocoll/algorithms"
-	"github.com/gocoll/gocoll/cmd/gocoll-tune/fit"
 	"github.com/gocoll/gocoll/mpi"
 	"github.com/gocoll/gocoll/tuner"
 )
@@ -60,7 +62,7 @@ func measureCollective(c *mpi.Comm, coll algorithms.Collective, sh tuner.Shape, 
 				}
 				return mpi.Allgather(c, send[:n/p], recv, opt)
 			}
-			t, err := fit.Time(c, o.reps, call)
+			t, err := Time(c, o.reps, call)
 			if err != nil {
 				return nil, fmt.Errorf("%s %s %d B: %w", coll, alg, b, err)
 			}
@@ -101,3 +103,51 @@ func rulesFromWinners(coll algorithms.Collective, sh tuner.Shape, res []measured
 	}
 	return rules
 }
+
+// Time returns the slowest rank's median time of call over reps
+// repetitions, each of enough calls back to back to last about a
+// millisecond (after one call to warm up).
+func Time(c *mpi.Comm, reps int, call func() error) (float64, error) {
+	if err := call(); err != nil { // warm up (and build the schedule)
+		return 0, err
+	}
+	iters := 1
+	for {
+		d, err := timeIters(c, iters, call)
+		if err != nil {
+			return 0, err
+		}
+		if d*float64(iters) > 1e-3 || iters >= 1<<16 {
+			break
+		}
+		iters *= 4
+	}
+	var times []float64
+	for range max(reps, 1) {
+		d, err := timeIters(c, iters, call)
+		if err != nil {
+			return 0, err
+		}
+		times = append(times, d)
+	}
+	slices.Sort(times)
+	return times[len(times)/2], nil
+}
+
+// timeIters returns the slowest rank's time per call of iters calls.
+func timeIters(c *mpi.Comm, iters int, call func() error) (float64, error) {
+	c.Barrier()
+	t0 := time.Now()
+	for range iters {
+		if err := call(); err != nil {
+			return 0, err
+		}
+	}
+	d := []float64{time.Since(t0).Seconds() / float64(iters)}
+	if err := mpi.AllreduceInPlace(c, d, mpi.Max); err != nil {
+		return 0, err
+	}
+	return d[0], nil
+}
+
+var errShmStep = errors.New("the shm allreduce on node 0 failed (see rank 0)")

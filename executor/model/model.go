@@ -60,6 +60,18 @@ func (m Machine) node() (alpha, beta float64) {
 	return m.NodeAlpha, m.NodeBeta
 }
 
+// ShmForm returns the machine the shared-memory form of a hierarchical
+// algorithm is priced on (coll/hierarchy.go: on host memory its
+// intra-node phases run on the shm engine, not as messages): within a
+// node a round costs one synchronisation of the engine (Sync) instead of
+// a message (NodeAlpha), and a byte one copy through the segment (Delta)
+// instead of the transport's two (NodeBeta), as shm.go prices the
+// engine. Between nodes nothing changes.
+func (m Machine) ShmForm() Machine {
+	m.NodeAlpha, m.NodeBeta = m.sync(), m.Delta
+	return m
+}
+
 // sync returns the price of one shm step.
 func (m Machine) sync() float64 {
 	if m.Sync == 0 {

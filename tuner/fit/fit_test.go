@@ -2,12 +2,9 @@ package fit
 
 import (
 	"math"
-	"strings"
 	"testing"
 
 	"github.com/gocoll/gocoll/algorithms"
-	"github.com/gocoll/gocoll/executor/model"
-	"github.com/gocoll/gocoll/mpi"
 )
 
 // synthetic returns exchanges of 4 B to 4 MiB taking alpha + beta n, each
@@ -102,45 +99,6 @@ func TestPairsOf(t *testing.T) {
 		}
 		if ps.HasInter && m.Node(ps.Inter[0]) == m.Node(ps.Inter[1]) {
 			t.Errorf("%s: inter pair %v on one node", tc.name, ps.Inter)
-		}
-	}
-}
-
-// On one node (in-process ranks) Measure fits the pair within the node
-// and the shm step, keeps model.Default's network and says so; every
-// rank gets the same machine. Nothing here depends on the times.
-func TestMeasureOneNode(t *testing.T) {
-	got := make([]Result, 3)
-	err := mpi.RunLocal(3, func(c *mpi.Comm) error {
-		r, err := Measure(c, 1)
-		got[c.Rank()] = r
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := got[0]
-	if r.Nodes.NumNodes() != 1 || r.Nodes.P() != 3 {
-		t.Errorf("node map %v, want one node of 3", r.Nodes)
-	}
-	if !r.Pairs.HasIntra || r.Pairs.Intra != [2]int{0, 1} || r.Pairs.HasInter || r.Inter != nil {
-		t.Errorf("pairs %+v, inter points %v: want 0 <-> 1 within the node only", r.Pairs, r.Inter)
-	}
-	if len(r.Intra) != 11 || r.Intra[0].Bytes != 4 || r.Intra[10].Bytes != 4<<20 || !r.SyncMeasured {
-		t.Errorf("intra points %v, sync measured %v: want 4 B..4 MiB and the shm step", r.Intra, r.SyncMeasured)
-	}
-	if r.Machine.Alpha != model.Default.Alpha || r.Machine.Beta != model.Default.Beta {
-		t.Errorf("network %g %g, want model.Default's (not measured)", r.Machine.Alpha, r.Machine.Beta)
-	}
-	for i := range got {
-		if got[i].Machine != r.Machine {
-			t.Errorf("rank %d fitted %+v, rank 0 %+v", i, got[i].Machine, r.Machine)
-		}
-	}
-	d := r.Describe()
-	for _, want := range []string{"3 ranks, one node:", "between nodes: not measured (one node)", "within a node (rank 0 <-> rank 1)", "shm step (8 B shm allreduce on node 0's 3 ranks)"} {
-		if !strings.Contains(d, want) {
-			t.Errorf("Describe lacks %q:\n%s", want, d)
 		}
 	}
 }
