@@ -51,6 +51,22 @@ type config struct {
 	// names are each collective's algorithms in the order the C half's
 	// decision cache indexes them.
 	names [4][]string
+	// Run-time tuning (tune.go): on (GOCOLL_TUNE, on by default here),
+	// timed calls per candidate (GOCOLL_TUNE_CALLS), the file the
+	// verdicts are saved to (GOCOLL_TUNE_SAVE), and the test hook
+	// (GOCOLL_TUNE_TEST, -tags gocolltest only).
+	tune      bool
+	tuneCalls int
+	tuneSave  string
+	tuneTest  tuneTest
+}
+
+// tuneTest is run-time tuning's test hook (fault.go): each rank's trial
+// times, replaced (µs, host then gocoll), and a delay in every trial of
+// the host [0] or gocoll [1].
+type tuneTest struct {
+	fake  map[int][2]float64
+	delay [2]time.Duration
 }
 
 // loadConfig reads the GOCOLL_ variables of LD_PRELOAD mode, with the
@@ -81,6 +97,10 @@ func loadConfig(env func(string) string, flavor string) (*config, error) {
 		c.names[i] = algorithms.Names(cl)
 	}
 	c.debug, c.report, c.timeout = set.Debug, set.Report, set.Timeout
+	c.tune, c.tuneCalls, c.tuneSave = set.Tune != envvar.TuneOff, set.TuneCalls, set.TuneSave
+	if c.tuneTest, err = loadTuneTest(env); err != nil {
+		return nil, err
+	}
 	switch set.Transport {
 	case "auto":
 	case "shm", "hostmpi":
