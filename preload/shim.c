@@ -6,9 +6,10 @@
  * without Go (entering Go costs about 0.2 us, a small native collective
  * 0.5 us): whether MPI is running, whether the communicator, datatype and
  * op are ones gocoll handles, and, from a per-communicator cache, what the
- * tuner chose last time for this size. Only calls that gocoll runs, the
- * first call of each size, and calls on CUDA device memory (which gocoll
- * runs on its device executor, deciding afresh each time) enter Go.
+ * tuner chose for this size class. Only calls that gocoll runs, the
+ * first call of each size class, run-time tuning's trials, and calls on
+ * CUDA device memory (which gocoll runs on its device executor, deciding
+ * afresh each time) enter Go.
  * Everything else goes to the host MPI's PMPI_ function. The
  * nonblocking and persistent forms are decided the same way (a gc_form);
  * those gocoll runs become requests.c's requests (requests.h).
