@@ -2,11 +2,12 @@
 
 // Package linuxsys holds the few Linux system calls gocoll's shared-memory
 // code needs and the standard library does not wrap: futexes on shared
-// memory, pidfds and process liveness, sched_yield, process_vm_readv
-// (cma.go). Each is a thin shim; callers decide what an error means.
+// memory, pidfds and process liveness, sched_yield, a process's CPU
+// affinity, process_vm_readv (cma.go). Each is a thin shim; callers decide what an error means.
 package linuxsys
 
 import (
+	"math/bits"
 	"syscall"
 	"time"
 	"unsafe"
@@ -86,3 +87,18 @@ func Exited(pidfd, pid int) bool {
 
 // SchedYield gives the core to another runnable thread, if any.
 func SchedYield() { syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0) }
+
+// CPUsOf returns how many CPUs process pid may run on (sched_getaffinity;
+// pid 0: the calling thread), or 0 where the kernel does not say.
+func CPUsOf(pid int) int {
+	var mask [128]uint64 // 8192 CPUs
+	n, _, errno := syscall.RawSyscall(syscall.SYS_SCHED_GETAFFINITY, uintptr(pid), unsafe.Sizeof(mask), uintptr(unsafe.Pointer(&mask[0])))
+	if errno != 0 {
+		return 0
+	}
+	cpus := 0
+	for _, w := range mask[:min(int(n)/8, len(mask))] {
+		cpus += bits.OnesCount64(w)
+	}
+	return cpus
+}
