@@ -70,11 +70,27 @@ type cellKey struct {
 // trial is one cell's run-time tuning on one communicator.
 type trial struct {
 	n         int       // trials made
+	k         int       // timed trials of each candidate (trialsOf)
 	cand      int       // gocoll's candidate, an algorithm index
 	host, own []float64 // this rank's timed trials, in µs
 	decided   bool
 	winner    int // -1 the host, else an algorithm index
 	hi        int64
+}
+
+// largeTrials is the size from which a cell takes half the timed
+// trials: MPI suites warm up with 10 calls there (OSU's and collbench's
+// large-message count), which the trials then fit (1+4 of each), and
+// the time of one call is less noisy.
+const largeTrials = 8 << 10
+
+// trialsOf is the number of timed trials of each candidate of a cell
+// whose class starts at lo bytes (the same on every rank).
+func trialsOf(lo int64) int {
+	if lo > largeTrials {
+		return max(1, cfg.tuneCalls/2)
+	}
+	return cfg.tuneCalls
 }
 
 // shapeCell is a cell of the process: a communicator's cell and shape.
@@ -165,7 +181,7 @@ func tuneCall(c *C.struct_gc_call, st *commState) (alg C.int, handled bool, _ *c
 		if c.request != 0 {
 			return 0, false, st, true // the rules meanwhile
 		}
-		t = &trial{cand: cand, hi: hi}
+		t = &trial{cand: cand, hi: hi, k: trialsOf(lo)}
 		if st.cells == nil {
 			st.cells = map[cellKey]*trial{}
 		}
@@ -189,7 +205,7 @@ func tuneCall(c *C.struct_gc_call, st *commState) (alg C.int, handled bool, _ *c
 	if t.n%2 == 1 {
 		if cfg.debug {
 			fmt.Fprintf(os.Stderr, "gocoll: rank %d: %s -> host MPI (tuned: native, run-time trial %d of %d)\n",
-				st.rank, q.Collective, t.n+1, 2+2*cfg.tuneCalls)
+				st.rank, q.Collective, t.n+1, 2+2*t.k)
 		}
 		return -1, true, st, false
 	}
@@ -246,7 +262,7 @@ func gc_trial_time(c *C.struct_gc_call, ns C.int64_t) {
 		t.host = append(t.host, us)
 	}
 	t.n++
-	if t.n == 2+2*cfg.tuneCalls {
+	if t.n == 2+2*t.k {
 		st.agree(c, lo, t)
 	}
 }
@@ -297,7 +313,7 @@ func (st *commState) agree(c *C.struct_gc_call, lo int64, t *trial) {
 			op = ", non-commutative op"
 		}
 		fmt.Fprintf(os.Stderr, "gocoll: rank %d: tuned %s comm=%s %s, %d-%d bytes%s: host %.2f µs, %s %.2f µs (the slowest rank's median of %d calls each) -> %s\n",
-			st.rank, cl, st.name, sh, lo, t.hi, op, float64(v[0]), cfg.names[c.coll][t.cand], float64(v[1]), cfg.tuneCalls, winner)
+			st.rank, cl, st.name, sh, lo, t.hi, op, float64(v[0]), cfg.names[c.coll][t.cand], float64(v[1]), t.k, winner)
 	}
 }
 
