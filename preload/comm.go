@@ -354,6 +354,7 @@ func finish() {
 	}
 	if cfg != nil && cfg.report {
 		report()
+		reportTuned(int(C.gc_world_rank()))
 	}
 	if cfg != nil && cfg.tune && cfg.tuneSave != "" && C.gc_world_rank() == 0 {
 		if err := saveTuned(cfg.tuneSave); err != nil {

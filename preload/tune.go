@@ -378,3 +378,32 @@ func machine() string {
 	h, _ := os.Hostname()
 	return h
 }
+
+// reportTuned prints the process's verdicts (GOCOLL_REPORT=1, at
+// MPI_Finalize), one line each, as the debug line says them.
+func reportTuned(rank int) {
+	measured.Lock()
+	defer measured.Unlock()
+	cells := make([]shapeCell, 0, len(measured.m))
+	for sc := range measured.m {
+		cells = append(cells, sc)
+	}
+	sort.Slice(cells, func(i, j int) bool {
+		a, b := cells[i], cells[j]
+		if a.coll != b.coll || a.shape.P != b.shape.P {
+			return a.coll < b.coll || (a.coll == b.coll && a.shape.P < b.shape.P)
+		}
+		return a.lo < b.lo
+	})
+	var b strings.Builder
+	for _, sc := range cells {
+		v := measured.m[sc]
+		op := ""
+		if !sc.commutative {
+			op = ", non-commutative op"
+		}
+		fmt.Fprintf(&b, "gocoll: rank %d: tuned: %s %s, %d-%d bytes%s: host %.2f µs, gocoll %.2f µs -> %s\n",
+			rank, algorithms.Collective(sc.coll), sc.shape, sc.lo, v.hi, op, v.host, v.gocoll, v.name)
+	}
+	os.Stderr.WriteString(b.String()) // one write: the lines of ranks sharing stderr stay whole
+}
