@@ -8,6 +8,8 @@ package linuxsys
 
 import (
 	"math/bits"
+	"os"
+	"runtime"
 	"syscall"
 	"time"
 	"unsafe"
@@ -102,3 +104,14 @@ func CPUsOf(pid int) int {
 	}
 	return cpus
 }
+
+// NodeCPUs is the number of CPUs a node's ranks share, against which
+// shared-memory code decides whether they are crowded (more local ranks
+// than CPUs: a waiting rank gives its core away at once): the CPUs this
+// process may run on or, if more, those its parent may, the launcher's
+// daemon (orted, hydra's proxy, slurmstepd, a shell), which binding
+// policies leave unpinned. So two ranks Open MPI pins to a core each are
+// not crowded (runtime.NumCPU alone said 1 CPU each, and their waits
+// yielded at every poll for nothing), while ranks pinned together, as
+// by taskset around the launcher, or in a container's cpuset, still are.
+func NodeCPUs() int { return max(runtime.NumCPU(), CPUsOf(os.Getppid())) }

@@ -21,3 +21,10 @@ func TestCPUsOf(t *testing.T) {
 		t.Errorf("CPUsOf(-1) = %d, want 0 (no such process)", n)
 	}
 }
+
+// NodeCPUs counts at least the CPUs this process may run on.
+func TestNodeCPUs(t *testing.T) {
+	if n := NodeCPUs(); n < runtime.NumCPU() {
+		t.Errorf("NodeCPUs() = %d < runtime.NumCPU() = %d", n, runtime.NumCPU())
+	}
+}
