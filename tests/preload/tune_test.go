@@ -24,11 +24,22 @@ const (
 	tuneCount = 16 // floats: 64 bytes, which both hosts' rules give shm at 2 ranks
 )
 
-var tuneRE = regexp.MustCompile(`(?m)^tune: rank (\d+): host=(\d+) gocoll=(\d+)$`)
+var (
+	tuneRE    = regexp.MustCompile(`(?m)^tune: rank (\d+): host=(\d+) gocoll=(\d+)$`)
+	tuneDupRE = regexp.MustCompile(`(?m)^tune: rank (\d+): dup host=(\d+) gocoll=(\d+)$`)
+)
 
 // tuneRun runs tune.c on np ranks of m with env, and returns each rank's
 // (host, gocoll) calls, failing the test unless every result was right.
 func tuneRun(t *testing.T, m hostMPI, np int, env ...string) [][2]int {
+	t.Helper()
+	got, _ := tuneRunArgs(t, m, np, nil, env...)
+	return got
+}
+
+// tuneRunArgs is tuneRun with more arguments for tune.c; with "dup" it
+// also returns the counts of the calls on the duplicate.
+func tuneRunArgs(t *testing.T, m hostMPI, np int, args []string, env ...string) (got, dup [][2]int) {
 	t.Helper()
 	lib, err := faultLib()
 	if err != nil {
@@ -37,22 +48,29 @@ func tuneRun(t *testing.T, m hostMPI, np int, env ...string) [][2]int {
 	prog := compile(t, m.cc, "tune-"+m.name, "tune.c")
 	env = append([]string{"LD_PRELOAD=" + lib, fmt.Sprintf("GOCOLL_TUNE_CALLS=%d", tuneK)}, env...)
 	what := fmt.Sprintf("%s np=%d %v", m.name, np, env[1:])
-	out, code, errs := runRanks(t, what, m, np, env, prog, fmt.Sprint(tuneCount), fmt.Sprint(tuneN))
+	out, code, errs := runRanks(t, what, m, np, env, prog, append([]string{fmt.Sprint(tuneCount), fmt.Sprint(tuneN)}, args...)...)
 	c := countsRE.FindStringSubmatch(out)
 	if code != 0 || c == nil || c[2] != "0" || c[1] == "0" {
 		t.Fatalf("%s: exit %d\n%s\n%s", what, code, out, strings.Join(errs, ""))
 	}
-	got := make([][2]int, np)
-	seen := 0
-	for _, l := range tuneRE.FindAllStringSubmatch(out, -1) {
-		got[atoi(l[1])] = [2]int{atoi(l[2]), atoi(l[3])}
-		seen++
+	parse := func(re *regexp.Regexp) [][2]int {
+		got := make([][2]int, np)
+		seen := 0
+		for _, l := range re.FindAllStringSubmatch(out, -1) {
+			got[atoi(l[1])] = [2]int{atoi(l[2]), atoi(l[3])}
+			seen++
+		}
+		if seen != np {
+			t.Fatalf("%s: %d ranks said where their calls went, want %d\n%s", what, seen, np, out)
+		}
+		return got
 	}
-	if seen != np {
-		t.Fatalf("%s: %d ranks said where their calls went, want %d\n%s", what, seen, np, out)
+	got = parse(tuneRE)
+	if len(args) > 0 {
+		dup = parse(tuneDupRE)
 	}
-	t.Logf("%s: (host, gocoll) calls by rank: %v", what, got)
-	return got
+	t.Logf("%s: (host, gocoll) calls by rank: %v, on the duplicate %v", what, got, dup)
+	return got, dup
 }
 
 // won checks that every rank made the trials and took winner ("host"
@@ -100,6 +118,23 @@ func TestTuneSlowerCandidateLoses(t *testing.T) {
 			for rank, g := range tuneRun(t, m, 2, "GOCOLL_TUNE=off", "GOCOLL_TUNE_TEST=gocoll=2000") {
 				if g[0] != 0 && g[1] != 0 {
 					t.Errorf("GOCOLL_TUNE=off: rank %d ran %d calls on the host and %d in gocoll: trials", rank, g[0], g[1])
+				}
+			}
+		})
+	}
+}
+
+// A verdict is kept for the process: a duplicate of MPI_COMM_WORLD (the
+// same shape) takes it without trials, all of its calls the winner's.
+func TestTuneKeptForTheProcess(t *testing.T) {
+	for _, m := range hostMPIs {
+		t.Run(m.name, func(t *testing.T) {
+			need(t, m.cc, m.run)
+			got, dup := tuneRunArgs(t, m, 2, []string{"dup"}, "GOCOLL_TUNE_TEST=host=2000")
+			won(t, "host slower", got, "gocoll")
+			for rank, g := range dup {
+				if g != [2]int{0, tuneN} {
+					t.Errorf("on the duplicate: rank %d ran %d calls on the host and %d in gocoll, want all %d in gocoll, untried", rank, g[0], g[1], tuneN)
 				}
 			}
 		})
