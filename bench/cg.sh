@@ -9,7 +9,9 @@
 #   bench/cg.sh [ROUNDS [NPS [ARGS...]]]     e.g. bench/cg.sh 3 "2 4"
 #
 # Environment: MPI (openmpi or mpich), PRELOAD (the library), EXTRA
-# (more launcher arguments for the preloaded runs, e.g. "-x GOCOLL_TUNE=off").
+# (more launcher arguments for the preloaded runs, e.g. "-x GOCOLL_TUNE=off"),
+# ROUND0 (added to the round number, which picks the order: runs of one
+# round each alternate with ROUND0=0, 1, 0, ...).
 set -eu
 rounds=${1:-3}
 nps=${2:-"2 4"}
@@ -38,7 +40,7 @@ run() { # run NP native|preload
 for r in $(seq "$rounds"); do
     echo "# round $r: $(uptime)"
     order="native preload"
-    [ $((r % 2)) -eq 0 ] && order="preload native"
+    [ $(((r + ${ROUND0:-0}) % 2)) -eq 0 ] && order="preload native"
     for np in $nps; do
         for how in $order; do
             line=$(run "$np" "$how" | grep 'cg: np=')
