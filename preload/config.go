@@ -30,6 +30,13 @@ type config struct {
 	// less every native one (GOCOLL_*_ALGORITHM=native is honoured in C,
 	// before the tuner is asked).
 	gocollOnly *tuner.Tuner
+	// own chooses gocoll's candidate for run-time tuning (tune.go):
+	// gocoll's own tuner as it chooses standalone (tuner.Defaults, then
+	// the model), not the measured rules less native, which name the
+	// algorithm that beat the host where and when they were measured
+	// (recursive_doubling for MPICH's 3-384 KiB allreduces, where the
+	// shared-memory engine now takes a fifth of its time).
+	own *tuner.Tuner
 	// coll is the configuration of gocoll's communicators. Its tuner only
 	// looks up the algorithm the preload tuner chose (passed as
 	// coll.Args.Algorithm), so it reads no environment. Its Device is
@@ -92,7 +99,7 @@ func loadConfig(env func(string) string, flavor string) (*config, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &config{tuner: t, gocollOnly: own, transport: "auto", timeout: 300 * time.Second}
+	c := &config{tuner: t, gocollOnly: own, own: plain, transport: "auto", timeout: 300 * time.Second}
 	for i, cl := range algorithms.Collectives {
 		c.names[i] = algorithms.Names(cl)
 	}

@@ -28,8 +28,8 @@ import (
 // Open MPI to 1.2-1.4x slower). So where the built-in rules or the model
 // decide a call, the first calls of its cell, (communicator shape,
 // collective, size class, op commutativity), are trials: they alternate
-// between the host's collective and gocoll's best candidate (the tuner's
-// choice among gocoll's algorithms), one untimed call of each, then
+// between the host's collective and gocoll's best candidate (gocoll's
+// own choice, as standalone: config.own), one untimed call of each, then
 // GOCOLL_TUNE_CALLS timed calls of each, each rank timing its own calls
 // (shim.c, trial_start and trial_end). At the last trial every rank
 // takes the lower quartile of each candidate's times, the ranks take the
@@ -124,7 +124,7 @@ func tunable(c *C.struct_gc_call, q tuner.Query) (cand int, ok bool) {
 	if err != nil || ch.File || ch.Fallback || (ch.Source != tuner.FromRule && ch.Source != tuner.FromModel) {
 		return 0, false
 	}
-	own, err := cfg.gocollOnly.Choose(q)
+	own, err := cfg.own.Choose(q)
 	if err != nil || own.Alg == nil {
 		return 0, false
 	}
