@@ -28,7 +28,7 @@ import (
 // GOCOLL_JOB_SECRET, GOCOLL_HOST, GOCOLL_NUM_HOSTS, GOCOLL_TCP_ADDR on
 // remote hosts) are the launcher's protocol with its ranks, like PMI_FD,
 // read where the protocol is spoken (job, bootstrap); and the test-only
-// hooks (GOCOLL_PRELOAD_FAULT, GOCOLL_PRELOAD_EXCLUDE) stay with the
+// hooks (GOCOLL_PRELOAD_FAULT, GOCOLL_PRELOAD_EXCLUDE, GOCOLL_TUNE_TEST) stay with the
 // preload tests that use them.
 type Settings struct {
 	Debug        bool          // GOCOLL_DEBUG=info: a line per call
@@ -58,8 +58,13 @@ type Settings struct {
 	// the four tuned ones, Native (which only the preload's tuner
 	// accepts; tuner.New rejects it as it rejects any unknown name).
 	Forced     map[algorithms.Collective]string
-	TuningFile string   // GOCOLL_TUNING_FILE: a path, read by the tuner
-	Fallback   Fallback // GOCOLL_FALLBACK; "" reads as FallbackWarn
+	TuningFile string // GOCOLL_TUNING_FILE: a path, read by the tuner
+	// Tune is GOCOLL_TUNE: TuneDefault (unset: run-time tuning under
+	// LD_PRELOAD, none standalone), TuneRuntime or TuneOff.
+	Tune      TuneMode
+	TuneCalls int      // GOCOLL_TUNE_CALLS: timed calls per candidate and class (DefaultTuneCalls if unset)
+	TuneSave  string   // GOCOLL_TUNE_SAVE: where rank 0 writes the measured decisions at MPI_Finalize
+	Fallback  Fallback // GOCOLL_FALLBACK; "" reads as FallbackWarn
 
 	CUDA      CUDAMode // GOCOLL_CUDA
 	CUDANoIPC bool     // GOCOLL_CUDA_IPC=0
@@ -124,6 +129,18 @@ const (
 	FallbackSilent Fallback = "silent" // use the tuned choice quietly
 )
 
+// TuneMode is the value of GOCOLL_TUNE.
+type TuneMode uint8
+
+const (
+	TuneDefault TuneMode = iota // unset: runtime under LD_PRELOAD, off standalone
+	TuneRuntime                 // measure the host against gocoll during the first calls
+	TuneOff                     // the rules and the model decide alone
+)
+
+// DefaultTuneCalls is GOCOLL_TUNE_CALLS's default.
+const DefaultTuneCalls = 8
+
 // CUDAMode is the value of GOCOLL_CUDA.
 type CUDAMode uint8
 
@@ -183,6 +200,25 @@ func Parse(getenv func(string) string) (Settings, error) {
 		fail(fmt.Errorf("GOCOLL_FALLBACK=%s: want warn, error or silent", f))
 	}
 	s.TuningFile = getenv("GOCOLL_TUNING_FILE")
+	switch v := strings.ToLower(strings.TrimSpace(getenv("GOCOLL_TUNE"))); v {
+	case "":
+	case "runtime", "on", "1":
+		s.Tune = TuneRuntime
+	case "off", "0":
+		s.Tune = TuneOff
+	default:
+		fail(fmt.Errorf("GOCOLL_TUNE=%s: want runtime or off", v))
+	}
+	s.TuneCalls = DefaultTuneCalls
+	if v := strings.TrimSpace(getenv("GOCOLL_TUNE_CALLS")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			fail(fmt.Errorf("GOCOLL_TUNE_CALLS=%s: want a number of calls from 1 to 1000", v))
+		} else {
+			s.TuneCalls = n
+		}
+	}
+	s.TuneSave = getenv("GOCOLL_TUNE_SAVE")
 	flag("GOCOLL_REPORT", "1", "0", &s.Report)
 	flag("GOCOLL_CHECK", "1", "0", &s.Check)
 	flag("GOCOLL_REPRODUCIBLE", "1", "0", &s.Reproducible)

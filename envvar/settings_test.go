@@ -20,7 +20,7 @@ func env(kv ...string) func(string) string {
 // Every variable parses one way, and a bad value is an error that names
 // it.
 func TestParse(t *testing.T) {
-	defaults := Settings{Timeout: DefaultTimeout, Transport: "auto", Fallback: FallbackWarn, Fit: true}
+	defaults := Settings{Timeout: DefaultTimeout, Transport: "auto", Fallback: FallbackWarn, Fit: true, TuneCalls: DefaultTuneCalls}
 	s, err := Parse(env())
 	if err != nil || !reflect.DeepEqual(s, defaults) {
 		t.Fatalf("defaults: %+v, %v", s, err)
@@ -31,13 +31,15 @@ func TestParse(t *testing.T) {
 		"GOCOLL_ALLREDUCE_ALGORITHM", " ring ", "GOCOLL_ALLGATHER_ALGORITHM", "auto", "GOCOLL_REDUCE_SCATTER_ALGORITHM", "native",
 		"GOCOLL_BCAST_ALGORITHM", "binomial", "GOCOLL_REDUCE_ALGORITHM", "binomial", "GOCOLL_GATHER_ALGORITHM", "linear",
 		"GOCOLL_TUNING_FILE", "/x/rules.json", "GOCOLL_FALLBACK", "Silent",
-		"GOCOLL_CUDA", "off", "GOCOLL_CUDA_IPC", "0", "GOCOLL_PMI", "2", "GOCOLL_OPS_ISA", "AVX2"))
+		"GOCOLL_CUDA", "off", "GOCOLL_CUDA_IPC", "0", "GOCOLL_PMI", "2", "GOCOLL_OPS_ISA", "AVX2",
+		"GOCOLL_TUNE", "Runtime", "GOCOLL_TUNE_CALLS", "4", "GOCOLL_TUNE_SAVE", "/x/tuned.json"))
 	want := Settings{Debug: true, Report: true, Reproducible: true, Timeout: 90 * time.Second, Transport: "tcp",
 		SharedSlot: 64 << 10, SharedNoCMA: true, ProgressThread: true, FitSave: "/x/machine.json",
 		Forced: map[algorithms.Collective]string{algorithms.Allreduce: "ring", algorithms.ReduceScatter: Native,
 			algorithms.Bcast: "binomial", algorithms.Reduce: "binomial", algorithms.Gather: "linear"},
 		TuningFile: "/x/rules.json", Fallback: FallbackSilent,
-		CUDA: CUDAOff, CUDANoIPC: true, PMI: 2, OpsISA: "avx2"}
+		CUDA: CUDAOff, CUDANoIPC: true, PMI: 2, OpsISA: "avx2",
+		Tune: TuneRuntime, TuneCalls: 4, TuneSave: "/x/tuned.json"}
 	if err != nil || !reflect.DeepEqual(s, want) {
 		t.Errorf("got %+v, %v; want %+v", s, err, want)
 	}
@@ -54,6 +56,7 @@ func TestParse(t *testing.T) {
 		{[]string{"GOCOLL_OPS_ISA", "go"}, func(s Settings) bool { return s.OpsISA == "go" }},
 		{[]string{"GOCOLL_FALLBACK", "error"}, func(s Settings) bool { return s.Fallback == FallbackError }},
 		{[]string{"GOCOLL_FIT", "1"}, func(s Settings) bool { return s.Fit && s.FitSave == "" }},
+		{[]string{"GOCOLL_TUNE", "off"}, func(s Settings) bool { return s.Tune == TuneOff }},
 	} {
 		if s, err := Parse(env(tc.kv...)); err != nil || !tc.want(s) {
 			t.Errorf("%v: %+v, %v", tc.kv, s, err)
@@ -77,6 +80,7 @@ func TestParse(t *testing.T) {
 		{"GOCOLL_CUDA", "maybe", "want auto, off or on"}, {"GOCOLL_CUDA_IPC", "2", "want 1 or 0"},
 		{"GOCOLL_PMI", "3", "want 1 or 2"}, {"GOCOLL_PMI", "pmix", "want 1 or 2"},
 		{"GOCOLL_OPS_ISA", "sse9", "want best, avx512, avx2 or go"},
+		{"GOCOLL_TUNE", "always", "want runtime or off"}, {"GOCOLL_TUNE_CALLS", "0", "want a number of calls"},
 	} {
 		_, err := Parse(env(bad.name, bad.value))
 		named := bad.name + "=" + bad.value

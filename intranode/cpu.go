@@ -1,5 +1,7 @@
 package intranode
 
-import "runtime"
+import "github.com/gocoll/gocoll/internal/linuxsys"
 
-func numCPU() int { return runtime.NumCPU() }
+// numCPU is the number of CPUs a node's ranks share (linuxsys.NodeCPUs):
+// a group of more ranks is crowded.
+func numCPU() int { return linuxsys.NodeCPUs() }

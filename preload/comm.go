@@ -44,6 +44,7 @@ type commState struct {
 	transports string
 	oneHost    bool                // every rank shares this host
 	nodes      *algorithms.NodeMap // which ranks share a node, from their host ids
+	cells      map[cellKey]*trial  // run-time tuning's cells (tune.go)
 }
 
 // comms holds every live commState by id, and counts them for the
@@ -353,6 +354,12 @@ func finish() {
 	}
 	if cfg != nil && cfg.report {
 		report()
+		reportTuned(int(C.gc_world_rank()))
+	}
+	if cfg != nil && cfg.tune && cfg.tuneSave != "" && C.gc_world_rank() == 0 {
+		if err := saveTuned(cfg.tuneSave); err != nil {
+			fmt.Fprintf(os.Stderr, "gocoll: GOCOLL_TUNE_SAVE: %v\n", err)
+		}
 	}
 }
 

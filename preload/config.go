@@ -30,6 +30,13 @@ type config struct {
 	// less every native one (GOCOLL_*_ALGORITHM=native is honoured in C,
 	// before the tuner is asked).
 	gocollOnly *tuner.Tuner
+	// own chooses gocoll's candidate for run-time tuning (tune.go):
+	// gocoll's own tuner as it chooses standalone (tuner.Defaults, then
+	// the model), not the measured rules less native, which name the
+	// algorithm that beat the host where and when they were measured
+	// (recursive_doubling for MPICH's 3-384 KiB allreduces, where the
+	// shared-memory engine now takes a fifth of its time).
+	own *tuner.Tuner
 	// coll is the configuration of gocoll's communicators. Its tuner only
 	// looks up the algorithm the preload tuner chose (passed as
 	// coll.Args.Algorithm), so it reads no environment. Its Device is
@@ -51,6 +58,22 @@ type config struct {
 	// names are each collective's algorithms in the order the C half's
 	// decision cache indexes them.
 	names [4][]string
+	// Run-time tuning (tune.go): on (GOCOLL_TUNE, on by default here),
+	// timed calls per candidate (GOCOLL_TUNE_CALLS), the file the
+	// verdicts are saved to (GOCOLL_TUNE_SAVE), and the test hook
+	// (GOCOLL_TUNE_TEST, -tags gocolltest only).
+	tune      bool
+	tuneCalls int
+	tuneSave  string
+	tuneTest  tuneTest
+}
+
+// tuneTest is run-time tuning's test hook (fault.go): each rank's trial
+// times, replaced (µs, host then gocoll), and a delay in every trial of
+// the host [0] or gocoll [1].
+type tuneTest struct {
+	fake  map[int][2]float64
+	delay [2]time.Duration
 }
 
 // loadConfig reads the GOCOLL_ variables of LD_PRELOAD mode, with the
@@ -76,11 +99,15 @@ func loadConfig(env func(string) string, flavor string) (*config, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &config{tuner: t, gocollOnly: own, transport: "auto", timeout: 300 * time.Second}
+	c := &config{tuner: t, gocollOnly: own, own: plain, transport: "auto", timeout: 300 * time.Second}
 	for i, cl := range algorithms.Collectives {
 		c.names[i] = algorithms.Names(cl)
 	}
 	c.debug, c.report, c.timeout = set.Debug, set.Report, set.Timeout
+	c.tune, c.tuneCalls, c.tuneSave = set.Tune != envvar.TuneOff, set.TuneCalls, set.TuneSave
+	if c.tuneTest, err = loadTuneTest(env); err != nil {
+		return nil, err
+	}
 	switch set.Transport {
 	case "auto":
 	case "shm", "hostmpi":

@@ -123,6 +123,9 @@ func gc_start() (rc C.int) {
 	if c.cudaOn() {
 		C.gc_cuda = 1
 	}
+	for i, d := range c.tuneTest.delay {
+		C.gc_tune_delay[i] = C.int64_t(d.Nanoseconds())
+	}
 	if c.debug {
 		rank := int(C.gc_world_rank())
 		fmt.Fprintf(os.Stderr, "gocoll: rank %d: gocoll %s preloaded over %s (%s), %d datatypes, %d measured rules, %s\n",
@@ -171,20 +174,33 @@ func gc_decide(c *C.struct_gc_call) (rc C.int) {
 			rc = -2
 		}
 	}()
-	shared := true
-	var nodes *algorithms.NodeMap
+	var st *commState
 	if c.cs.id != 0 {
 		comms.Lock()
-		st := comms.byID[c.cs.id]
+		st = comms.byID[c.cs.id]
 		comms.Unlock()
-		shared = st != nil && st.c.Shared()
-		if st != nil {
-			nodes = st.nodes
+	}
+	if cfg.tune && c.device == 0 {
+		alg, handled, now, pending := tuneCall(c, st)
+		if handled {
+			return alg
 		}
+		if st = now; pending {
+			// A request in a cell still on trial: the rules, but not
+			// kept, so that the cell's blocking calls come back.
+			defer func() { c.lo, c.end = 0, 0 }()
+		}
+	}
+	shared := c.cs.id == 0 || (st != nil && st.c.Shared())
+	var nodes *algorithms.NodeMap
+	if st != nil {
+		nodes = st.nodes
 	}
 	return decide(c, shared, nodes)
 }
 
+// decide asks the tuner about a call (gc_decide's answer), setting
+// c.how and the bytes c.lo, c.end its answer holds for (tuner.Span).
 func decide(c *C.struct_gc_call, shared bool, nodes *algorithms.NodeMap) C.int {
 	q := query(c, shared, nodes)
 	ch, err := cfg.choose(q)
@@ -192,6 +208,9 @@ func decide(c *C.struct_gc_call, shared bool, nodes *algorithms.NodeMap) C.int {
 		fmt.Fprintf(os.Stderr, "gocoll: rank %d: %s: %v\n", int(c.cs.rank), q.Collective, err)
 		return -2
 	}
+	lo, hi := cfg.tuner.Span(q)
+	olo, ohi := cfg.gocollOnly.Span(q)
+	c.lo, c.end = C.int64_t(max(lo, olo)), C.int64_t(min(hi, ohi)+1)
 	switch {
 	case ch.Fallback:
 		c.how = 2
@@ -355,6 +374,12 @@ func how(c *C.struct_gc_call, cl algorithms.Collective, st *commState) string {
 	corrected := ""
 	if c.how&C.GC_HOW_CORRECTED != 0 {
 		corrected = exclusion(c.excluded).why(ops.Op(c.op), ops.Type(c._type))
+	}
+	switch {
+	case c.trial != 0:
+		return "tuned: run-time trial"
+	case c.how&C.GC_HOW_MEASURED != 0:
+		return "tuned: measured here"
 	}
 	switch c.how & 3 {
 	case 0:

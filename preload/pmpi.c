@@ -275,6 +275,14 @@ int gc_allreduce_min_int(gc_handle comm, int *v) {
     return gc_p.Allreduce(gc_c.in_place, v, 1, int_type(), op_min(), comm);
 }
 
+/* gc_allreduce_max_doubles: the element-wise maximum of n doubles over
+ * comm, in place (run-time tuning's agreement). */
+int gc_allreduce_max_doubles(gc_handle comm, double *v, int n) {
+    H dbl = gc_flavor == GC_OMPI ? object("ompi_mpi_double") : 0x4c00080b;
+    H mx = gc_flavor == GC_OMPI ? object("ompi_mpi_op_max") : 0x58000001;
+    return gc_p.Allreduce(gc_c.in_place, v, n, dbl, mx, comm);
+}
+
 /* Point-to-point for the hostmpi transport, in bytes. */
 int gc_large_p2p(void) { return gc_p.Isend_c && gc_p.Irecv_c; }
 

@@ -108,14 +108,23 @@ void gc_set_agree_op(gc_handle bor); /* the host's MPI_BOR, which agrees the tab
  * gocoll's state of one user communicator, kept by the host MPI as an
  * attribute (so it is found in one lookup and freed with the
  * communicator, by the attribute's delete callback).
+ *
+ * Its decisions: one per collective and size class (the tuner's, eight
+ * per doubling: tuner.ClassRange; gc_size_class), each holding for the
+ * bytes [lo, end) of its class where the tuner answers alike (Go's
+ * tuner.Span), the op's commutativity and the pair's exclusions. A call
+ * whose class holds another span or key enters Go to decide, and its
+ * answer replaces the class's. Zeroed, a decision holds for no size.
  */
-#define GC_CACHE 16
+#define GC_CLASSES 512 /* classes up to 2^63 bytes: 8 * 62 + 7 < 512 */
+#define GC_HOW_MEASURED 8 /* a decision measured here (run-time tuning) */
 struct gc_decision {
-    int64_t bytes;      /* -1: empty */
+    int64_t lo, end;    /* the bytes it holds for: lo <= bytes < end */
     int8_t commutative;
     int8_t how;         /* 0 tuned, 1 forced, 2 tuned after a forced one could not run;
                          * plus GC_HOW_CORRECTED: the tuner chose the host, which is
-                         * excluded on the pair (GC_X_*), so it chose among gocoll's */
+                         * excluded on the pair (GC_X_*), so it chose among gocoll's;
+                         * plus GC_HOW_MEASURED: run-time tuning decided */
     int8_t excluded;    /* the call's GC_X_* reasons, part of the key */
     int16_t alg;        /* index in the collective's sorted algorithm names; -1 native */
 };
@@ -124,7 +133,7 @@ struct gc_comm {
     int rank, size;
     int id;             /* gocoll's communicator (Go side), 0 until set up */
     int native;         /* setup failed: always the host's */
-    struct gc_decision cache[GC_NCOLL][GC_CACHE];
+    struct gc_decision cache[GC_NCOLL][GC_CLASSES];
     uint8_t excluded[GC_NOPS][GC_NTYPES]; /* agreed over the ranks at the first call */
     /* The communicator's shared segment, as the engine's C half sees it
      * (shm.base NULL: none, or not yet attached by the Go half). */
@@ -166,6 +175,12 @@ struct gc_call {
     int cached;                /* decided from the communicator's decision cache */
     int engine;                /* the shared-memory engine's C half ran it (shim.c) */
     int remembered;            /* it matched the thread's last calls (shim.c) */
+    /* Set by Go's gc_decide: the bytes [lo, end) its answer holds for
+     * (empty: not to be kept), and whether the call is a trial of
+     * run-time tuning (timed, reported with gc_trial_time, never kept
+     * nor remembered). request: the call makes a request (no trials). */
+    int64_t lo, end;
+    int trial, request;
     gc_handle dt, mpiop, comm; /* the caller's handles */
     struct gc_comm *cs;
 };
@@ -187,6 +202,11 @@ void gc_register_op(gc_handle h, int op);
 void gc_allow(int op, int type);
 gc_handle gc_sym_handle(const char *name);
 void gc_forget(struct gc_comm *cs);
+int gc_size_class(int64_t bytes); /* the size class of the decisions (shim.c) */
+/* Run-time tuning's test hook (-tags gocolltest): nanoseconds spun
+ * inside each timed trial of the host [0] or of gocoll [1]. */
+extern int64_t gc_tune_delay[2];
+int gc_allreduce_max_doubles(gc_handle comm, double *v, int n);
 gc_handle gc_world(void);
 gc_handle gc_self(void);
 int gc_host_class(int gocoll_class);

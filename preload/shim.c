@@ -6,9 +6,10 @@
  * without Go (entering Go costs about 0.2 us, a small native collective
  * 0.5 us): whether MPI is running, whether the communicator, datatype and
  * op are ones gocoll handles, and, from a per-communicator cache, what the
- * tuner chose last time for this size. Only calls that gocoll runs, the
- * first call of each size, and calls on CUDA device memory (which gocoll
- * runs on its device executor, deciding afresh each time) enter Go.
+ * tuner chose for this size class. Only calls that gocoll runs, the
+ * first call of each size class, run-time tuning's trials, and calls on
+ * CUDA device memory (which gocoll runs on its device executor, deciding
+ * afresh each time) enter Go.
  * Everything else goes to the host MPI's PMPI_ function. The
  * nonblocking and persistent forms are decided the same way (a gc_form);
  * those gocoll runs become requests.c's requests (requests.h).
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "internal.h"
 #include "counters.h"
 #include "requests.h"
@@ -177,10 +179,7 @@ static int start(void) {
     return running;
 }
 
-static void empty_cache(struct gc_comm *cs) {
-    for (int c = 0; c < GC_NCOLL; c++)
-        for (int i = 0; i < GC_CACHE; i++) cs->cache[c][i].bytes = -1;
-}
+static void empty_cache(struct gc_comm *cs) { memset(cs->cache, 0, sizeof cs->cache); }
 
 /* The communicator of this thread's last call and its state, valid while
  * comm_gen is gen: a host call costs MPI_Comm_get_attr only when the
@@ -279,32 +278,33 @@ static int on_device(struct gc_call *c) {
     return (!c->inplace && gc_is_device(c->sbuf)) || gc_is_device(c->rbuf);
 }
 
-/* cache_slot is a size's slot in a communicator's decision cache: its
- * binary exponent plus four times the two bits after its leading one, so
- * that the sizes a program mixes (8 B and 4 KiB, say) keep their slots:
- * powers of two share one only 16 exponents apart (8 B and 512 KiB), two
- * sizes only if their exponents differ by a multiple of 4, or if they
- * agree in exponent and three leading bits. A call whose slot holds
- * another size enters Go to decide, and a loop alternating two such sizes
- * enters it at every call; the earlier slot, bytes ^ bytes >> 9 in 8,
- * was slot 0 for every power of two from 8 B to 256 B and from 4 KiB
- * on. */
-static inline unsigned cache_slot(int64_t bytes) {
-    uint64_t b = (uint64_t)bytes | 1;
-    int lg = 63 - __builtin_clzll(b);
-    unsigned top = lg >= 2 ? (unsigned)(b >> (lg - 2)) & 3 : 0;
-    return (unsigned)(lg + 4 * top) & (GC_CACHE - 1);
+/* gc_size_class is a size's class, the tuner's (tuner.ClassRange: one
+ * per size up to 16 bytes, then eight per doubling, each (lo, hi] so
+ * that a power of two tops its class), and its decision's index in a
+ * communicator's cache: every class has its own, so sizes a program
+ * mixes never take each other's place. */
+int gc_size_class(int64_t bytes) {
+    if (bytes <= 16) return bytes < 0 ? 0 : (int)bytes;
+    uint64_t x = (uint64_t)(bytes - 1);
+    int e = 63 - __builtin_clzll(x);
+    return e * 8 + (int)((x >> (e - 3)) & 7);
 }
 
 /* decide asks the tuner, through the communicator's cache: GC_R_NONE
  * when gocoll runs the call (c->alg set), GC_R_TUNED when the host does,
  * -1 when the call must fail (GOCOLL_FALLBACK=error and a forced
- * algorithm that cannot run it). With gocoll's CUDA runtime on, a call on
- * device memory is a device call (c->device): the tuner is asked every
- * time, with Params.DeviceMemory, and never through the cache, which
- * holds the choices for host memory (the device tuner never answers
- * native, nor an shm algorithm). So every call asks the driver about its
- * buffers once CUDA is initialised (gocoll's classification asks too). */
+ * algorithm that cannot run it). The cache holds one decision per
+ * collective and size class, for the bytes of the class where Go's
+ * answer holds (c->lo, c->end); a call outside them, or with another
+ * commutativity or exclusion, asks Go, whose answer replaces it. A
+ * trial of run-time tuning (c->trial) is never kept: the next call asks
+ * Go again, until the class is decided. With gocoll's CUDA runtime on,
+ * a call on device memory is a device call (c->device): the tuner is
+ * asked every time, with Params.DeviceMemory, and never through the
+ * cache, which holds the choices for host memory (the device tuner never
+ * answers native, nor an shm algorithm). So every call asks the driver
+ * about its buffers once CUDA is initialised (gocoll's classification
+ * asks too). */
 static int decide(struct gc_call *c) {
     if (gc_cuda && on_device(c)) {
         c->device = 1;
@@ -312,14 +312,19 @@ static int decide(struct gc_call *c) {
         if (c->alg < -1) return -1;
         return c->alg < 0 ? GC_R_TUNED : GC_R_NONE;
     }
-    struct gc_decision *d = &c->cs->cache[c->coll][cache_slot(c->bytes)];
-    if (!gc_debug && d->bytes == c->bytes && d->commutative == c->commutative && d->excluded == c->excluded) {
+    struct gc_decision *d = &c->cs->cache[c->coll][gc_size_class(c->bytes)];
+    if (!gc_debug && d->lo <= c->bytes && c->bytes < d->end && d->commutative == c->commutative &&
+        d->excluded == c->excluded) {
         c->alg = d->alg, c->how = d->how, c->cached = 1;
     } else {
+        c->lo = c->end = 0;
         c->alg = gc_decide(c);
         if (c->alg < -1) return -1; /* the call must fail (reported) */
-        d->bytes = c->bytes, d->commutative = (int8_t)c->commutative, d->alg = (int16_t)c->alg, d->how = (int8_t)c->how;
-        d->excluded = (int8_t)c->excluded;
+        if (c->lo <= c->bytes && c->bytes < c->end) {
+            d->lo = c->lo, d->end = c->end;
+            d->commutative = (int8_t)c->commutative, d->alg = (int16_t)c->alg, d->how = (int8_t)c->how;
+            d->excluded = (int8_t)c->excluded;
+        }
     }
     return c->alg < 0 ? GC_R_TUNED : GC_R_NONE;
 }
@@ -446,6 +451,37 @@ static int ran_engine(struct gc_call *c, int *rc) {
     return 1;
 }
 
+/* ---- run-time tuning's trials ---- */
+
+/*
+ * While run-time tuning decides a size class (Go: tune.go), its calls
+ * are trials: Go's gc_decide says which candidate runs each (the host's
+ * collective or gocoll's best), this half times it on this rank and
+ * reports the time (gc_trial_time), and nothing about it is kept (the
+ * cache, the thread's memos), so the next call of the class asks Go
+ * again, until the ranks have agreed on the winner. gc_tune_delay, set
+ * only in a library built with -tags gocolltest, makes a candidate
+ * slower on purpose (tests).
+ */
+int64_t gc_tune_delay[2];
+
+static uint64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* trial_start returns the time a trial of candidate k (0 the host, 1
+ * gocoll) starts, after the test hook's delay if any, which it times. */
+static uint64_t trial_start(int k) {
+    uint64_t t0 = now_ns();
+    if (gc_tune_delay[k] > 0)
+        while (now_ns() - t0 < (uint64_t)gc_tune_delay[k]) __builtin_ia32_pause();
+    return t0;
+}
+
+static void trial_end(struct gc_call *c, uint64_t t0) { gc_trial_time(c, (int64_t)(now_ns() - t0)); }
+
 /* ran decides a checked call and, if gocoll takes it, runs it: true when
  * the call is done (*rc is its result, also when it must fail), false
  * when the host MPI runs it (*why says why). */
@@ -454,6 +490,7 @@ static int ran(struct gc_call *c, int *why, int *rc, const struct gc_form *f) {
         *why = GC_R_BUFFER; /* no request handle: the host reports it */
         return 0;
     }
+    c->request = f != NULL;
     if ((*why = decide(c)) < 0) {
         *rc = fail_call(c->comm);
         return 1;
@@ -463,8 +500,13 @@ static int ran(struct gc_call *c, int *why, int *rc, const struct gc_form *f) {
         *why = GC_R_PROGRESS;
         return 0;
     }
-    if (!f && !c->device && c->alg == gc_shm_alg[c->coll] && ran_engine(c, rc)) return 1;
+    uint64_t t0 = c->trial ? trial_start(1) : 0;
+    if (!f && !c->device && c->alg == gc_shm_alg[c->coll] && ran_engine(c, rc)) {
+        if (c->trial) trial_end(c, t0);
+        return 1;
+    }
     if ((*rc = f ? gc_request_run(c, f) : run(c)) >= 0) {
+        if (c->trial) trial_end(c, t0);
         if (c->cached) gc_count(c->coll, GC_K_CACHED);
         if (c->how & GC_HOW_CORRECTED) gc_count(c->coll, GC_K_CORRECTED);
         return 1;
@@ -643,7 +685,7 @@ static ALWAYS_INLINE int sends_as_remembered(const struct args *a) {
 /* ran_done returns the result of a call gocoll ran, remembering it
  * first if the engine ran it (the arguments as remember's). */
 static inline int ran_done(const struct gc_call *c, int rc, int64_t n, uint64_t gen) {
-    if (c->engine && rc == 0) remember(c, GC_R_NONE, n, gen);
+    if (c->engine && rc == 0 && !c->trial) remember(c, GC_R_NONE, n, gen);
     return rc;
 }
 
@@ -771,6 +813,13 @@ static ALWAYS_INLINE int collective(struct args a) {
             return ran_done(&c, rc, n, gen);
     } else if (state == S_BADCONFIG) {
         return fail_call(gc_fix(a.comm));
+    }
+    if (c.trial) {
+        note(&c, why, a.f);
+        uint64_t t0 = trial_start(0);
+        rc = host(&a);
+        trial_end(&c, t0);
+        return rc;
     }
     if (!a.f) remember(&c, why, n, gen);
     note(&c, why, a.f);

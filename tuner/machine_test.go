@@ -114,3 +114,29 @@ func TestSaveMachine(t *testing.T) {
 		t.Errorf("files left: %v", entries)
 	}
 }
+
+// A tuner made for a fitted machine answers as its root does outside the
+// model: a forced algorithm that cannot run falls back, with the root's
+// warning; and it compiles its rules with where each came from (the
+// merge of the fit and the preload's Choice.File once left that out,
+// and the first Choose panicked).
+func TestWithMachineFallsBackAndWarns(t *testing.T) {
+	root, err := tuner.New(envvar.Settings{Forced: map[algorithms.Collective]string{algorithms.Allreduce: "ring"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	root.SetLog(&log)
+	d := root.WithMachine(model.Slow)
+	q := tuner.Query{Collective: algorithms.Allreduce, Bytes: 64, Params: algorithms.Params{P: 4, Commutative: false}}
+	c, err := d.Choose(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Fallback || c.Alg == nil || c.Alg.Name == "ring" {
+		t.Errorf("forced ring, non-commutative op, fitted tuner: %+v", c)
+	}
+	if !strings.Contains(log.String(), "ring") {
+		t.Errorf("no warning: %q", log.String())
+	}
+}

@@ -156,6 +156,7 @@ type Tuner struct {
 	log      io.Writer
 	extra    *Extra   // Options.Extra, or nil
 	sources  []string // where each rule comes from, for Choice.Why
+	fromFile []bool   // whether each rule is GOCOLL_TUNING_FILE's
 
 	mu     sync.Mutex
 	warned map[string]bool
@@ -185,6 +186,7 @@ type compiledRule struct {
 	alg   *algorithms.Algorithm // nil for the extra candidate
 	extra bool
 	why   string // for GOCOLL_DEBUG=info: "rule 3 (defaults)"
+	file  bool   // from GOCOLL_TUNING_FILE
 }
 
 func (t *Tuner) compile() {
@@ -193,7 +195,7 @@ func (t *Tuner) compile() {
 		if !ok {
 			continue
 		}
-		cr := compiledRule{Rule: r, coll: c, extra: t.isExtra(r.Algorithm), why: t.sources[i]}
+		cr := compiledRule{Rule: r, coll: c, extra: t.isExtra(r.Algorithm), why: t.sources[i], file: t.fromFile[i]}
 		if !cr.extra {
 			a, err := algorithms.Lookup(c, r.Algorithm)
 			if err != nil {
@@ -231,10 +233,11 @@ func NewWithOptions(s envvar.Settings, opts Options) (*Tuner, error) {
 	if s.Fallback != "" {
 		t.fallback = s.Fallback
 	}
-	add := func(rules []Rule, source string) {
+	add := func(rules []Rule, source string, file bool) {
 		for i := range rules {
 			t.rules = append(t.rules, rules[i])
 			t.sources = append(t.sources, fmt.Sprintf("rule %d of %s", i+1, source))
+			t.fromFile = append(t.fromFile, file)
 		}
 	}
 	if path := s.TuningFile; path != "" {
@@ -242,7 +245,7 @@ func NewWithOptions(s envvar.Settings, opts Options) (*Tuner, error) {
 		if err != nil {
 			return nil, fmt.Errorf("GOCOLL_TUNING_FILE: %v", err)
 		}
-		add(f.Rules, path)
+		add(f.Rules, path, true)
 		if f.Machine != nil {
 			t.machine, t.given = f.Machine.Model(), true
 		}
@@ -250,9 +253,9 @@ func NewWithOptions(s envvar.Settings, opts Options) (*Tuner, error) {
 	if err := checkRules(opts.Rules, t.extraName()); err != nil {
 		return nil, fmt.Errorf("tuner options: %v", err)
 	}
-	add(opts.Rules, "the measured rules")
+	add(opts.Rules, "the measured rules", false)
 	if opts.Extra == nil {
-		add(Defaults, "the defaults")
+		add(Defaults, "the defaults", false)
 	}
 	if opts.Machine != nil {
 		t.machine, t.given = *opts.Machine, true
@@ -280,7 +283,7 @@ func (t *Tuner) WithMachine(m model.Machine) *Tuner {
 	if d, ok := t.derived[m]; ok {
 		return d
 	}
-	d := &Tuner{force: t.force, rules: t.rules, fallback: t.fallback, log: t.log, extra: t.extra, sources: t.sources,
+	d := &Tuner{force: t.force, rules: t.rules, fallback: t.fallback, log: t.log, extra: t.extra, sources: t.sources, fromFile: t.fromFile,
 		machine: m, given: true, root: t}
 	if t.derived == nil {
 		t.derived = map[model.Machine]*Tuner{}
@@ -472,6 +475,10 @@ type Choice struct {
 	// Why says, for a tuned choice, which rule or model estimate decided:
 	// "rule 5 of the defaults", or "model (...): ring 1.2 ms, next ...".
 	Why string
+	// File: the rule that decided is GOCOLL_TUNING_FILE's (the user's
+	// word, or a decision measured by an earlier run: never measured
+	// again at run time).
+	File bool
 	// Fallback: a forced algorithm (Refused) could not run the call, for
 	// the reason Refusal, and this is the tuned choice instead
 	// (GOCOLL_FALLBACK=warn or silent).
@@ -576,10 +583,10 @@ func (t *Tuner) tuned(q Query) Choice {
 			if t.extra.refuses(q.Params) != nil {
 				continue
 			}
-			return Choice{Extra: t.extra.Name, Source: FromRule, Why: r.why}
+			return Choice{Extra: t.extra.Name, Source: FromRule, Why: r.why, File: r.file}
 		}
 		if r.alg.Placed(q.Params) && r.alg.Check(q.Params) == nil {
-			return Choice{Alg: r.alg, Source: FromRule, Why: r.why}
+			return Choice{Alg: r.alg, Source: FromRule, Why: r.why, File: r.file}
 		}
 	}
 	return t.modelChoice(q, sh)
@@ -597,4 +604,46 @@ func (t *Tuner) warnOnce(key, msg string) {
 	}
 	t.warned[key] = true
 	io.WriteString(t.log, msg)
+}
+
+// ClassRange returns the bytes [lo, hi] of b's size class: the model's
+// (eight per doubling; one per size up to 16 bytes), inside which the
+// model's choice never changes. Run-time tuning (package preload)
+// decides once per class.
+func ClassRange(b int64) (lo, hi int64) {
+	c := sizeClass(b)
+	if c <= 16 {
+		return int64(c), int64(c)
+	}
+	e, f := int64(c/8), int64(c%8)
+	return (8+f)<<e>>3 + 1, (9 + f) << e >> 3
+}
+
+// Span returns the bytes [lo, hi] around q.Bytes, inside q's size class
+// (ClassRange), where Choose answers q's other fields as it answers q:
+// no rule of q's collective begins or ends inside. A caller may keep one
+// answer for every size of the span (the preload's C half does).
+func (t *Tuner) Span(q Query) (lo, hi int64) {
+	lo, hi = ClassRange(q.Bytes)
+	t.compileOnce.Do(t.compile)
+	for i := range t.compiled {
+		r := &t.compiled[i]
+		if r.coll != q.Collective {
+			continue
+		}
+		// A rule holds from MinBytes to MaxBytes: its edges are MinBytes
+		// and MaxBytes+1, where an answer may change.
+		edges := []int64{r.MinBytes}
+		if r.MaxBytes > 0 {
+			edges = append(edges, r.MaxBytes+1)
+		}
+		for _, edge := range edges {
+			if edge <= q.Bytes {
+				lo = max(lo, edge)
+			} else {
+				hi = min(hi, edge-1)
+			}
+		}
+	}
+	return lo, hi
 }

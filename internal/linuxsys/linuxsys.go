@@ -2,11 +2,14 @@
 
 // Package linuxsys holds the few Linux system calls gocoll's shared-memory
 // code needs and the standard library does not wrap: futexes on shared
-// memory, pidfds and process liveness, sched_yield, process_vm_readv
-// (cma.go). Each is a thin shim; callers decide what an error means.
+// memory, pidfds and process liveness, sched_yield, a process's CPU
+// affinity, process_vm_readv (cma.go). Each is a thin shim; callers decide what an error means.
 package linuxsys
 
 import (
+	"math/bits"
+	"os"
+	"runtime"
 	"syscall"
 	"time"
 	"unsafe"
@@ -86,3 +89,29 @@ func Exited(pidfd, pid int) bool {
 
 // SchedYield gives the core to another runnable thread, if any.
 func SchedYield() { syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0) }
+
+// CPUsOf returns how many CPUs process pid may run on (sched_getaffinity;
+// pid 0: the calling thread), or 0 where the kernel does not say.
+func CPUsOf(pid int) int {
+	var mask [128]uint64 // 8192 CPUs
+	n, _, errno := syscall.RawSyscall(syscall.SYS_SCHED_GETAFFINITY, uintptr(pid), unsafe.Sizeof(mask), uintptr(unsafe.Pointer(&mask[0])))
+	if errno != 0 {
+		return 0
+	}
+	cpus := 0
+	for _, w := range mask[:min(int(n)/8, len(mask))] {
+		cpus += bits.OnesCount64(w)
+	}
+	return cpus
+}
+
+// NodeCPUs is the number of CPUs a node's ranks share, against which
+// shared-memory code decides whether they are crowded (more local ranks
+// than CPUs: a waiting rank gives its core away at once): the CPUs this
+// process may run on or, if more, those its parent may, the launcher's
+// daemon (orted, hydra's proxy, slurmstepd, a shell), which binding
+// policies leave unpinned. So two ranks Open MPI pins to a core each are
+// not crowded (runtime.NumCPU alone said 1 CPU each, and their waits
+// yielded at every poll for nothing), while ranks pinned together, as
+// by taskset around the launcher, or in a container's cpuset, still are.
+func NodeCPUs() int { return max(runtime.NumCPU(), CPUsOf(os.Getppid())) }

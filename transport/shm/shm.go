@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -379,7 +378,7 @@ func (e *Endpoint) attach(seg *segment, locals []int) error {
 		e.slotFree[i] = uint32(slotsPer - 1 - i)
 	}
 	e.seenEpoch = e.hdr.closeEpoch.Load()
-	e.crowded = n > runtime.NumCPU()
+	e.crowded = n > linuxsys.NodeCPUs() // CPUs the node's ranks share, not this rank's binding
 	for _, p := range e.peers {
 		// Ranks that are goroutines of this process (tests, Go's
 		// RunLocal-style jobs) need runtime.Gosched to let each other
