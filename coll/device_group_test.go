@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -198,40 +197,12 @@ func runCounting(t *testing.T, p int, counting []*countingTransport, f func(c *c
 	tu, _ := tuner.New(envvar.Settings{})
 	cfg := &coll.Config{Tuner: tu, JobID: "counting"}
 	eps := inproc.New(p)
-	ranks := make([]int, p)
-	for i := range ranks {
-		ranks[i] = i
+	ts := make([]transport.Transport, p)
+	for i := range eps {
 		counting[i] = &countingTransport{Transport: eps[i]}
+		ts[i] = counting[i]
 	}
-	nodes := algorithms.NewNodeMap(make([]string, p))
-	errs := make([]error, p)
-	var wg sync.WaitGroup
-	for r := range p {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c, err := coll.NewComm(counting[r], ranks, 1, "MPI_COMM_WORLD", cfg)
-			if err == nil {
-				err = c.SetNodes(nodes)
-			}
-			if err == nil {
-				err = c.AttachShared()
-			}
-			if err == nil {
-				err = f(c)
-			}
-			if err != nil {
-				errs[r] = fmt.Errorf("rank %d: %w", r, err)
-				eps[r].Close()
-			}
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			t.Error(err)
-		}
-	}
+	runOn(t, "", ts, cfg, algorithms.NewNodeMap(make([]string, p)), f)
 	for _, ep := range eps {
 		ep.Close()
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/gocoll/gocoll/coll"
 	"github.com/gocoll/gocoll/envvar"
 	"github.com/gocoll/gocoll/ops"
+	"github.com/gocoll/gocoll/transport"
 	"github.com/gocoll/gocoll/transport/inproc"
 	"github.com/gocoll/gocoll/tuner"
 )
@@ -45,7 +46,13 @@ func jobWith(t *testing.T, p int, change func(*coll.Config), f func(c *coll.Comm
 // where every rank is on one node; without one it always gets a segment.
 func runRanks(t *testing.T, what string, p int, cfg *coll.Config, nodes *algorithms.NodeMap, f func(c *coll.Comm) error) {
 	t.Helper()
-	eps := inproc.New(p)
+	runOn(t, what, inproc.New(p), cfg, nodes, f)
+}
+
+// runOn is runRanks over the transports eps, one a rank.
+func runOn(t *testing.T, what string, eps []transport.Transport, cfg *coll.Config, nodes *algorithms.NodeMap, f func(c *coll.Comm) error) {
+	t.Helper()
+	p := len(eps)
 	ranks := make([]int, p)
 	for i := range ranks {
 		ranks[i] = i
