@@ -62,7 +62,7 @@ func main() {
 	var o options
 	minS := flag.String("min", "8", "smallest message (bytes; K and M suffixes)")
 	maxS := flag.String("max", "16M", "largest message")
-	flag.IntVar(&o.reps, "reps", 5, "repetitions per measurement (median kept)")
+	flag.IntVar(&o.reps, "reps", 5, "repetitions per measurement: rounds of 1000 calls up to 8 KiB (lowest kept), runs of back-to-back calls above (median kept)")
 	flag.StringVar(&o.out, "o", "", "write the rules here (default: print them)")
 	flag.BoolVar(&o.machineOnly, "machine-only", false, "fit the machine only and write it without rules")
 	modelS := flag.String("model", "2,3,4,5,6,7,8,12,16,24,32,64,128,256,512,1024", "rank counts to extrapolate to with the model")

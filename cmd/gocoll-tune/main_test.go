@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -112,6 +113,44 @@ func TestMeasureMachineOneNode(t *testing.T) {
 	for _, want := range []string{"3 ranks, one node, in", "between nodes: not measured (one node)", "within a node (rank 0 <-> rank 1)", "shm step (8 B shm allreduce on node 0's 3 ranks)", "rank 0, 16 MiB: gamma"} {
 		if !strings.Contains(d, want) {
 			t.Errorf("Describe lacks %q:\n%s", want, d)
+		}
+	}
+}
+
+// measureCollective times every host algorithm at every size, below
+// smallMax interleaved (smallCalls calls a round) and above as before;
+// the CUDA-only algorithms are not candidates (forced on host memory
+// they would run shm under their own name); every rank sees the same
+// times and winner. Nothing here depends on which algorithm wins.
+func TestMeasureCollectiveBothRegimes(t *testing.T) {
+	got := make([][]measured, 2)
+	err := mpi.RunLocal(2, func(c *mpi.Comm) error {
+		res, err := measureCollective(c, algorithms.Allreduce, tuner.Shape{P: 2, Nodes: 1, PerNode: 2},
+			options{min: 4 << 10, max: 16 << 10, reps: 1})
+		got[c.Rank()] = res
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := got[0]
+	if len(res) != 2 || res[0].bytes != 4<<10 || res[1].bytes != 16<<10 {
+		t.Fatalf("sizes %+v, want 4 KiB (interleaved) and 16 KiB (back to back)", res)
+	}
+	for i, r := range res {
+		if !slices.Contains(r.algs, "shm") || !slices.Contains(r.algs, "ring") {
+			t.Errorf("%d B: measured %v, want shm and ring among them", r.bytes, r.algs)
+		}
+		for _, alg := range r.algs {
+			if a, _ := algorithms.Lookup(algorithms.Allreduce, alg); a.Device || a.HostStaged {
+				t.Errorf("%d B: measured %s, which runs on CUDA memory only", r.bytes, alg)
+			}
+			if r.us[alg] <= 0 || r.us[alg] < r.us[r.best] {
+				t.Errorf("%d B: %s %g µs, best %s %g", r.bytes, alg, r.us[alg], r.best, r.us[r.best])
+			}
+		}
+		if o := got[1][i]; o.best != r.best || o.us[r.best] != r.us[r.best] {
+			t.Errorf("%d B: rank 1 chose %s (%g µs), rank 0 %s (%g)", r.bytes, o.best, o.us[o.best], r.best, r.us[r.best])
 		}
 	}
 }

@@ -29,7 +29,7 @@ type measured struct {
 // flat algorithm under another name, and sort first among the
 // allreduces, so they would win every tie).
 func candidate(a *algorithms.Algorithm, sh tuner.Shape) bool {
-	if a.Device {
+	if a.Device || a.HostStaged {
 		return false // CUDA memory only: the bundle measures those (docs/cuda.md)
 	}
 	if a.Direct {
@@ -37,6 +37,16 @@ func candidate(a *algorithms.Algorithm, sh tuner.Shape) bool {
 	}
 	return !a.SizeDependent || sh.Composes()
 }
+
+// smallCalls is how many calls gocoll-tune times of each algorithm per
+// round at sizes up to smallMax bytes, where a call takes a microsecond
+// or two: a millisecond of back-to-back calls is a few hundred of them,
+// and one preemption of a loaded machine decides the median (issue 29).
+// There every round times each algorithm in turn (interleaved, so that
+// a quiet or busy minute falls on all of them) with a barrier before
+// each call, as collbench and the OSU benchmarks do, and the lowest
+// round is kept. Above smallMax, Time's median of back-to-back calls.
+const smallCalls, smallMax = 1000, 8 << 10
 
 // measureCollective times every algorithm of coll at each size on c, whose
 // ranks have shape sh.
@@ -47,13 +57,13 @@ func measureCollective(c *mpi.Comm, coll algorithms.Collective, sh tuner.Shape, 
 		n := max(int(b/4)/p, 1) * p
 		send, recv := make([]float32, n), make([]float32, n)
 		r := measured{coll: coll.String(), p: p, bytes: int64(4 * n), us: map[string]float64{}}
+		calls := map[string]func() error{}
 		for _, a := range algorithms.All(coll) {
 			if !candidate(a, sh) {
 				continue
 			}
-			alg := a.Name
-			opt := mpi.WithAlgorithm(alg)
-			call := func() error {
+			opt := mpi.WithAlgorithm(a.Name)
+			calls[a.Name] = func() error {
 				switch coll {
 				case algorithms.Allreduce:
 					return mpi.Allreduce(c, send, recv, mpi.Sum, opt)
@@ -62,12 +72,25 @@ func measureCollective(c *mpi.Comm, coll algorithms.Collective, sh tuner.Shape, 
 				}
 				return mpi.Allgather(c, send[:n/p], recv, opt)
 			}
-			t, err := Time(c, o.reps, call)
-			if err != nil {
-				return nil, fmt.Errorf("%s %s %d B: %w", coll, alg, b, err)
+			r.algs = append(r.algs, a.Name)
+		}
+		var err error
+		if 4*n <= smallMax {
+			err = timeInterleaved(c, o.reps, r.algs, calls, r.us)
+		} else {
+			for _, alg := range r.algs {
+				var t float64
+				if t, err = Time(c, o.reps, calls[alg]); err != nil {
+					err = fmt.Errorf("%s: %w", alg, err)
+					break
+				}
+				r.us[alg] = t * 1e6
 			}
-			r.algs = append(r.algs, alg)
-			r.us[alg] = t * 1e6
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s %d B: %w", coll, b, err)
+		}
+		for _, alg := range r.algs {
 			if r.best == "" || r.us[alg] < r.us[r.best] {
 				r.best = alg
 			}
@@ -78,6 +101,53 @@ func measureCollective(c *mpi.Comm, coll algorithms.Collective, sh tuner.Shape, 
 		}
 	}
 	return out, nil
+}
+
+// timeInterleaved times smallCalls calls of each of algs per round,
+// rounds rounds, the algorithms in turn within a round and in the
+// opposite order the next, and keeps in us (µs) each one's lowest
+// round: the slowest rank's mean call, a barrier before each.
+func timeInterleaved(c *mpi.Comm, rounds int, algs []string, calls map[string]func() error, us map[string]float64) error {
+	for _, alg := range algs { // warm up (and build the schedules)
+		if err := calls[alg](); err != nil {
+			return fmt.Errorf("%s: %w", alg, err)
+		}
+	}
+	for round := range max(rounds, 1) {
+		for i := range algs {
+			alg := algs[i]
+			if round%2 == 1 {
+				alg = algs[len(algs)-1-i]
+			}
+			t, err := timeEach(c, smallCalls, calls[alg])
+			if err != nil {
+				return fmt.Errorf("%s: %w", alg, err)
+			}
+			if old, ok := us[alg]; !ok || t*1e6 < old {
+				us[alg] = t * 1e6
+			}
+		}
+	}
+	return nil
+}
+
+// timeEach returns the slowest rank's mean time of calls calls, each
+// after a barrier and timed alone.
+func timeEach(c *mpi.Comm, calls int, call func() error) (float64, error) {
+	var total time.Duration
+	for range calls {
+		c.Barrier()
+		t0 := time.Now()
+		if err := call(); err != nil {
+			return 0, err
+		}
+		total += time.Since(t0)
+	}
+	d := []float64{total.Seconds() / float64(calls)}
+	if err := mpi.AllreduceInPlace(c, d, mpi.Max); err != nil {
+		return 0, err
+	}
+	return d[0], nil
 }
 
 // rulesFromWinners turns the fastest algorithm at increasing sizes into
