@@ -198,6 +198,10 @@ func NumIDs() int { return numIDs }
 // algorithm.
 func (a *Algorithm) IsSchedule() bool { return !a.Direct && !a.Device && !a.HostStaged }
 
+// OnHost reports whether the algorithm can run a call on host memory:
+// neither a Device nor a HostStaged one.
+func (a *Algorithm) OnHost() bool { return !a.Device && !a.HostStaged }
+
 // Placed reports whether the call's memory and placement let the
 // algorithm run (host or CUDA memory, a shared segment, a device group):
 // the first of Check's restrictions, without building an error, for the
@@ -289,6 +293,18 @@ func Names(c Collective) []string {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	return names
+}
+
+// HostNames is Names less the algorithms that run on CUDA memory only
+// (OnHost): what a host benchmark or demo times.
+func HostNames(c Collective) []string {
+	var names []string
+	for _, a := range All(c) {
+		if a.OnHost() {
+			names = append(names, a.Name)
+		}
+	}
 	return names
 }
 

@@ -106,7 +106,7 @@ func TestSteadyStateAllocatesNothing(t *testing.T) {
 	var calls []call
 	for _, c := range algorithms.Collectives {
 		for _, alg := range algorithms.Names(c) {
-			if a, _ := algorithms.Lookup(c, alg); a != nil && (a.Device || a.HostStaged) {
+			if a, _ := algorithms.Lookup(c, alg); a != nil && !a.OnHost() {
 				continue // CUDA memory only (a forced one falls back here, each call)
 			}
 			for _, inPlace := range []bool{false, true} {

@@ -283,7 +283,7 @@ func matrix(p int) []call {
 	}
 	for _, c := range algorithms.Collectives {
 		for _, a := range algorithms.All(c) {
-			if a.Device || a.HostStaged {
+			if !a.OnHost() {
 				continue // CUDA memory only: the device matrices run them
 			}
 			for i, typ := range ops.Types() {

@@ -63,8 +63,17 @@ var All = append(forceVars(), []Var{
 func forceVars() []Var {
 	var vs []Var
 	for _, c := range algorithms.Collectives {
+		// Host algorithms first, up to the first semicolon: tools/demo.sh
+		// times those.
+		var cuda []string
+		for _, a := range algorithms.All(c) {
+			if !a.OnHost() {
+				cuda = append(cuda, a.Name)
+			}
+		}
 		vs = append(vs, Var{ForceVar(c), "auto",
-			fmt.Sprintf("force %s's algorithm: auto, %s; under LD_PRELOAD also %s (the host MPI's own)", c, strings.Join(algorithms.Names(c), ", "), Native)})
+			fmt.Sprintf("force %s's algorithm: auto, %s; on CUDA memory also %s; under LD_PRELOAD also %s (the host MPI's own)",
+				c, strings.Join(algorithms.HostNames(c), ", "), strings.Join(cuda, ", "), Native)})
 	}
 	for _, c := range algorithms.Rooted {
 		vs = append(vs, Var{ForceVar(c), "auto",

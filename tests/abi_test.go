@@ -405,7 +405,7 @@ func TestDemo(t *testing.T) {
 	}
 	want := 3 // auto, once per collective
 	for _, c := range []algorithms.Collective{algorithms.Allreduce, algorithms.ReduceScatterBlock, algorithms.Allgather} {
-		want += len(algorithms.Names(c))
+		want += len(algorithms.HostNames(c))
 	}
 	if rows != want {
 		t.Errorf("demo: %d rows in the timing table, want %d:\n%s", rows, want, out)

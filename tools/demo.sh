@@ -35,7 +35,8 @@ echo "== time per call on $NP ranks (µs, average over ranks; collbench: MPI_FLO
 printf "%-26s %-20s %10s %10s %10s\n" collective algorithm "64 B" "64 KiB" "1 MiB"
 for coll in allreduce reduce_scatter_block allgather; do
     var=GOCOLL_$(echo $coll | tr a-z A-Z)_ALGORITHM
-    # "force MPI_X's algorithm: auto, a, b, c; under LD_PRELOAD also native ..."
+    # "force MPI_X's algorithm: auto, a, b, c; on CUDA memory also d; under LD_PRELOAD ...":
+    # the host algorithms, up to the first semicolon
     algs=$($B/gocollrun --info | awk -v v="$var" '$1 == v { sub(/;.*/, ""); sub(/.*algorithm: auto, /, ""); gsub(/,/, ""); print }')
     [ -n "$algs" ] || { echo "demo: no algorithms listed for $var by gocollrun --info" >&2; exit 1; }
     for alg in auto $algs; do

@@ -321,18 +321,19 @@ func ForceVar(c algorithms.Collective) string { return envvar.ForceVar(c) }
 // rooted reports whether c is a rooted collective (Bcast, Reduce, Gather).
 func rooted(c algorithms.Collective) bool { return slices.Contains(algorithms.Rooted, c) }
 
-// ForcedRounds returns environments that together force every algorithm
-// of every collective: round i sets each collective's variable to its
-// i-th algorithm (wrapping around for collectives with fewer), so that
-// len(result) runs of a program try every algorithm once. Tests and
-// benchmarks iterate over it.
+// ForcedRounds returns environments that together force every host
+// algorithm of every collective (algorithms.HostNames: the CUDA-only ones
+// would fall back on host memory): round i sets each collective's
+// variable to its i-th algorithm (wrapping around for collectives with
+// fewer), so that len(result) runs of a program try every algorithm
+// once. Tests and benchmarks of host memory iterate over it.
 func ForcedRounds() [][]string {
 	var rounds [][]string
 	for i := 0; ; i++ {
 		var env []string
 		more := false
 		for _, c := range algorithms.Collectives {
-			names := algorithms.Names(c)
+			names := algorithms.HostNames(c)
 			if i < len(names) {
 				more = true
 			}

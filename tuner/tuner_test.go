@@ -193,7 +193,8 @@ func TestTuningFile(t *testing.T) {
 	}
 }
 
-// Every algorithm of every collective is forced in exactly one round.
+// Every host algorithm of every collective is forced in exactly one
+// round, and no CUDA-only one.
 func TestForcedRoundsCoverEveryAlgorithm(t *testing.T) {
 	rounds := tuner.ForcedRounds()
 	for _, c := range algorithms.Collectives {
@@ -205,12 +206,15 @@ func TestForcedRoundsCoverEveryAlgorithm(t *testing.T) {
 				}
 			}
 		}
-		for _, name := range algorithms.Names(c) {
-			if seen[name] == 0 {
-				t.Errorf("%v: %s is never forced", c, name)
+		for _, a := range algorithms.All(c) {
+			if a.OnHost() && seen[a.Name] == 0 {
+				t.Errorf("%v: %s is never forced", c, a.Name)
+			}
+			if !a.OnHost() && seen[a.Name] != 0 {
+				t.Errorf("%v: %s, CUDA memory's only, is forced on host memory", c, a.Name)
 			}
 		}
-		if max := len(algorithms.Names(c)); len(rounds) < max {
+		if max := len(algorithms.HostNames(c)); len(rounds) < max {
 			t.Errorf("%v: %d rounds for %d algorithms", c, len(rounds), max)
 		}
 	}

@@ -240,7 +240,7 @@ func algorithmsFor(c algorithms.Collective, want []string) []string {
 	for _, a := range want {
 		switch {
 		case a == "all":
-			out = append(out, algorithms.Names(c)...)
+			out = append(out, algorithms.HostNames(c)...)
 		case a == "auto" || slices.Contains(algorithms.Names(c), a):
 			out = append(out, a)
 		}

@@ -67,7 +67,7 @@ func run(ps, sizes []int, iters int) error {
 	fmt.Fprintln(tw, "collective\talgorithm\tranks\tbytes\ttime/call\tresult\t")
 	failed := 0
 	for _, c := range algorithms.Collectives {
-		for _, alg := range algorithms.Names(c) {
+		for _, alg := range algorithms.HostNames(c) {
 			for _, p := range ps {
 				for _, size := range sizes {
 					n := max(size/8/p, 1) * p // float64 elements, a multiple of p

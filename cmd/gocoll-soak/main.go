@@ -196,7 +196,7 @@ func algorithmsFor(c algorithms.Collective, transportOnly bool) []string {
 	if !transportOnly {
 		names = append(names, "", "")
 	}
-	for _, n := range algorithms.Names(c) {
+	for _, n := range algorithms.HostNames(c) {
 		if !(transportOnly && n == "shm") {
 			names = append(names, n)
 		}

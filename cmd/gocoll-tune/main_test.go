@@ -142,7 +142,7 @@ func TestMeasureCollectiveBothRegimes(t *testing.T) {
 			t.Errorf("%d B: measured %v, want shm and ring among them", r.bytes, r.algs)
 		}
 		for _, alg := range r.algs {
-			if a, _ := algorithms.Lookup(algorithms.Allreduce, alg); a.Device || a.HostStaged {
+			if a, _ := algorithms.Lookup(algorithms.Allreduce, alg); !a.OnHost() {
 				t.Errorf("%d B: measured %s, which runs on CUDA memory only", r.bytes, alg)
 			}
 			if r.us[alg] <= 0 || r.us[alg] < r.us[r.best] {

@@ -29,7 +29,7 @@ type measured struct {
 // flat algorithm under another name, and sort first among the
 // allreduces, so they would win every tie).
 func candidate(a *algorithms.Algorithm, sh tuner.Shape) bool {
-	if a.Device || a.HostStaged {
+	if !a.OnHost() {
 		return false // CUDA memory only: the bundle measures those (docs/cuda.md)
 	}
 	if a.Direct {

@@ -183,7 +183,7 @@ func (cf config) algorithm(c algorithms.Collective) string {
 		return cf.name
 	}
 	i, _ := strconv.Atoi(strings.TrimPrefix(cf.name, "forced"))
-	names := algorithms.Names(c)
+	names := algorithms.HostNames(c) // as tuner.ForcedRounds
 	return names[i%len(names)]
 }
 
