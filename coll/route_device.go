@@ -2,11 +2,11 @@ package coll
 
 import (
 	"fmt"
-	"runtime"
 
 	"github.com/gocoll/gocoll/executor/device"
 	"github.com/gocoll/gocoll/executor/host"
 	"github.com/gocoll/gocoll/gpu"
+	"github.com/gocoll/gocoll/internal/linuxsys"
 	"github.com/gocoll/gocoll/mpierr"
 	"github.com/gocoll/gocoll/transport"
 )
@@ -75,7 +75,7 @@ func (c *Comm) deviceExecutor(name string) (*device.Executor, error) {
 	if opts.Log == nil && c.cfg.Debug != nil {
 		opts.Log = c.cfg.Debug // GOCOLL_DEBUG=info: mappings that failed, retried
 	}
-	opts.Crowded = opts.Crowded || c.ranksOnNode() >= runtime.NumCPU()
+	opts.Crowded = opts.Crowded || c.ranksOnNode() >= linuxsys.NodeCPUs() // the node's CPUs, not this rank's binding
 	c.device.exec = device.New(rt, opts, peers)
 	if c.cfg.Debug != nil {
 		fmt.Fprintf(c.cfg.Debug, "gocoll: rank %d: %s: device memory: peers %v\n", c.rank, c.name, peers)
