@@ -85,7 +85,7 @@ func (c *Comm) closeDevice(meet bool) {
 	if g := c.device.group; g != nil {
 		var barrier func() error
 		if meet {
-			barrier = func() error { _, err := c.gatherRecords(c.name, "device group close", []byte{0}, 1); return err }
+			barrier = c.hostBarrier(c.name)
 		}
 		if err := g.Close(barrier); err != nil && c.cfg.Debug != nil {
 			fmt.Fprintf(c.cfg.Debug, "gocoll: rank %d: %s: freeing the device group: %v\n", c.rank, c.name, err)

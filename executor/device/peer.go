@@ -165,7 +165,7 @@ func (g *Group) begin(pc *peerCall) error {
 	// An empty buffer may be anything (a rank's empty block of a
 	// reduce-scatter, NULL); the one-shot copies its input in from
 	// anywhere.
-	if c.Out.Len > 0 && !g.here(c.Out.Mem) || (c.Kind != GroupAllreduce || !c.OneShot) && c.In.Len > 0 && !g.here(c.In.Mem) {
+	if c.Out.Len > 0 && !g.Holds(c.Out.Mem) || (c.Kind != GroupAllreduce || !c.OneShot) && c.In.Len > 0 && !g.Holds(c.In.Mem) {
 		return fmt.Errorf("device group: the buffers are not device memory of the group's context")
 	}
 	if err := waitForApplication(g.w.drv, g.st); err != nil {
@@ -184,10 +184,7 @@ func (g *Group) begin(pc *peerCall) error {
 
 // Holds reports whether memory m is device memory of the group's
 // context, where its calls' buffers must be.
-func (g *Group) Holds(m gpu.Memory) bool { return g.here(m) }
-
-// here reports whether memory m is device memory of the group's context.
-func (g *Group) here(m gpu.Memory) bool {
+func (g *Group) Holds(m gpu.Memory) bool {
 	return m.OnDevice() && (m.Context == g.w.ctx || m.Context == 0 && m.Device == g.w.dev)
 }
 
